@@ -1,0 +1,45 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SYSPKG := bubblewrap util-linux shellcheck
+JOBS   ?= 2
+
+.PHONY: setup system-packages demo test bench clean
+
+setup: system-packages $(STAMP)
+
+# Debian packages the jail needs (bubblewrap, setpriv from util-linux) and shellcheck for the
+# Gradescope scripts' tests. Installed only where missing, and only where apt may be used.
+system-packages:
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v setpriv >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing system packages:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	    || echo "warning: could not install$$missing; the jail falls back to the layers it finds"; \
+	else \
+	  echo "note: not root or no apt: skipping system packages ($$missing); install them for the full jail"; \
+	fi
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/autograder demo
+
+test: setup
+	$(PY) -m pytest -n $(JOBS) -q
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info demo-out

@@ -1,0 +1,43 @@
+"""The ``autograder`` command line. Each command is thin: it parses, calls one function, prints.
+
+Commands live beside the code they drive and register themselves here through a
+``register(app)`` function, so this file only lists them.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from . import __version__
+
+app = typer.Typer(
+    help="Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"autograder {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
+    """Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report."""
+
+
+def _register_all() -> None:
+    from . import cli_grade
+
+    for module in (cli_grade,):
+        module.register(app)
+
+
+_register_all()
+
+if __name__ == "__main__":
+    app()

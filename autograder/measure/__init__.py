@@ -1,0 +1,1 @@
+"""Stage 2: trusted measurements. Facts only, never verdicts; never imports submission code."""

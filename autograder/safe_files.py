@@ -1,0 +1,124 @@
+"""Read files a submission wrote, without trusting them.
+
+Every path is resolved component by component under a trusted root directory with
+``O_NOFOLLOW`` (a symlink anywhere in the path is refused), the final file must be a regular
+file (no FIFO, device or socket: opened with ``O_NONBLOCK`` so a FIFO cannot block us), and its
+size is checked before and while reading. ``.npz`` files are read with ``allow_pickle=False``
+and object arrays are refused. Every failure is an :class:`UnsafeFileError` with a message fit to
+show a student.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import UnsafeFileError
+
+MiB = 1024 * 1024
+
+
+def _open_under(root: Path, relpath: str) -> int:
+    parts = [p for p in Path(relpath).parts if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts) or Path(relpath).is_absolute():
+        raise UnsafeFileError(f"{relpath}: not a plain path inside the working directory")
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise UnsafeFileError(f"{relpath} is missing") from None
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafeFileError(f"{relpath}: '{part}' is a symlink or not a folder") from None
+                raise UnsafeFileError(f"{relpath}: cannot open '{part}' ({e.strerror})") from None
+            os.close(dir_fd)
+            dir_fd = next_fd
+        try:
+            return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise UnsafeFileError(f"{relpath} is missing") from None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise UnsafeFileError(f"{relpath} is a symlink, not a regular file") from None
+            raise UnsafeFileError(f"{relpath}: cannot open ({e.strerror})") from None
+    finally:
+        os.close(dir_fd)
+
+
+def read_bytes(root: Path | str, relpath: str, max_bytes: int) -> bytes:
+    """The content of ``root/relpath``, a regular file of at most ``max_bytes`` bytes."""
+    fd = _open_under(Path(root), relpath)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFileError(f"{relpath} is not a regular file")
+        if st.st_size > max_bytes:
+            raise UnsafeFileError(f"{relpath} is {st.st_size:,} bytes, more than the {max_bytes:,} allowed")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(MiB, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise UnsafeFileError(f"{relpath} grew past the {max_bytes:,} bytes allowed")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def exists_regular(root: Path | str, relpath: str) -> bool:
+    """True when ``relpath`` names a regular file reachable without symlinks."""
+    try:
+        fd = _open_under(Path(root), relpath)
+    except UnsafeFileError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+
+
+def load_json(root: Path | str, relpath: str, max_bytes: int = 4 * MiB) -> Any:
+    """Parse a JSON file the submission wrote (plain data only: no NaN tricks are special)."""
+    data = read_bytes(root, relpath, max_bytes)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {e})"[:300]) from None
+
+
+def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
+             max_entries: int = 10_000) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file: numeric or bool dtypes only, never pickles."""
+    data = read_bytes(root, relpath, max_bytes)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            if len(infos) > max_entries:
+                raise UnsafeFileError(f"{relpath} holds {len(infos)} arrays, more than {max_entries}")
+            if sum(i.file_size for i in infos) > 4 * max_bytes:
+                raise UnsafeFileError(f"{relpath} unpacks to more than {4 * max_bytes:,} bytes")
+        out: dict[str, np.ndarray] = {}
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            for key in npz.files:
+                arr = npz[key]
+                if arr.dtype.kind not in "biufc":
+                    raise UnsafeFileError(f"{relpath}: array '{key}' has dtype {arr.dtype}, not a number type")
+                out[key] = arr
+        return out
+    except UnsafeFileError:
+        raise
+    except Exception as e:  # zipfile.BadZipFile, ValueError (pickled), OSError...
+        raise UnsafeFileError(f"{relpath} is not a valid .npz of plain arrays ({type(e).__name__}: {e})"[:300]) from None
