@@ -1,0 +1,135 @@
+"""Grade one notebook: execute (jailed) → measure → judge → report.
+
+``grade_notebook`` always leaves a valid ``results.json`` in ``out_dir``: a zero-score placeholder
+is written first, and the real one replaces it atomically at the end. A broken or hostile
+submission is a graded outcome; only a bug of the harness itself raises (after writing a failure
+result that says so).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .assignment import Assignment
+from .environment import environment_versions
+from .errors import SandboxUnavailableError
+from .measure.context import MeasureContext
+from .probe_format import read_probe_result
+
+EXECUTION_FILE = "execution.json"
+MEASUREMENTS_FILE = "measurements.json"
+GRADE_FILE = "grade.json"
+RESULTS_FILE = "results.json"
+FEEDBACK_FILE = "feedback.md"
+
+StageCallback = Callable[[str], None]
+
+
+def _write_json(path: Path, data: Any) -> None:
+    from .report.gradescope_results import write_json_atomic
+
+    write_json_atomic(path, data)
+
+
+def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
+    summary = {k: v for k, v in execution.items() if k != "cells"}
+    summary["completed"] = execution.get("status") == "completed"
+    return summary
+
+
+def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, workspace: Path, *,
+                        unsafe_no_sandbox: bool = False, slot: int = 0,
+                        on_stage: StageCallback | None = None) -> dict[str, Any]:
+    """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements."""
+    from .sandbox import ProbeSpec, run_submission
+
+    stage = on_stage or (lambda _name: None)
+    cases = assignment.grading.probe_cases()
+    probe_cfg = assignment.config.get("probe", {})
+    spec = ProbeSpec(cases=cases, functions=list(probe_cfg.get("functions", [])),
+                     results_variable=assignment.results_variable)
+    stage("execute")
+    execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
+                               unsafe_no_sandbox=unsafe_no_sandbox, slot=slot)
+    _write_json(out_dir / EXECUTION_FILE, execution)
+    stage("measure")
+    probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
+    ctx = MeasureContext(assignment=assignment, workspace=workspace, cases=cases, probe=probe,
+                         execution=execution)
+    sections = assignment.grading.measure(ctx)
+    measurements = {
+        "schema": 1,
+        "assignment": {"id": assignment.id, "version": assignment.version,
+                       "fingerprint": assignment.fingerprint()},
+        "environment": environment_versions(),
+        "execution": _execution_summary(execution),
+        **sections,
+    }
+    _write_json(out_dir / MEASUREMENTS_FILE, measurements)
+    return measurements
+
+
+def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = None,
+            rubric: Path | None = None, execution_time: float | None = None) -> dict[str, Any]:
+    """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed."""
+    from .judge import judge
+    from .report.feedback import feedback_markdown
+    from .report.gradescope_results import results_json
+
+    measurements = json.loads((out_dir / MEASUREMENTS_FILE).read_text())
+    grade = judge(assignment.rubric(rubric), assignment.tolerances(tolerances), measurements)
+    if execution_time is None:
+        execution_time = measurements.get("execution", {}).get("duration_s")
+    _write_json(out_dir / GRADE_FILE, grade)
+    (out_dir / FEEDBACK_FILE).write_text(feedback_markdown(grade, measurements))
+    _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time))
+    return grade
+
+
+def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
+                   workspace: Path | None = None, unsafe_no_sandbox: bool = False,
+                   tolerances: Path | None = None, rubric: Path | None = None, slot: int = 0,
+                   on_stage: StageCallback | None = None) -> dict[str, Any]:
+    """Grade ``notebook`` into ``out_dir``; returns the grade (grade.json's content).
+
+    ``workspace``: keep the jailed working directory there for inspection (it must be empty or
+    absent); by default a temporary one is used and removed.
+    """
+    from .report.gradescope_results import failure_results_json
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, FEEDBACK_FILE):
+        (out_dir / stale).unlink(missing_ok=True)
+    _write_json(out_dir / RESULTS_FILE, failure_results_json(
+        "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))
+    started = time.monotonic()
+    tmp = None
+    if workspace is None:
+        tmp = Path(tempfile.mkdtemp(prefix="autograder-ws-"))
+        workspace = tmp / "work"
+    workspace = Path(workspace)
+    try:
+        execute_and_measure(Path(notebook), assignment, out_dir, workspace,
+                            unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=on_stage)
+        if on_stage:
+            on_stage("judge")
+        return rejudge(out_dir, assignment, tolerances=tolerances, rubric=rubric,
+                       execution_time=time.monotonic() - started)
+    except SandboxUnavailableError as e:
+        _write_json(out_dir / RESULTS_FILE, failure_results_json(
+            f"The grader refused to run the notebook without isolation: {e}"))
+        raise
+    except Exception as e:
+        _write_json(out_dir / RESULTS_FILE, failure_results_json(
+            "The grader itself failed while grading this notebook; this is not a problem with your "
+            f"work, and course staff can see the error ({type(e).__name__})."))
+        raise
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
