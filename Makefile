@@ -36,7 +36,7 @@ demo: setup
 	$(VENV)/bin/autograder demo
 
 test: setup
-	$(PY) -m pytest -n $(JOBS) -q
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -q
 
 bench: setup
 	$(PY) bench/run.py

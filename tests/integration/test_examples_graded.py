@@ -1,0 +1,91 @@
+"""End to end, through the real jail and ONNX Runtime: every bundled example gets exactly the
+grade its first cell promises.
+
+``tests/assignment/expected_examples.toml`` maps each example to the one check it must lose
+points at (or to full marks / a low score). Each example is graded once per module.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from autograder.pipeline import grade_notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
+EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples.toml").read_text())
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graded(assignment07, tmp_path_factory):
+    cache: dict[str, tuple[dict, Path]] = {}
+
+    def grade(name: str) -> tuple[dict, Path]:
+        if name not in cache:
+            out = tmp_path_factory.mktemp(name.replace(".", "_"))
+            cache[name] = (grade_notebook(EXAMPLES / name, assignment07, out), out)
+        return cache[name]
+
+    return grade
+
+
+def _scores(grade: dict) -> dict[str, float]:
+    return {c["id"]: c["score"] for c in grade["checks"]}
+
+
+def _max(grade: dict) -> dict[str, float]:
+    return {c["id"]: c["max_score"] for c in grade["checks"]}
+
+
+def test_reference_solution_gets_every_autograded_point(graded, results_validator):
+    grade, out = graded("reference.ipynb")
+    failed = {c["id"]: [p["message"] for p in c["parts"] if not p["passed"]] for c in grade["checks"] if not c["passed"]}
+    assert grade["score"] == grade["max_score"] == 100, f"reference lost points: {failed}"
+    results = json.loads((out / "results.json").read_text())
+    results_validator(results)
+    assert results["score"] == 100
+    assert {t["tags"][0] for t in results["tests"]} == set(_scores(grade))
+
+
+def test_untouched_notebook_gets_a_low_score_and_a_reason_for_every_check(graded, results_validator):
+    grade, out = graded("untouched.ipynb")
+    results = json.loads((out / "results.json").read_text())
+    results_validator(results)
+    assert grade["score"] <= EXPECTED["untouched.ipynb"]["max_score"]
+    for check in grade["checks"]:
+        if check["passed"]:
+            continue
+        for part in check["parts"]:
+            if not part["passed"]:
+                assert (part["message"] or part["reason"]), f"{check['id']}: a failed part without a message"
+    feedback = (out / "feedback.md").read_text()
+    assert "quantize" in feedback
+
+
+MISTAKES = sorted(k for k, v in EXPECTED.items() if "loses" in v)
+
+
+@pytest.mark.parametrize("example", MISTAKES)
+def test_each_mistake_loses_points_at_its_check_and_nowhere_else(graded, example):
+    expected_check = EXPECTED[example]["loses"]
+    grade, _ = graded(example)
+    scores, maxima = _scores(grade), _max(grade)
+    lost = {cid for cid in scores if scores[cid] < maxima[cid]}
+    details = {c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
+               for c in grade["checks"] if c["id"] in lost}
+    assert lost == {expected_check}, f"{example}: lost points at {details}, expected only at {expected_check}"
+
+
+def test_grading_is_reproducible(graded, assignment07, tmp_path):
+    first, _ = graded("reference.ipynb")
+    again = [grade_notebook(EXAMPLES / "reference.ipynb", assignment07, tmp_path / f"run{i}") for i in range(2)]
+    for g in again:
+        assert _scores(g) == _scores(first)
+        assert [[p["passed"] for p in c["parts"]] for c in g["checks"]] == \
+               [[p["passed"] for p in c["parts"]] for c in first["checks"]]
