@@ -1,0 +1,17 @@
+"""Stage 4 · report: grade.json → results.json (Gradescope), feedback.md, console tables.
+
+The console tables (rich) live in ``autograder.report.console``; gradebook and summary pages
+are separate modules of this package.
+"""
+
+from .feedback import failure_feedback_markdown, feedback_markdown
+from .gradescope_results import failure_results_json, json_safe, results_json, write_json_atomic
+
+__all__ = [
+    "failure_feedback_markdown",
+    "failure_results_json",
+    "feedback_markdown",
+    "json_safe",
+    "results_json",
+    "write_json_atomic",
+]

@@ -1,0 +1,113 @@
+"""Rich tables for the instructor's terminal: one grade in detail, or several submissions side by side.
+
+Instructors see everything, hidden checks included (marked as such).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..judge import OP_TEXT
+
+
+def grade_table(grade: Mapping[str, Any]) -> Table:
+    """One row per check (its score), then one row per part: measured, threshold, points."""
+    table = Table(title=f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}",
+                  show_lines=False, title_justify="left")
+    table.add_column("check")
+    table.add_column("measured", justify="right")
+    table.add_column("threshold", justify="right")
+    table.add_column("points", justify="right")
+    for check in grade.get("checks", []):
+        label = Text(str(check.get("title", check.get("id"))), style="bold")
+        if check.get("visibility", "visible") != "visible":
+            label.append(f" ({check['visibility']})", style="dim")
+        table.add_row(label, "", "", _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
+                      end_section=False)
+        for part in check.get("parts", []):
+            mark = Text("  ✓ " if part.get("passed") else "  ✗ ", style="green" if part.get("passed") else "red")
+            mark.append(str(part.get("name", "")))
+            measured = Text(str(part.get("reason") or part.get("measured_text", "?")),
+                            style="yellow" if part.get("reason") else "")
+            threshold = f"{OP_TEXT.get(str(part.get('op')), part.get('op', ''))} {part.get('threshold_text', '?')}"
+            table.add_row(mark, measured, threshold, f"{_pts(part.get('score', 0))} / {_pts(part.get('points', 0))}")
+        table.add_section()
+    for item in grade.get("manual", []) or []:
+        table.add_row(Text(f"{item.get('title', item.get('id'))} (graded by hand)", style="dim"), "", "",
+                      f"– / {_pts(item.get('points', 0))}")
+    return table
+
+
+def print_grade_table(grade: Mapping[str, Any], console: Console | None = None) -> Table:
+    table = grade_table(grade)
+    (console or Console()).print(table)
+    return table
+
+
+def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:
+    """Several submissions: ``rows`` of ``{"name", "score", "max", "checks": {id: score}}``.
+
+    A check's value may be a number or ``{"score": …, "max_score": …}``; an optional
+    ``"checks_max": {id: max}`` adds the maxima; an optional ``"note"`` (or ``"reason"``, e.g.
+    "timeout") gets its own column. Columns follow the checks in first-seen order.
+    """
+    rows = list(rows)
+    check_ids: list[str] = []
+    for row in rows:
+        for cid in row.get("checks", {}) or {}:
+            if cid not in check_ids:
+                check_ids.append(cid)
+    table = Table(title=title, title_justify="left")
+    table.add_column("submission")
+    for cid in check_ids:
+        table.add_column(cid, justify="right")
+    table.add_column("total", justify="right", style="bold")
+    with_notes = any(_note(row) for row in rows)
+    if with_notes:
+        table.add_column("note")
+    for row in rows:
+        checks = row.get("checks", {}) or {}
+        cells: list[Any] = [str(row.get("name", "?"))]
+        maxima = row.get("checks_max", {}) or {}
+        cells += [_check_cell(checks.get(cid), maxima.get(cid)) for cid in check_ids]
+        cells.append(f"{_pts(row.get('score', 0))} / {_pts(row.get('max', 0))}")
+        if with_notes:
+            cells.append(_note(row))
+        table.add_row(*cells)
+    return table
+
+
+def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | None = None,
+                       title: str | None = None) -> Table:
+    table = scores_table(rows, title)
+    (console or Console()).print(table)
+    return table
+
+
+def _note(row: Mapping[str, Any]) -> str:
+    return str(row.get("note") or row.get("reason") or "")
+
+
+def _check_cell(value: Any, max_score: Any = None) -> Text:
+    if value is None:
+        return Text("–", style="dim")
+    if isinstance(value, Mapping) or max_score is not None:
+        if isinstance(value, Mapping):
+            value, max_score = value.get("score", 0), value.get("max_score")
+        score = value if isinstance(value, (int, float)) else 0
+        style = "green" if max_score is not None and score >= max_score else ("red" if not score else "yellow")
+        return Text(f"{_pts(score)}" + (f"/{_pts(max_score)}" if max_score is not None else ""), style=style)
+    return Text(_pts(value))
+
+
+def _score_text(score: float, max_score: float, passed: Any) -> Text:
+    return Text(f"{_pts(score)} / {_pts(max_score)}", style="green" if passed else ("red" if not score else "yellow"))
+
+
+def _pts(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)

@@ -1,0 +1,192 @@
+"""Gradescope's ``results.json`` from a grade, and the zero-score result when grading failed.
+
+Format: Gradescope's autograder specification (docs/specs.md of gradescope/autograder_samples;
+tests/schemas/gradescope_results.schema.json holds it as a JSON Schema). One test per check:
+``name`` = title, ``tags`` = [check id], ``score``, ``max_score``, ``status``, ``visibility``,
+``number``, Markdown ``output``. Top level: ``score`` (it overrides the tests' sum), a Markdown
+``output`` that counts hidden checks without naming them, ``execution_time`` in whole seconds and
+``extra_data`` for instructors (versions, isolation layers, execution status, per-check scores).
+
+Everything returned is plain JSON: numpy values become numbers and lists, and non-finite floats
+become the strings "nan", "inf", "-inf" (Gradescope's parser rejects bare NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from . import markdown as md
+
+MAX_TEST_OUTPUT_CHARS = 20_000
+MAX_OUTPUT_CHARS = 50_000
+FAILURE_TAG = "grading_failed"
+_EXECUTION_KEYS = ("status", "reason", "cells_total", "cells_run", "cells_errored", "first_error",
+                   "probe", "duration_s", "output_truncated", "completed")
+
+
+def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None, *,
+                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes."""
+    checks = list(grade.get("checks", []))
+    result: dict[str, Any] = {
+        "score": _number(grade.get("score", 0.0)),
+        "output": _cap(summary_markdown(grade, measurements), MAX_OUTPUT_CHARS),
+        "output_format": "md",
+        "test_output_format": "md",
+        "test_name_format": "text",
+        "stdout_visibility": "hidden",
+        "tests": [_test(check, number) for number, check in enumerate(checks, start=1)],
+        "extra_data": _extra_data(grade, measurements, extra),
+    }
+    if execution_time is not None:
+        result["execution_time"] = _seconds(execution_time)
+    return json_safe(result)
+
+
+def summary_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> str:
+    """The top-level output: score, visible tally, hidden count, how the notebook ran, manual items."""
+    blocks = ["\n".join(md.score_lines(grade))]
+    execution = md.execution_lines(measurements)
+    if execution:
+        blocks.append("**Running your notebook**\n\n" + "\n".join(execution))
+    manual = md.manual_lines(grade)
+    if manual:
+        blocks.append("**Graded by hand**\n\n" + "\n".join(manual))
+    return md.join_blocks(blocks)
+
+
+def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
+                         execution_time: float | None = None) -> dict[str, Any]:
+    """A valid zero-score result for when no grade could be made (unreadable notebook, grader bug).
+
+    ``reason`` is shown to the student: say what went wrong in their words, never a traceback.
+    """
+    output = md.join_blocks([
+        "**Your submission could not be graded.**",
+        md.text(reason),
+        "This is a score of 0 for now, not a judgment of your work: fix the problem above and "
+        "resubmit, or ask your instructor if it persists.",
+    ])
+    result: dict[str, Any] = {
+        "score": 0.0,
+        "output": output,
+        "output_format": "md",
+        "test_output_format": "md",
+        "test_name_format": "text",
+        "stdout_visibility": "hidden",
+        "tests": [{
+            "name": "Grading", "name_format": "text", "number": "1", "tags": [FAILURE_TAG],
+            "score": 0.0, "max_score": 0.0, "status": "failed", "visibility": "visible",
+            "output": md.text(reason), "output_format": "md",
+        }],
+        "extra_data": {"autograder": __version__, "failure": str(reason), **dict(extra or {})},
+    }
+    if execution_time is not None:
+        result["execution_time"] = _seconds(execution_time)
+    return json_safe(result)
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically: a temp file in the same folder, then os.replace.
+
+    A reader (Gradescope, a batch run) sees the old file or the whole new one, never a torn one.
+    A new file is 0644; a replaced one keeps its permission bits.
+    Non-finite floats and numpy values are made plain first (see ``json_safe``).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _mode_of(path, default=0o644))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def _mode_of(path: Path, *, default: int) -> int:
+    """The permission bits of an existing ``path`` (a caller may have restricted them), else ``default``."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return default
+
+
+def json_safe(value: Any) -> Any:
+    """A deep copy that ``json.dumps(..., allow_nan=False)`` accepts."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return str(value)
+
+
+# ── pieces ────────────────────────────────────────────────────────────────────────────────────
+
+def _test(check: Mapping[str, Any], number: int) -> dict[str, Any]:
+    return {
+        "name": str(check.get("title", check.get("id", f"check {number}"))),
+        "name_format": "text",
+        "number": str(number),
+        "tags": [str(check["id"])],
+        "score": _number(check.get("score", 0.0)),
+        "max_score": _number(check.get("max_score", 0.0)),
+        "status": "passed" if check.get("passed") else "failed",
+        "visibility": check.get("visibility", "visible"),
+        "output": _cap(md.check_markdown(check), MAX_TEST_OUTPUT_CHARS),
+        "output_format": "md",
+    }
+
+
+def _extra_data(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None,
+                extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    m = measurements if isinstance(measurements, Mapping) else {}
+    execution = m.get("execution") if isinstance(m.get("execution"), Mapping) else {}
+    data: dict[str, Any] = {
+        "autograder": __version__,
+        "assignment": m.get("assignment", grade.get("assignment")),
+        "environment": m.get("environment"),
+        "execution": ({"error": execution["error"]} if execution.get("error") is not None
+                      else {k: execution[k] for k in _EXECUTION_KEYS if k in execution}),
+        "isolation": execution.get("isolation"),
+        "checks": {str(c["id"]): {"score": c.get("score"), "max_score": c.get("max_score"), "passed": c.get("passed")}
+                   for c in grade.get("checks", [])},
+    }
+    data.update(extra or {})
+    return data
+
+
+def _number(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+
+
+def _seconds(t: float) -> int:
+    return max(0, int(round(t))) if isinstance(t, (int, float)) and math.isfinite(t) else 0
+
+
+def _cap(s: str, limit: int) -> str:
+    if len(s) <= limit:
+        return s
+    return s[: limit - 60].rstrip() + "\n\n… (output cut: it was longer than the grader keeps)\n"

@@ -1,0 +1,87 @@
+"""A malformed rubric or tolerances file is instructor input: the judge refuses it loudly,
+with a message that names the check, the part and the fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from judge_report_fixtures import MEASUREMENTS, RUBRIC, TOLERANCES
+
+from autograder.errors import AssignmentError
+from autograder.judge import judge, validate_rubric
+
+
+def _good_part(**changes):
+    return {"name": "p", "measure": "m.x", "op": "<=", "value": 1.0, "points": 5, **changes}
+
+
+def _rubric(part=None, **check_changes):
+    check = {"id": "c", "title": "C", "points": 5, "parts": [part or _good_part()], **check_changes}
+    return {"checks": [check]}
+
+
+def _without(d, key):
+    return {k: v for k, v in d.items() if k != key}
+
+
+# (id, rubric, tolerances, words the message must contain)
+BAD_RUBRICS = [
+    ("not a table", [], {}, ["rubric"]),
+    ("no checks", {"checks": []}, {}, ["at least one [[checks]]"]),
+    ("checks not a list", {"checks": {"id": "c"}}, {}, ["at least one [[checks]]"]),
+    ("unknown op", _rubric(_good_part(op="=<")), {}, ["check 'c'", "part 'p'", "unknown op '=<'", "<="]),
+    ("unknown format", _rubric(_good_part(format="pct")), {}, ["unknown format 'pct'", "percent"]),
+    ("points mismatch", _rubric(points=10), {}, ["points = 10", "add up to 5"]),
+    ("check without points", {"checks": [_without(_rubric()["checks"][0], "points")]}, {}, ["points must be a number"]),
+    ("negative part points", _rubric(_good_part(points=-5), points=-5), {}, ["points must be a number >= 0"]),
+    ("bool points", _rubric(_good_part(points=True), points=1), {}, ["points must be a number"]),
+    ("duplicate check id", {"checks": _rubric()["checks"] * 2}, {}, ["duplicate id 'c'"]),
+    ("manual id clashes with a check", {**_rubric(), "manual": [{"id": "c", "title": "M"}]}, {}, ["duplicate id 'c'"]),
+    ("check without id", _rubric(id=""), {}, ["has no id"]),
+    ("duplicate part name", _rubric(points=10, parts=[_good_part(), _good_part()]), {}, ["duplicate part name"]),
+    ("part without name", _rubric(_without(_good_part(), "name")), {}, ["non-empty name"]),
+    ("part without measure", _rubric(_without(_good_part(), "measure")), {}, ["needs measure"]),
+    ("no parts", _rubric(parts=[]), {}, ["at least one [[checks.parts]]"]),
+    ("bad visibility", _rubric(visibility="secret"), {}, ["visibility 'secret'", "after_due_date"]),
+    ("tolerance key missing", _rubric(_without(_good_part(tolerance="dyn.drop_max"), "value")), {"dyn": {}},
+     ["tolerance 'dyn.drop_max'", "tolerances.toml"]),
+    ("tolerance is a table", _rubric(_without(_good_part(tolerance="dyn"), "value")), {"dyn": {"a": 1}},
+     ["tolerance 'dyn'"]),
+    ("value and tolerance", _rubric(_good_part(tolerance="dyn.drop_max")), {"dyn": {"drop_max": 1}},
+     ["exactly one of value"]),
+    ("neither value nor tolerance", _rubric(_without(_good_part(), "value")), {}, ["exactly one of value"]),
+    ("ordering op needs a number", _rubric(_good_part(value="fast")), {}, ["op <= needs a number"]),
+    ("in needs a list", _rubric(_good_part(op="in", value="int8")), {}, ["op in needs a list"]),
+    ("is_true takes no value", _rubric(_good_part(op="is_true")), {}, ["takes no value"]),
+    ("typo in a part key", _rubric({**_good_part(), "tolerence": "x"}), {}, ["unknown key(s) tolerence"]),
+    ("typo in a check key", _rubric(visiblity="hidden"), {}, ["unknown key(s) visiblity"]),
+    ("requires not a path", _rubric(requires=3), {}, ["requires must be a dotted path"]),
+    ("unknown template format", _rubric(_good_part(message="{measured:pct}")), {}, ["unknown format ':pct'"]),
+    ("template not a string", _rubric(_good_part(hint=["a"])), {}, ["hint: must be a string"]),
+    ("manual not a list", {**_rubric(), "manual": {"id": "m"}}, {}, ["[[manual]]"]),
+]
+
+
+@pytest.mark.parametrize("rubric, tolerances, words", [c[1:] for c in BAD_RUBRICS], ids=[c[0] for c in BAD_RUBRICS])
+def test_judge_rejects_bad_rubric(rubric, tolerances, words):
+    with pytest.raises(AssignmentError) as info:
+        judge(rubric, tolerances, MEASUREMENTS)
+    for word in words:
+        assert word in str(info.value), f"message {str(info.value)!r} should mention {word!r}"
+
+
+def test_judge_rejects_bad_rubric_even_when_measurements_are_missing():
+    with pytest.raises(AssignmentError):
+        judge(_rubric(_good_part(op="~")), {}, {})
+
+
+def test_validate_rubric_accepts_the_fixture_rubric():
+    checks, manual = validate_rubric(RUBRIC, TOLERANCES)
+    assert len(checks) == 6 and manual[0]["id"] == "reflection"
+
+
+def test_validate_rubric_does_not_modify_the_rubric():
+    rubric = copy.deepcopy(RUBRIC)
+    validate_rubric(rubric, TOLERANCES)
+    assert rubric == RUBRIC
