@@ -1,0 +1,331 @@
+"""Run one submission in the jail, cell by cell, then the probe; return the execution.json record.
+
+Nothing a notebook can do raises out of :func:`run_submission`: unreadable files, cell errors,
+timeouts, a dead kernel and hostile code all become a status with a reason. Time is bounded
+three ways: nbclient's per-cell timeout (the notebook deadline included), an ``asyncio``
+deadline around the whole run, and a watchdog thread that SIGKILLs the jail's process if the
+event loop itself stops making progress. Afterwards the kernel is shut down and every process
+of the sandbox uid is reaped before the record is returned.
+
+Per run the grader makes ``/tmp/autograder-run-XXXX/`` (mode 711): ``run/`` (the sandbox uid's: the
+connection file and ipc sockets, bound into the jail at the same path), ``probe/`` (the grader's,
+read-only in the jail as /probe, empty until the student's cells are done) and ``kernel.log``
+(the kernel's stdout/stderr, quoted when it fails to start). It is removed afterwards, unless
+``AUTOGRADER_KEEP_RUNDIR=1`` (for debugging).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_core.utils import ensure_async
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from ..assignment import ExecutionLimits
+from ..errors import AutograderError
+from ..probe_format import ProbeCase, write_probe_inputs
+from . import jail
+from .kernel import CappedNotebookClient, JailedKernelManager
+from .notebook import CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
+from .probe import probe_source
+from .record import CellRecord, Outcome, build_record, reply_to_cell
+from .procs import Watchdog, stop_jail
+from .users import chown_tree_top, claim_slot, reap_user
+
+STARTUP_TIMEOUT_S = 60.0
+RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to answer again
+PROBE_MAX_S = 120.0
+PROBE_CASE_MAX_S = 10.0
+SHUTDOWN_S = 10.0
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """What the probe calls: ``cases`` in order, ``functions`` reported defined/missing/not callable."""
+
+    cases: list[ProbeCase]
+    functions: list[str]
+    results_variable: str = "RESULTS"
+
+
+def detect_isolation(unsafe_no_sandbox: bool = False) -> dict:
+    """The isolation a run would get here: ``{"mode", "layers", "warnings"}`` (raises if none and not unsafe)."""
+    return jail.choose_isolation(unsafe_no_sandbox, slot=0).record()
+
+
+def run_submission(notebook: Path, workspace: Path, *, limits: ExecutionLimits, probe: ProbeSpec | None,
+                   unsafe_no_sandbox: bool = False, slot: int = 0) -> dict:
+    """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json."""
+    with claim_slot(slot) as free_slot:
+        return _run_in_slot(Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot)
+
+
+def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe: ProbeSpec | None,
+                 unsafe_no_sandbox: bool, slot: int) -> dict:
+    started = time.monotonic()
+    iso = jail.choose_isolation(unsafe_no_sandbox, slot)
+    workspace = workspace.absolute()
+    workspace.mkdir(parents=True, exist_ok=True)
+    if any(workspace.iterdir()):
+        raise AutograderError(f"workspace {workspace} is not empty; the kernel must start in an empty folder")
+    try:
+        cells, _ = load_code_cells(notebook)
+    except UnreadableNotebook as e:
+        return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
+    run = _Run(iso, cells, workspace, limits, probe)
+    try:
+        outcome = _run_async(run.main())
+    except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
+        outcome = Outcome("sandbox_error", f"the grader could not run the sandbox: {type(e).__name__}: {e}"[:500])
+    finally:
+        run.cleanup()
+    if run.leftover_pids:
+        iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
+    return build_record(outcome, run.cell_records(), iso.record(), started, probe=run.probe_status,
+                        output_truncated=run.output_truncated)
+
+
+def _run_async(coro):
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class _Run:
+    iso: jail.Isolation
+    cells: list[CodeCell]
+    workspace: Path
+    limits: ExecutionLimits
+    probe: ProbeSpec | None
+    records: dict[int, CellRecord] = field(default_factory=dict)
+    probe_status: str = "not_run"
+    output_truncated: bool = False
+    leftover_pids: list[int] = field(default_factory=list)
+    km: JailedKernelManager | None = None
+    base: Path | None = None
+
+    # ------------------------------------------------------------ setup
+    def _prepare(self) -> tuple[Path, Path, object]:
+        self.base = Path(tempfile.mkdtemp(prefix="autograder-run-"))
+        os.chmod(self.base, 0o711)            # the sandbox uid may pass through, not list
+        rundir, probe_dir = self.base / "run", self.base / "probe"
+        rundir.mkdir(mode=0o700)
+        probe_dir.mkdir(mode=0o755)
+        os.chmod(probe_dir, 0o755)
+        if self.iso.mode != "bwrap":
+            (rundir / "tmp").mkdir(mode=0o700)
+        if self.iso.mode == "fallback" and self.iso.user is not None:
+            _require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
+        if self.iso.user is not None:
+            for d in (self.workspace, rundir) + ((rundir / "tmp",) if self.iso.mode != "bwrap" else ()):
+                chown_tree_top(d, self.iso.user)
+            reap_user(self.iso.user)          # a leftover of an earlier run would count against NPROC
+        log = open(self.base / "kernel.log", "w+b")  # noqa: SIM115 - closed in cleanup
+        self._log = log
+        return rundir, probe_dir, log
+
+    def _probe_paths(self, probe_dir: Path) -> tuple[str, str]:
+        if self.iso.mode == "bwrap":
+            return jail.PROBE_IN_JAIL, jail.HOME_IN_JAIL
+        return str(probe_dir), str(self.workspace)
+
+    # ------------------------------------------------------------ main
+    async def main(self) -> Outcome:
+        rundir, probe_dir, log = self._prepare()
+
+        def build(kernel_argv: list[str]) -> list[str]:
+            return jail.kernel_command(self.iso, self.limits, self.workspace, rundir, probe_dir, kernel_argv)[0]
+
+        owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
+        self.km = km = JailedKernelManager(command_builder=build, rundir=rundir, owner=owner)
+        client = CappedNotebookClient(
+            stripped_notebook(self.cells), km=km, kernel_name="autograder", allow_errors=True,
+            interrupt_on_timeout=False, startup_timeout=int(STARTUP_TIMEOUT_S), iopub_timeout=2,
+            shell_timeout_interval=1, skip_cells_with_tag="\x00never", record_timing=False,
+            output_cap_bytes=int(self.limits.output_cap_kb) * 1024, shutdown_kernel="immediate")
+        probe_s = min(PROBE_MAX_S, float(self.limits.cell_timeout_s)) if self.probe else 0.0
+        total_s = STARTUP_TIMEOUT_S + float(self.limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
+        watchdog = Watchdog(total_s + 5, lambda: km.kernel_pid)
+        watchdog.start()
+        try:
+            try:  # not nbclient's setup_kernel(): it would take over SIGINT/SIGTERM and register atexit hooks
+                await client.async_start_new_kernel(cwd=str(self.workspace), env={"PATH": "/usr/bin:/bin"},
+                                                    stdout=log, stderr=log)
+                await client.async_start_new_kernel_client()
+            except Exception as e:  # noqa: BLE001 - any startup failure is this run's outcome
+                return Outcome("startup_failed", "the Python kernel could not be started in the sandbox: "
+                               f"{type(e).__name__}: {str(e)[:200]}; kernel log: {self._log_tail()}")
+            return await asyncio.wait_for(self._cells_then_probe(client, probe_dir), total_s)
+        except asyncio.TimeoutError:
+            return Outcome("timeout", f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
+                                      "and its kernel was stopped")
+        finally:
+            self.output_truncated = client.output_truncated
+            await self._shutdown(client)
+            watchdog.done.set()
+
+    async def _cells_then_probe(self, client: CappedNotebookClient, probe_dir: Path) -> Outcome:
+        outcome = await self._run_cells(client)
+        if outcome.kernel_usable and self.probe is not None:
+            self.probe_status = await self._run_probe(client, probe_dir)
+        return outcome
+
+    async def _execute(self, client: CappedNotebookClient, pos: int, budget_s: float) -> dict | None:
+        """Run code cell ``pos`` of the client's notebook; the execute_reply content (None if skipped)."""
+        replies: list[dict] = []
+        client.on_cell_executed = lambda **kw: replies.append(kw.get("execute_reply") or {})
+        client.timeout_func = lambda cell: budget_s
+        try:
+            await client.async_execute_cell(client.nb.cells[pos], pos, execution_count=pos + 1)
+        finally:
+            if client.kc is not None and client.kc.iopub_dropped() and self._kernel_alive():
+                client.output_truncated = True  # an oversized output message was refused
+        return (replies[-1].get("content") or {}) if replies else None
+
+    async def _run_cells(self, client: CappedNotebookClient) -> Outcome:
+        limits = self.limits
+        deadline = time.monotonic() + float(limits.notebook_timeout_s)
+        timed_out: list[int] = []
+        for pos, cell in enumerate(self.cells):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Outcome("timeout", f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
+                                          f"cell {cell.index}; later cells did not run", kernel_usable=False)
+            budget = min(float(limits.cell_timeout_s), remaining)
+            t0 = time.monotonic()
+            try:
+                content = await self._execute(client, pos, budget)
+            except CellTimeoutError:
+                self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0)
+                by_deadline = budget < float(limits.cell_timeout_s)
+                if by_deadline or not await self._recover(client, min(RECOVER_GRACE_S, deadline - time.monotonic())):
+                    why = (f"the notebook reached its {limits.notebook_timeout_s:g} s limit in cell {cell.index}"
+                           if by_deadline else
+                           f"cell {cell.index} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
+                           "when interrupted")
+                    return Outcome("timeout", why + "; later cells did not run", kernel_usable=False)
+                timed_out.append(cell.index)
+                continue
+            except DeadKernelError:
+                self.records[cell.index] = CellRecord(
+                    cell.index, "error", time.monotonic() - t0, "DeadKernelError",
+                    "the kernel died while this cell ran (os._exit, a crash, or a signal)", "")
+                return Outcome("kernel_died", f"the kernel died while running cell {cell.index} "
+                               f"({self._exit_status()}; os._exit, a crash or running out of memory); "
+                               "later cells did not run", kernel_usable=False)
+            self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0)
+        if timed_out:
+            listed = ", ".join(map(str, timed_out))
+            return Outcome("timeout", f"cell(s) {listed} exceeded the {limits.cell_timeout_s:g} s cell limit and "
+                                      "were interrupted; the other cells ran")
+        return Outcome("completed", None)
+
+    async def _recover(self, client: CappedNotebookClient, grace_s: float) -> bool:
+        """Interrupt the kernel after a cell timeout; True when it answers again within ``grace_s``."""
+        if grace_s <= 0 or client.kc is None or self.km is None:
+            return False
+        try:
+            await self.km.interrupt_kernel()
+            msg_id = client.kc.execute("", store_history=False, silent=True, stop_on_error=False)
+            end = time.monotonic() + grace_s
+            while (left := end - time.monotonic()) > 0:
+                msg = await client.kc.get_shell_msg(timeout=left)
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return True
+        except Exception:  # noqa: BLE001 - Empty, dead kernel: not recovered
+            return False
+        return False
+
+    async def _run_probe(self, client: CappedNotebookClient, probe_dir: Path) -> str:
+        assert self.probe is not None
+        write_probe_inputs(probe_dir, self.probe.cases)
+        for f in probe_dir.iterdir():
+            os.chmod(f, 0o644)
+        budget = min(PROBE_MAX_S, float(self.limits.cell_timeout_s))
+        src_dir, out_dir = self._probe_paths(probe_dir)
+        source = probe_source(src_dir, out_dir, self.probe.functions, self.probe.results_variable,
+                              case_timeout_s=min(PROBE_CASE_MAX_S, budget))
+        client.nb.cells.append(stripped_notebook([CodeCell(-1, source)]).cells[0])
+        try:
+            content = await self._execute(client, len(client.nb.cells) - 1, budget)
+        except (CellTimeoutError, DeadKernelError):
+            return "failed"
+        return "completed" if content and content.get("status") == "ok" else "failed"
+
+    # ------------------------------------------------------------ teardown
+    async def _shutdown(self, client: CappedNotebookClient) -> None:
+        km = self.km
+        if km is None:
+            return
+        proc = getattr(km.provisioner, "process", None) if km.provisioner else None
+        if proc is not None:
+            await asyncio.to_thread(stop_jail, proc)
+        try:
+            if km.has_kernel:
+                await asyncio.wait_for(km.shutdown_kernel(now=True), SHUTDOWN_S)
+        except Exception:  # noqa: BLE001 - stop_jail already ended the processes
+            pass
+        try:
+            if client.kc is not None:
+                await ensure_async(client.kc.stop_channels())
+            await ensure_async(km.cleanup_resources())
+        except Exception:  # noqa: BLE001
+            pass
+
+    def cleanup(self) -> None:
+        if self.iso.user is not None:
+            self.leftover_pids = reap_user(self.iso.user)
+            # the next run's sandbox uid (the same one, in a batch) must not enter this workspace
+            os.chown(self.workspace, os.geteuid(), os.getegid(), follow_symlinks=False)
+            os.chmod(self.workspace, 0o700)
+        if getattr(self, "_log", None):
+            self._log.close()
+        if self.base is not None:
+            if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
+                shutil.rmtree(self.base, ignore_errors=True)
+
+    def _kernel_alive(self) -> bool:
+        proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
+        return proc is not None and proc.poll() is None
+
+    def _exit_status(self) -> str:
+        proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
+        code = proc.poll() if proc is not None else None
+        if code is None:
+            return "exit status unknown"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def _log_tail(self, n: int = 1500) -> str:
+        try:
+            self._log.flush()
+            size = self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, size - n))
+            return self._log.read(n).decode("utf-8", "replace").strip() or "(empty)"
+        except (OSError, AttributeError):
+            return "(unavailable)"
+
+    def cell_records(self) -> list[CellRecord]:
+        return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0) for c in self.cells]
+
+
+def _require_reachable(folder: Path, user) -> None:
+    """Fail clearly when the sandbox uid could not pass through ``folder`` or one of its parents."""
+    for p in [folder, *folder.parents]:
+        st = p.stat()
+        ok = (st.st_mode & 0o001 or (st.st_uid == user.uid and st.st_mode & 0o100)
+              or (st.st_gid == user.gid and st.st_mode & 0o010))
+        if not ok:
+            raise RuntimeError(f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
+                               f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
+                               "traverse (e.g. /tmp)")

@@ -1,0 +1,334 @@
+"""Which isolation this machine offers, and the command that starts a kernel inside it.
+
+Modes, best first:
+
+- ``bwrap``: bubblewrap with fresh pid/net/ipc/uts/mount namespaces; only the interpreter, the
+  system folders (read-only), the workspace (as /home/student), the run folder (sockets) and the
+  probe folder (read-only, as /probe) exist inside. As root, bwrap runs without a user namespace
+  and ``setpriv`` drops to the slot's sandbox uid with no capabilities and ``no_new_privs``; as
+  a normal user, bwrap makes a user namespace itself.
+- ``fallback`` (namespaces blocked, as in Docker's default seccomp profile): the sandbox uid,
+  Landlock allow-lists and a seccomp filter that also denies ``socket(AF_INET/AF_INET6)``.
+- ``none`` only with ``unsafe_no_sandbox``: rlimits and nothing else.
+
+Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
+then ``execve`` of the kernel with a minimal environment). ``AUTOGRADER_JAIL=bwrap|fallback|none``
+restricts the choice to that mode (for tests, and for operators who know their machine; ``none``
+still needs ``unsafe_no_sandbox``); the default ``auto`` takes the best that works.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..assignment import ExecutionLimits
+from ..errors import SandboxUnavailableError
+from . import confine
+from .users import SandboxUser, SandboxUserError, ensure_user
+
+MiB = 1024 * 1024
+HOME_IN_JAIL = "/home/student"
+PROBE_IN_JAIL = "/probe"
+TMPFS_BYTES = 64 * MiB
+FILE_SIZE_LIMIT = 64 * MiB
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
+             "group", "hosts", "fonts", "alternatives", "mime.types")
+READ_ONLY_EXTRA = ("/sys/devices/system/cpu",)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+
+
+@dataclass
+class Isolation:
+    """The isolation chosen for one run (``record()`` is execution.json's ``isolation``)."""
+
+    mode: str  # bwrap | fallback | none
+    layers: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    user: SandboxUser | None = None
+    bwrap_userns: bool = False
+    landlock: bool = False
+    seccomp: bool = False
+
+    def record(self) -> dict:
+        return {"mode": self.mode, "layers": list(self.layers), "warnings": list(self.warnings)}
+
+
+def interpreter_paths() -> list[str]:
+    """Folders the kernel's interpreter needs, at their real paths (venv, base install, target of symlinks)."""
+    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            paths.add(p)
+    real = {os.path.realpath(p) for p in paths if p and os.path.isdir(p)}
+    paths |= real
+    out = sorted(p for p in paths if p and os.path.isdir(p) and p != "/")
+    # keep only outermost folders not already covered by the system folders
+    kept: list[str] = []
+    for p in out:
+        if any(p == s or p.startswith(s + "/") for s in SYSTEM_DIRS):
+            continue
+        if any(p.startswith(k + "/") for k in kept):
+            continue
+        kept.append(p)
+    return kept
+
+
+def kernel_python() -> str:
+    return sys.executable
+
+
+def minimal_env(home: str, tmp: str) -> dict[str, str]:
+    bindir = os.path.dirname(sys.executable)
+    return {
+        "HOME": home, "TMPDIR": tmp, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{tmp}/matplotlib", "IPYTHONDIR": f"{tmp}/ipython",
+        "XDG_CACHE_HOME": f"{tmp}/cache", "XDG_CONFIG_HOME": f"{tmp}/config",
+        "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter",
+    }
+
+
+def rlimits(limits: ExecutionLimits, with_nproc: bool) -> dict[str, int]:
+    out = {"AS": int(limits.memory_mb) * MiB, "FSIZE": FILE_SIZE_LIMIT, "NOFILE": 256, "CORE": 0}
+    if with_nproc:
+        out["NPROC"] = 64
+    return out
+
+
+# ------------------------------------------------------------------ detection
+@functools.lru_cache(maxsize=4)
+def _bwrap_works(as_root: bool) -> tuple[bool, str]:
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False, "bwrap is not installed (apt install bubblewrap)"
+    cmd = [bwrap, *BWRAP_NAMESPACES, "--die-with-parent"]
+    if not as_root:
+        cmd.append("--unshare-user")
+    cmd += [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c", "exit 0"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, f"bwrap could not start: {e}"
+    if proc.returncode != 0:
+        return False, f"bwrap cannot create namespaces here: {proc.stderr.strip()[:200]}"
+    return True, ""
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_supports_size() -> bool:
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return False
+    proc = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    return "--size" in proc.stdout + proc.stderr
+
+
+@functools.lru_cache(maxsize=1)
+def _confine_source() -> str:
+    """confine.py without its docstring (the source is on a command line every ``ps`` shows)."""
+    text = Path(confine.__file__).read_text()
+    return text.split('"""', 2)[2].lstrip() if text.startswith('"""') else text
+
+
+def _confine_argv(config: dict) -> list[str]:
+    return [kernel_python(), "-I", "-S", "-c", _confine_source(), json.dumps(config)]
+
+
+def _setpriv_argv(user: SandboxUser) -> list[str]:
+    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+    return [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "--no-new-privs",
+            "--bounding-set=-all", "--inh-caps=-all", "--"]
+
+
+@functools.lru_cache(maxsize=8)
+def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
+    """Which confinement layers apply here, and whether the kernel's interpreter then really starts.
+
+    Runs confine twice (as the sandbox uid when given): in check mode to learn the layers, then for
+    real with those layers around ``python -c "import ipykernel, numpy"``. The second run matters:
+    an interpreter under a mode-700 folder (pyenv in /root) is unreachable for the sandbox uid.
+    """
+    prefix = _setpriv_argv(SandboxUser("check", uid, gid)) if uid is not None else []
+    config = {"check": True, "rlimits": {"CORE": 0},
+              "landlock": {"rx": list(SYSTEM_DIRS), "ro": [], "rw": []}, "seccomp": {"block_inet": True}}
+    try:
+        proc = subprocess.run(prefix + _confine_argv(config), capture_output=True, text=True, timeout=30, cwd="/")
+        check = json.loads(proc.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001 - any failure means: no fallback on this machine
+        return {"applied": [], "error": str(e)}, f"confinement check failed: {type(e).__name__}: {e}"
+    applied = check.get("applied", [])
+    real: dict = {"rlimits": {"CORE": 0}, "env": {"PATH": "/usr/bin:/bin"}, "cwd": "/",
+                  "argv": [kernel_python(), "-c", "import sys, ipykernel, numpy; print(sys.prefix)"]}
+    if any(a.startswith("landlock") for a in applied):
+        real["landlock"] = {"rx": [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+                            + interpreter_paths(), "ro": ["/proc", *DEVICES] + [f"/etc/{n}" for n in ETC_FILES],
+                            "rw": []}
+    if "seccomp" in applied:
+        real["seccomp"] = {"block_inet": True}
+    try:
+        proc = subprocess.run(prefix + _confine_argv(real), capture_output=True, text=True, timeout=60, cwd="/")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return check, f"the kernel interpreter did not start confined: {e}"
+    if proc.returncode != 0 or proc.stdout.strip() != sys.prefix:
+        who = f"the sandbox uid {uid}" if uid is not None else "a confined process"
+        detail = (proc.stderr.strip().splitlines() or [proc.stdout.strip()])[-1:]
+        return check, (f"{who} cannot run {kernel_python()} with its packages (prefix "
+                       f"{proc.stdout.strip() or '?'}; {' '.join(detail)[:200]}); hint: install Python where "
+                       "every user can read it, not under a mode-700 home folder")
+    return check, ""
+
+
+def choose_isolation(unsafe_no_sandbox: bool = False, slot: int = 0) -> Isolation:
+    """Detect what works here and pick the strongest mode; raise when nothing does and it's not allowed."""
+    forced = os.environ.get("AUTOGRADER_JAIL", "auto").strip().lower() or "auto"
+    as_root = os.geteuid() == 0
+    warnings: list[str] = []
+    user = None
+    if as_root:
+        try:
+            user = ensure_user(slot)
+        except SandboxUserError as e:
+            warnings.append(str(e))
+    if forced in ("auto", "bwrap"):
+        ok, why = _bwrap_works(as_root)
+        if ok and (user is not None or not as_root):
+            return _bwrap_isolation(user, as_root, warnings)
+        warnings.append(why or "bwrap needs a sandbox user when run as root")
+    if forced in ("auto", "fallback"):
+        iso = _fallback_isolation(user, as_root, warnings)
+        if iso is not None:
+            return iso
+    if unsafe_no_sandbox:
+        warnings.append("UNSAFE: the notebook runs with no isolation besides rlimits (--unsafe-no-sandbox)")
+        return Isolation("none", ["rlimits", "clearenv"], warnings)
+    raise SandboxUnavailableError("no isolation is available on this machine: " + "; ".join(warnings)
+                                  + ". Install bubblewrap or run as root with Landlock; or pass "
+                                  "--unsafe-no-sandbox to run untrusted notebooks unprotected.")
+
+
+def _bwrap_isolation(user: SandboxUser | None, as_root: bool, warnings: list[str]) -> Isolation:
+    layers = [f"uid:{user.name}"] if user else []
+    layers += ["bwrap", "mountns", "pidns", "netns", "ipcns", "utsns"]
+    if not as_root:
+        layers.append("userns")
+    check, _ = _fallback_check(None, None)
+    seccomp = "seccomp" in check.get("applied", [])
+    layers += ["rlimits", "no_new_privs", "clearenv"] + (["seccomp"] if seccomp else [])
+    if not bwrap_supports_size():
+        warnings.append("bwrap has no --size: /tmp in the jail is not size-capped (only by RLIMIT_FSIZE)")
+    if not user:
+        warnings.append("kernel runs under the grader's own uid inside a user namespace (grader not root)")
+    return Isolation("bwrap", layers, warnings, user=user, bwrap_userns=not as_root, seccomp=seccomp)
+
+
+def _fallback_isolation(user: SandboxUser | None, as_root: bool, warnings: list[str]) -> Isolation | None:
+    if as_root and user is None:
+        warnings.append("fallback needs a sandbox user when the grader is root")
+        return None
+    check, why = _fallback_check(user.uid if user else None, user.gid if user else None)
+    if why:
+        warnings.append(f"fallback unavailable: {why}")
+        return None
+    applied = check.get("applied", [])
+    landlock = any(a.startswith("landlock") for a in applied)
+    seccomp = "seccomp" in applied
+    if check.get("error"):
+        warnings.append(f"fallback layer missing: {check['error']}")
+    layers = ([f"uid:{user.name}"] if user else []) + ["rlimits", "no_new_privs", "clearenv"]
+    layers += (["landlock"] if landlock else []) + (["seccomp"] if seccomp else [])
+    if not user and not landlock:
+        warnings.append("fallback without a sandbox uid or Landlock isolates nothing")
+        return None
+    if not landlock:
+        warnings.append("Landlock is unavailable: the kernel can read every file its uid can read")
+    if not seccomp:
+        warnings.append("seccomp is unavailable: the kernel may open network sockets")
+    if not user:
+        warnings.append("kernel runs under the grader's own uid (grader not root)")
+    return Isolation("fallback", layers, warnings, user=user, landlock=landlock, seccomp=seccomp)
+
+
+# ------------------------------------------------------------------ commands
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def _mkdirs(target: str, made: set[str]) -> list[str]:
+    """``--dir`` (mode 0755) for every missing ancestor of ``target``: bwrap would make them 0700."""
+    args: list[str] = []
+    parts = Path(target).parts[1:-1]
+    for i in range(len(parts)):
+        d = "/" + "/".join(parts[: i + 1])
+        if d not in made:
+            made.add(d)
+            args += ["--perms", "0755", "--dir", d]
+    return args
+
+
+def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, probe_dir: Path) -> list[str]:
+    made = {"/usr", "/tmp", "/proc", "/dev"}
+    args = [shutil.which("bwrap") or "bwrap", *BWRAP_NAMESPACES, "--die-with-parent", "--new-session"]
+    if iso.bwrap_userns:
+        args += ["--unshare-user", "--disable-userns"]
+    size = ["--size", str(TMPFS_BYTES)] if bwrap_supports_size() else []
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/tmp",
+             "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+    args += _system_binds()
+    for name in ETC_FILES:
+        args += _mkdirs(f"/etc/{name}", made) + ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for p in interpreter_paths():  # after the tmpfs: a venv under /tmp stays visible
+        args += _mkdirs(p, made) + ["--ro-bind", p, p]
+    for p in READ_ONLY_EXTRA:
+        args += _mkdirs(p, made) + ["--ro-bind-try", p, p]
+    args += _mkdirs(HOME_IN_JAIL, made) + ["--bind", str(workspace), HOME_IN_JAIL]
+    args += _mkdirs(str(rundir), made) + ["--bind", str(rundir), str(rundir)]
+    args += ["--ro-bind", str(probe_dir), PROBE_IN_JAIL]
+    args += ["--hostname", "sandbox", "--chdir", HOME_IN_JAIL, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--"]
+    return args
+
+
+def kernel_command(iso: Isolation, limits: ExecutionLimits, workspace: Path, rundir: Path, probe_dir: Path,
+                   kernel_argv: list[str]) -> tuple[list[str], dict]:
+    """``(argv, env)`` that start ``kernel_argv`` inside the jail ``iso`` describes."""
+    if iso.mode == "bwrap":
+        home, tmp, cwd = HOME_IN_JAIL, "/tmp", HOME_IN_JAIL
+        prefix = bwrap_argv(iso, workspace, rundir, probe_dir)
+    else:
+        home, tmp, cwd = str(workspace), str(rundir / "tmp"), str(workspace)
+        prefix = []
+    config: dict = {"rlimits": rlimits(limits, with_nproc=iso.user is not None),
+                    "env": minimal_env(home, tmp), "argv": kernel_argv, "cwd": cwd}
+    if iso.seccomp:
+        config["seccomp"] = {"block_inet": iso.mode != "bwrap"}
+    if iso.mode == "fallback" and iso.landlock:
+        config["landlock"] = landlock_rules(workspace, rundir, probe_dir, own_uid=iso.user is None)
+    if iso.user is not None:
+        prefix += _setpriv_argv(iso.user)
+    return prefix + _confine_argv(config), config["env"]
+
+
+def landlock_rules(workspace: Path, rundir: Path, probe_dir: Path, own_uid: bool) -> dict:
+    rx = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths()
+    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(probe_dir)]
+    ro.append("/proc/self" if own_uid else "/proc")
+    rw = [str(workspace), str(rundir), *DEVICES, "/dev/shm"]
+    return {"rx": rx, "ro": ro, "rw": rw}

@@ -1,0 +1,147 @@
+"""The jailed kernel: a kernel manager whose command is the jail's, and an output-capped client.
+
+- :class:`JailedKernelManager` ignores every kernelspec (the notebook's included): it launches
+  ``<jail prefix> python -m ipykernel_launcher -f <connection file>`` with the grader's own
+  interpreter, ``interrupt_mode = "message"`` (a SIGINT would hit bwrap, not the kernel) and the
+  ZMQ ``ipc`` transport in a run folder shared with the jail.
+- :class:`JailedKernelClient` caps the size of every message it accepts (ZMQ ``MAXMSGSIZE``:
+  a larger message drops the connection instead of filling the grader's memory) and the number
+  of queued messages; a dropped iopub connection counts as truncated output.
+- :class:`CappedNotebookClient` keeps at most ``output_cap_bytes`` of outputs and ignores widget
+  comms and the notebook's tags.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.connect import channel_socket_types
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from traitlets import Int
+
+MiB = 1024 * 1024
+# Per socket: the largest message accepted (a larger one drops the connection instead of filling
+# the grader's memory; the kernel holds the session key and can forge any message) and how many
+# messages may queue. Worst case held by the grader: about sum(size * queue) = 64 + 64 + 16 MiB.
+SOCKET_LIMITS = {"iopub": (2 * MiB, 32), "shell": (4 * MiB, 16), "control": (1 * MiB, 16),
+                 "stdin": (1 * MiB, 16), "hb": (4096, 16)}
+
+
+def kernel_spec() -> KernelSpec:
+    """The one kernelspec the grader uses, whatever the notebook asks for."""
+    return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                      display_name="Python 3 (autograder)", language="python",
+                      interrupt_mode="message", env={}, metadata={})
+
+
+class JailedKernelClient(AsyncKernelClient):
+    """A kernel client whose sockets refuse oversized messages and report dropped iopub connections."""
+
+    _iopub_monitor: zmq.Socket | None = None
+
+    def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket:
+        max_size, queue = SOCKET_LIMITS[channel]
+        sock = self.context.socket(channel_socket_types[channel])
+        sock.linger = 1000
+        sock.setsockopt(zmq.MAXMSGSIZE, max_size)
+        sock.setsockopt(zmq.RCVHWM, queue)
+        if identity:
+            sock.identity = identity
+        if channel == "iopub":
+            addr = f"inproc://autograder-iopub-monitor-{id(sock)}"
+            sock.monitor(addr, zmq.EVENT_DISCONNECTED)
+            self._iopub_monitor = zmq.Context.shadow(self.context.underlying).socket(zmq.PAIR)
+            self._iopub_monitor.connect(addr)
+        sock.connect(self._make_url(channel))
+        return sock
+
+    def iopub_dropped(self) -> bool:
+        """True when the iopub connection was dropped since the last call (an oversized message was lost)."""
+        dropped = False
+        mon = self._iopub_monitor
+        while mon is not None:
+            try:
+                mon.recv_multipart(zmq.NOBLOCK)
+                dropped = True
+            except zmq.Again:
+                break
+        return dropped
+
+    def stop_channels(self) -> None:
+        if self._iopub_monitor is not None:
+            self._iopub_monitor.close(linger=0)
+            self._iopub_monitor = None
+        super().stop_channels()
+
+
+class JailedKernelManager(AsyncKernelManager):
+    """Starts the kernel through ``command_builder(kernel_argv) -> argv`` and hands the sandbox uid its files."""
+
+    def __init__(self, *, command_builder: Callable[[list[str]], list[str]], rundir: Path,
+                 owner: tuple[int, int] | None, **kw: Any) -> None:
+        super().__init__(transport="ipc", ip=str(rundir / "k"),
+                         connection_file=str(rundir / "kernel.json"), **kw)
+        self._kernel_spec = kernel_spec()
+        self.client_factory = JailedKernelClient
+        self._command_builder = command_builder
+        self._owner = owner
+        self.cache_ports = False
+        self.shutdown_wait_time = 2.0
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        conn = self.connection_file
+        if self._owner is not None:
+            os.chown(conn, *self._owner, follow_symlinks=False)
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", conn, *(extra_arguments or [])]
+        return self._command_builder(argv)
+
+    @property
+    def kernel_pid(self) -> int | None:
+        prov = self.provisioner
+        proc = getattr(prov, "process", None) if prov is not None else None
+        return proc.pid if proc is not None else None
+
+
+class CappedNotebookClient(NotebookClient):
+    """nbclient with a byte cap on kept outputs; the notebook's metadata has no say."""
+
+    output_cap_bytes = Int(1024 * 1024, help="outputs kept per notebook, in bytes (the rest is dropped)")
+
+    def __init__(self, nb: Any, km: Any = None, **kw: Any) -> None:
+        super().__init__(nb, km=km, **kw)
+        self.output_bytes = 0
+        self.output_truncated = False
+
+    def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
+        size = _message_size(msg)
+        self.output_bytes += size
+        if self.output_bytes > self.output_cap_bytes:
+            self.output_truncated = True
+            return None
+        return super().output(outs, msg, None, cell_index)
+
+    def handle_comm_msg(self, outs: list, msg: dict, cell_index: int) -> None:
+        return None  # widgets are not graded and their state could grow without bound
+
+    def _update_display_id(self, display_id: str, msg: dict) -> None:
+        return None  # update_display_data could rewrite kept outputs past the cap
+
+
+def _message_size(msg: dict) -> int:
+    content = msg.get("content") or {}
+    if "text" in content:
+        return len(str(content["text"]))
+    total = 0
+    for value in (content.get("data") or {}).values():
+        total += len(value) if isinstance(value, str) else len(str(value))
+    for line in content.get("traceback") or []:
+        total += len(str(line))
+    return total + 64

@@ -1,0 +1,166 @@
+"""The probe round trip: grader cases in, the student's results out, read back with read_probe_result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.assignment import ExecutionLimits
+from autograder.probe_format import Arg, ProbeCase, read_probe_result
+from autograder.sandbox import ProbeSpec
+from autograder.sandbox.probe import probe_source
+
+pytestmark = pytest.mark.slow
+
+STUDENT = '''
+import numpy as np
+
+def quantize(x, scale, zero_point, dtype=np.int8):
+    info = np.iinfo(dtype)
+    q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.int32) + zero_point
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+def dequantize(q, scale, zero_point):
+    raise NotImplementedError("TODO: dequantize")
+
+def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
+    return np.float32((rmax - rmin) / 255), 3
+
+def as_object(x):
+    return object()
+
+def as_list(x):
+    return [1, 2.5, np.float32(3)]
+
+def hang(x):
+    while True:
+        pass
+
+not_a_function = 42
+RESULTS = {"fp32": {"accuracy": np.float64(0.95), "size_bytes": np.int64(1234), "latency_ms": 0.5}}
+'''
+
+CASES = [
+    ProbeCase("quantize/ties", "quantize", (Arg.array(np.array([1.25, 1.75, -1.25], np.float32)), 0.5, 0),
+              {"dtype": Arg.dtype("int8")}, group="ties"),
+    ProbeCase("quantize/list_uint8", "quantize", (Arg.list([0.0, 300.0]), Arg.scalar(np.float32(1.0)), 10),
+              {"dtype": Arg.dtype("uint8")}, group="saturation"),
+    ProbeCase("dequantize/basic", "dequantize", (Arg.array(np.array([1, 2], np.int8)), 0.5, 0)),
+    ProbeCase("choose_qparams/basic", "choose_qparams", (-1.0, 1.55)),
+    ProbeCase("object", "as_object", (1,)),
+    ProbeCase("list", "as_list", (1,)),
+    ProbeCase("missing", "no_such_function", (1,)),
+    ProbeCase("not_callable", "not_a_function", ()),
+]
+FUNCTIONS = ["quantize", "dequantize", "choose_qparams", "not_a_function", "no_such_function"]
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    from autograder.sandbox import run_submission
+
+    from sandbox_helpers import worker_slot, write_notebook
+
+    tmp = tmp_path_factory.mktemp("probe")
+    nb = write_notebook(tmp, [STUDENT])
+    rec = run_submission(nb, tmp / "ws", limits=ExecutionLimits(cell_timeout_s=20, notebook_timeout_s=60),
+                         probe=ProbeSpec(CASES, FUNCTIONS), slot=worker_slot())
+    return rec, read_probe_result(tmp / "ws", CASES, rec["probe"] == "completed"), tmp / "ws"
+
+
+def test_probe_completed(probed):
+    rec, result, _ = probed
+    assert rec["status"] == "completed", rec["reason"]
+    assert rec["probe"] == "completed"
+    assert result.ran and result.error is None
+
+
+def test_array_results_round_trip(probed):
+    out = probed[1].cases
+    assert out["quantize/ties"].status == "ok"
+    np.testing.assert_array_equal(out["quantize/ties"].values[0], np.array([2, 4, -2], np.int8))
+    assert out["quantize/ties"].values[0].dtype == np.int8
+    np.testing.assert_array_equal(out["quantize/list_uint8"].values[0], np.array([10, 255], np.uint8))
+
+
+def test_raising_function_is_recorded(probed):
+    case = probed[1].cases["dequantize/basic"]
+    assert case.status == "raised"
+    assert case.error["type"] == "NotImplementedError"
+    assert case.error["message"] == "TODO: dequantize"
+    assert "dequantize" in case.error["traceback"] and "__autograder_probe" not in case.error["traceback"]
+
+
+def test_tuple_result_has_parts(probed):
+    case = probed[1].cases["choose_qparams/basic"]
+    assert case.status == "ok" and case.is_tuple
+    scale, zp = case.values
+    assert scale.dtype == np.float32 and float(scale) == pytest.approx(2.55 / 255)
+    assert int(zp) == 3
+
+
+def test_list_of_numbers_is_parts(probed):
+    case = probed[1].cases["list"]
+    assert case.status == "ok" and [float(v) for v in case.values] == [1.0, 2.5, 3.0]
+
+
+def test_object_result_is_unconvertible(probed):
+    case = probed[1].cases["object"]
+    assert case.status == "unconvertible"
+    assert "object" in case.error["message"]
+
+
+def test_missing_and_uncallable_functions(probed):
+    result = probed[1]
+    assert result.cases["missing"].status == "missing_function"
+    assert result.cases["not_callable"].status == "missing_function"
+    assert result.functions["quantize"] == "defined"
+    assert result.functions["no_such_function"] == "missing"
+    assert result.functions["not_a_function"] == "not callable"
+
+
+def test_results_variable_with_numpy_scalars(probed):
+    result = probed[1]
+    assert result.reported_error is None
+    assert result.reported == {"fp32": {"accuracy": 0.95, "size_bytes": 1234, "latency_ms": 0.5}}
+
+
+def test_workspace_has_exactly_the_probe_files(probed):
+    assert sorted(p.name for p in probed[2].iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
+
+
+def test_probe_source_leaves_no_names_and_is_valid_python():
+    src = probe_source("/probe", "/home/student", ["f"], "RESULTS")
+    compile(src, "<probe>", "exec")
+    assert src.rstrip().endswith("del __autograder_probe")
+
+
+def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, monkeypatch):
+    """A hanging function times out per case; a symlink planted under an output name is replaced."""
+    cases = [ProbeCase("hang", "hang", (1,)), ProbeCase("ok", "quantize", (Arg.list([1.0]), 1.0, 0))]
+    code = STUDENT.replace("RESULTS =", "_unused =") + "\nimport os\nos.symlink('/etc/passwd', 'probe_report.json')"
+    limits = ExecutionLimits(cell_timeout_s=30, notebook_timeout_s=60)
+    monkeypatch.setattr("autograder.sandbox.execute.PROBE_CASE_MAX_S", 1.0)
+    rec, ws = run_cells([code], limits=limits, probe=ProbeSpec(cases, ["hang", "quantize"]))
+    assert rec["probe"] == "completed", rec
+    result = read_probe_result(ws, cases, True)
+    assert result.cases["hang"].status == "raised"
+    assert result.cases["hang"].error["type"] == "ProbeTimeout"
+    assert result.cases["ok"].status == "ok"
+    assert result.reported is None and "RESULTS is not defined" in result.reported_error
+    assert not (ws / "probe_report.json").is_symlink()
+
+
+def test_probe_fails_when_the_kernel_is_broken(run_cells):
+    """Student code that breaks numpy's loader makes the probe fail, not the grader."""
+    cases = [ProbeCase("q", "quantize", (1.0, 1.0, 0))]
+    rec, _ = run_cells([STUDENT + "\nnp.load = None"], probe=ProbeSpec(cases, ["quantize"]))
+    assert rec["status"] == "completed"
+    assert rec["probe"] == "failed"
+
+
+def test_probe_not_run_after_a_dead_kernel(run_cells):
+    rec, ws = run_cells(["import os\nos._exit(1)"], probe=ProbeSpec(CASES, FUNCTIONS))
+    assert rec["status"] == "kernel_died" and rec["probe"] == "not_run"
+    result = read_probe_result(ws, CASES, rec["probe"] == "completed")
+    assert not result.ran and all(c.status == "not_run" for c in result.cases.values())
