@@ -9,6 +9,7 @@ result that says so).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -112,6 +113,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     tmp = None
     if workspace is None:
         tmp = Path(tempfile.mkdtemp(prefix="autograder-ws-"))
+        os.chmod(tmp, 0o711)  # the jail's uid must pass through to its workspace (fallback mode)
         workspace = tmp / "work"
     workspace = Path(workspace)
     try:

@@ -1,0 +1,51 @@
+"""CLI commands ``gradescope build`` (the autograder zip) and ``gradescope run`` (one submission)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .assignment import DEFAULT_ASSIGNMENT
+from .errors import AutograderError
+
+gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
+                             no_args_is_help=True)
+
+
+@gradescope_app.command()
+def build(
+    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    output: Path = typer.Option(Path("autograder.zip"), "--output", "-o", help="Where to write the zip."),
+) -> None:
+    """Build the zip to upload on Gradescope's "Configure Autograder" page (Ubuntu 22.04 base)."""
+    from .gradescope_build import build_zip
+
+    try:
+        report = build_zip(assignment, output)
+    except AutograderError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, "
+               f"{report.wheel_name})")
+
+
+@gradescope_app.command()
+def run(
+    root: Path = typer.Option(Path("/autograder"), "--root", help="Gradescope's folder: source/, submission/, results/."),
+    assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
+                                             help="Assignment id (default: the one the zip was built for)."),
+) -> None:
+    """Grade the notebook in ROOT/submission into ROOT/results/results.json (what run_autograder calls).
+
+    Exits 0 whenever a valid results.json was written, even when it reports the grader's own failure.
+    """
+    from .gradescope import run as run_gradescope
+
+    results = run_gradescope(root, assignment)
+    typer.echo(f"score {results.get('score', 0):g} · wrote {root / 'results' / 'results.json'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(gradescope_app, name="gradescope")

@@ -1,0 +1,272 @@
+"""Grade one Gradescope submission: ``autograder gradescope run [--root /autograder]``.
+
+Gradescope's layout (its "Autograder Specifications"): ``ROOT/source`` holds the unpacked
+autograder zip, ``ROOT/submission`` the student's files, ``ROOT/submission_metadata.json`` facts
+about the submission, and the result goes to ``ROOT/results/results.json``. A missing or invalid
+results file shows the student "The autograder failed to execute correctly", so:
+
+1. a zero-score placeholder is written first (it stays if Gradescope's time limit kills us);
+2. the one notebook of the submission is read safely (no symlinks, size cap) into a private
+   folder only root can read, and graded there with :func:`autograder.pipeline.grade_notebook`;
+3. the real results are written last, atomically; any failure of the grader itself becomes a
+   zero with a reason, its traceback goes to stdout (shown to instructors only), and the run
+   still exits 0 because the file is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .assignment import Assignment, load_assignment
+from .errors import AssignmentError, UnsafeFileError
+from .judge import lookup
+from .report.gradescope_results import failure_results_json, write_json_atomic
+from .safe_files import MiB, read_bytes
+
+DEFAULT_ROOT = Path("/autograder")
+MANIFEST = "gradescope.json"                    # written by gradescope_build into the zip
+NOTEBOOK_MAX_BYTES = 64 * MiB                   # notebooks with outputs and images stay well below
+METADATA_MAX_BYTES = 16 * MiB                   # previous_submissions carries earlier results
+SCAN_LIMIT = 10_000                             # entries of the submission folder looked at
+IGNORED_NAMES = {"__MACOSX", ".ipynb_checkpoints"}
+
+PLACEHOLDER_REASON = (
+    "Grading did not finish: the autograder was stopped before it could write a result, most "
+    "likely because the notebook ran past Gradescope's time limit or out of memory. Check that it "
+    "runs top to bottom in a fresh kernel within a few minutes, then resubmit.")
+GRADER_FAILED_REASON = (
+    "The grader itself failed while grading this submission ({error}). This is not a problem with "
+    "your work; course staff can see the details. Please let them know.")
+
+
+def log(message: str) -> None:
+    """One line to stdout, which Gradescope shows to instructors only (results/stdout)."""
+    print(f"[autograder] {message}", flush=True)
+
+
+# ------------------------------------------------------------------------- finding the notebook
+
+@dataclass
+class NotebookChoice:
+    relpath: str | None                    # the notebook to grade, relative to submission/
+    message: str                           # why none was chosen, or a note about the choice
+
+
+def _scan_notebooks(submission: Path) -> tuple[list[str], list[str], list[str]]:
+    """(regular .ipynb files, symlinked .ipynb, other files) under ``submission``, relative, sorted."""
+    notebooks, links, others, seen = [], [], [], 0
+    for dirpath, dirnames, filenames in os.walk(submission, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in IGNORED_NAMES)
+        for name in sorted(filenames):
+            seen += 1
+            if seen > SCAN_LIMIT:
+                return notebooks, links, others
+            if name.startswith("."):
+                continue
+            path = Path(dirpath, name)
+            rel = path.relative_to(submission).as_posix()
+            if not name.lower().endswith(".ipynb"):
+                others.append(rel)
+            elif path.is_symlink():
+                links.append(rel)
+            else:
+                notebooks.append(rel)
+    return notebooks, links, others
+
+
+def _listing(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def find_notebook(submission: Path, preferred_name: str) -> NotebookChoice:
+    """The one notebook to grade in ``submission`` (searched recursively; hidden folders skipped).
+
+    Several notebooks are accepted only when exactly one of them is named ``preferred_name``
+    (the assignment's notebook name); symlinks are never graded.
+    """
+    if not submission.is_dir():
+        return NotebookChoice(None, "The submission folder is missing: nothing was uploaded.")
+    notebooks, links, others = _scan_notebooks(submission)
+    if len(notebooks) == 1:
+        return NotebookChoice(notebooks[0], "")
+    if not notebooks:
+        found = f" It holds {_listing(others)}." if others else " It is empty."
+        if links:
+            found = f" {_listing(links)} is a symbolic link, not a notebook file."
+        return NotebookChoice(None, f"No notebook (.ipynb) found in your submission.{found} "
+                                    "Upload exactly one .ipynb file.")
+    named = [n for n in notebooks if Path(n).name == preferred_name]
+    if len(named) == 1:
+        others_nb = [n for n in notebooks if n != named[0]]
+        return NotebookChoice(named[0], f"Your submission has {len(notebooks)} notebooks; graded "
+                                        f"`{named[0]}`, ignored {_listing(others_nb)}.")
+    return NotebookChoice(None, f"Your submission has {len(notebooks)} notebooks "
+                                f"({_listing(notebooks)}), and the grader cannot tell which one to "
+                                f"grade. Upload exactly one .ipynb file, or name the one to grade "
+                                f"`{preferred_name}`.")
+
+
+# ----------------------------------------------------------------------------------- metadata
+
+def read_submission_metadata(root: Path) -> dict[str, Any]:
+    """The few facts of ``submission_metadata.json`` worth recording; {} when absent or odd."""
+    try:
+        data = json.loads(read_bytes(root, "submission_metadata.json", METADATA_MAX_BYTES))
+    except (UnsafeFileError, ValueError, OSError) as e:
+        if os.path.lexists(root / "submission_metadata.json"):
+            log(f"submission_metadata.json ignored: {e}")
+        return {}
+    if not isinstance(data, dict):
+        log("submission_metadata.json ignored: not a JSON object")
+        return {}
+    facts: dict[str, Any] = {}
+    for key in ("id", "created_at", "submission_method"):
+        if isinstance(data.get(key), (str, int)) and not isinstance(data.get(key), bool):
+            facts["submission_id" if key == "id" else key] = data[key]
+    assignment = data.get("assignment")
+    if isinstance(assignment, dict) and isinstance(assignment.get("title"), str):
+        facts["assignment_title"] = assignment["title"][:200]
+    previous = data.get("previous_submissions")
+    if isinstance(previous, list):
+        facts["previous_submissions"] = len(previous)
+    return facts
+
+
+# --------------------------------------------------------------------------------- leaderboard
+
+def leaderboard(assignment: Assignment, grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gradescope leaderboard entries: the smallest quantized model that kept its accuracy.
+
+    A model qualifies when the rubric part measuring its ``accuracy_drop`` passed. An assignment's
+    grading package may define ``leaderboard(grade, measurements)`` to replace this rule.
+    """
+    hook = getattr(assignment.grading, "leaderboard", None)
+    if callable(hook):
+        return list(hook(grade, measurements))
+    passed = {(c.get("id"), p.get("name")) for c in grade.get("checks", [])
+              for p in c.get("parts", []) if p.get("passed")}
+    kept: list[tuple[int, str, Any]] = []
+    for check in assignment.rubric().get("checks", []):
+        for part in check.get("parts", []):
+            model_path, _, metric = str(part.get("measure", "")).rpartition(".")
+            if metric != "accuracy_drop" or (check.get("id"), part.get("name")) not in passed:
+                continue
+            model, _missing = lookup(measurements, model_path)
+            if isinstance(model, dict) and isinstance(model.get("size_bytes"), int):
+                kept.append((model["size_bytes"], model_path.rpartition(".")[2], model.get("accuracy")))
+    if not kept:
+        return []
+    size, _name, accuracy = min(kept)
+    entries: list[dict[str, Any]] = [{"name": "Smallest int8 model (KB)", "value": round(size / 1024, 1),
+                                      "order": "asc"}]
+    if isinstance(accuracy, (int, float)):
+        entries.append({"name": "int8 accuracy", "value": round(float(accuracy), 4)})
+    return entries
+
+
+# ----------------------------------------------------------------------------------- grading
+
+def source_dir(root: Path) -> Path:
+    """Where the unpacked autograder zip is: ``$AUTOGRADER_ROOT`` when set, else ``ROOT/source``."""
+    env = os.environ.get("AUTOGRADER_ROOT")
+    return Path(env) if env else root / "source"
+
+
+def _assignment_id(source: Path, requested: str | None) -> str:
+    if requested:
+        return requested
+    try:
+        manifest = json.loads((source / MANIFEST).read_text())
+        if isinstance(manifest, dict) and isinstance(manifest.get("assignment"), str):
+            return manifest["assignment"]
+    except (OSError, ValueError):
+        pass
+    folders = sorted(p.name for p in (source / "assignments").glob("*") if p.is_dir())
+    if len(folders) == 1:
+        return folders[0]
+    raise AssignmentError(f"{source}: no {MANIFEST} and {len(folders)} assignment folders; pass --assignment")
+
+
+def _restrict(path: Path, mask: int) -> None:
+    """Remove permission bits ``mask`` from ``path`` (defence in depth beside setup.sh's chmod)."""
+    try:
+        os.chmod(path, path.stat().st_mode & 0o7777 & ~mask)
+    except OSError as e:
+        log(f"could not restrict permissions of {path}: {e.strerror}")
+
+
+def _with_extras(results: dict[str, Any], extra: dict[str, Any], note: str,
+                 board: list[dict[str, Any]]) -> dict[str, Any]:
+    results = dict(results)
+    results["extra_data"] = {**(results.get("extra_data") or {}), "gradescope": extra}
+    if note:
+        results["output"] = f"{note}\n\n{results.get('output') or ''}".rstrip() + "\n"
+    if board:
+        results["leaderboard"] = board
+    return results
+
+
+def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, Any]:
+    """Grade the submission under ``root`` and return its results.json content (not written)."""
+    from . import pipeline
+
+    source = source_dir(root)
+    if source.resolve() == (root / "source").resolve():  # never a developer's checkout via $AUTOGRADER_ROOT
+        _restrict(source, 0o077)
+    assignment = load_assignment(_assignment_id(source, assignment_id), root=source)
+    extra: dict[str, Any] = {"assignment": assignment.id, **read_submission_metadata(root)}
+    choice = find_notebook(root / "submission", assignment.notebook.name)
+    if choice.relpath is None:
+        log(f"nothing graded: {choice.message}")
+        return failure_results_json(choice.message, extra={"gradescope": extra})
+    extra["notebook"] = choice.relpath
+    try:
+        data = read_bytes(root / "submission", choice.relpath, NOTEBOOK_MAX_BYTES)
+    except UnsafeFileError as e:
+        return failure_results_json(f"Your notebook could not be read: {e}.", extra={"gradescope": extra})
+    log(f"grading submission/{choice.relpath} for {assignment.id}")
+    with tempfile.TemporaryDirectory(prefix="autograder-gradescope-", ignore_cleanup_errors=True) as private, \
+         tempfile.TemporaryDirectory(prefix="autograder-gradescope-ws-", ignore_cleanup_errors=True) as ws:
+        private_dir = Path(private)                 # mode 0700: the notebook copy and the stage files
+        os.chmod(ws, 0o711)                         # the fallback jail's uid passes through to its workspace
+        notebook = private_dir / Path(choice.relpath).name
+        notebook.write_bytes(data)
+        out = private_dir / "out"
+        grade = pipeline.grade_notebook(notebook, assignment, out, workspace=Path(ws) / "work")
+        results = json.loads((out / pipeline.RESULTS_FILE).read_text())
+        measurements_file = out / pipeline.MEASUREMENTS_FILE
+        measurements = json.loads(measurements_file.read_text()) if measurements_file.is_file() else {}
+    board = leaderboard(assignment, grade, measurements)
+    log(f"score {grade.get('score')}/{grade.get('max_score')}")
+    return _with_extras(results, extra, choice.message, board)
+
+
+def run(root: Path = DEFAULT_ROOT, assignment_id: str | None = None) -> dict[str, Any]:
+    """``autograder gradescope run``: always leaves a valid ``ROOT/results/results.json``.
+
+    Returns what was written. Raises only when even the results file cannot be written.
+    """
+    root = Path(root)
+    results_path = root / "results" / "results.json"
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    _restrict(results_path.parent, 0o007)
+    write_json_atomic(results_path, failure_results_json(PLACEHOLDER_REASON))
+    try:
+        results = grade_submission(root, assignment_id)
+    except Exception as e:  # the grader's own failure: a zero with a reason, never a missing file
+        log("the grader failed; traceback follows")
+        traceback.print_exc(file=sys.stdout)
+        sys.stdout.flush()
+        results = failure_results_json(GRADER_FAILED_REASON.format(error=type(e).__name__),
+                                       extra={"gradescope": {"grader_error": repr(e)[:500]}})
+    write_json_atomic(results_path, results)
+    log(f"wrote {results_path}")
+    return results
