@@ -1,0 +1,262 @@
+"""Facts about an ONNX graph: what it computes with, how it is quantized, and where it came from.
+
+Pure functions of ``onnx.ModelProto`` (onnx + numpy only, no ONNX Runtime, no I/O). They run in
+the model worker on models that already passed :mod:`autograder.measure.onnx_load`'s checks.
+
+The vocabulary (constant, runtime tensor, weight op, quantized weight) is
+:mod:`autograder.measure.graph_index`'s.
+
+Classification (ort-quantization-facts §6): ``dynamic`` (``DynamicQuantizeLinear`` feeding
+integer MatMuls with integer constant weights, or the fused ``DynamicQuantizeMatMul``; no float
+weight left; no constant-scale Q on an activation), ``static_qdq`` (every MatMul/Gemm takes B from
+DQ(integer constant) and A from DQ(Q(runtime tensor)) with constant scales), ``static_qoperator``
+(QLinearMatMul/QGemm with integer constant weights, no float weight op left),
+``weights_only_qdq`` (every MatMul/Gemm takes B from DQ(integer constant), no activation Q/DQ in
+front of any), ``fp32`` (float weights only, no quantization op at all), else ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from .graph_index import (FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, QuantWeight, attr, dq_weight, dtype_name,
+                          float_weight_nodes, float_weights, input_at, quantized_weights)
+
+CLASSES = ("fp32", "dynamic", "static_qdq", "static_qoperator", "weights_only_qdq", "unknown")
+
+QUANT_OPS = frozenset({
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
+    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "QLinearConv",
+    "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax",
+})
+# Ops that pass the model input through unchanged in value (looked through to find the first Q on X).
+_TRANSPARENT = frozenset({"Cast", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+_QRANGE = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535),
+           TensorProto.INT16: (-32768, 32767), TensorProto.UINT4: (0, 15), TensorProto.INT4: (-8, 7)}
+# The fused ops' float bias input (ORT-optimised models fold the Add into them).
+_FLOAT_BIAS_INPUT = {"DynamicQuantizeMatMul": 4, "MatMulIntegerToFloat": 6}
+
+# A genuine quantization rounds each weight to the nearest step: |deq - W| <= scale/2, so the
+# residual max|deq - W| / (scale/2) is <= 1. The 1% slack covers float32 arithmetic in
+# (q - zp) * scale; a model trained elsewhere scores in the hundreds (research: 374-409).
+DERIVED_RESIDUAL_MAX = 1.01
+
+
+# ── classification ─────────────────────────────────────────────────────────────────────────────
+
+def _static_activation_qs(ix: GraphIndex) -> list[onnx.NodeProto]:
+    """QuantizeLinear nodes on runtime tensors with a constant scale (fixed by calibration)."""
+    return [n for n in ix.nodes if n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0])
+            and ix.is_const(input_at(n, 1))]
+
+
+def _dq_of_static_q(ix: GraphIndex, name: str) -> bool:
+    dq = ix.made_by(name, "DequantizeLinear")
+    if dq is None or not ix.is_const(input_at(dq, 1)):
+        return False
+    q = ix.made_by(dq.input[0], "QuantizeLinear")
+    return q is not None and not ix.is_const(q.input[0]) and ix.is_const(input_at(q, 1))
+
+
+def _dynamic_matmuls(ix: GraphIndex) -> list[onnx.NodeProto]:
+    out = []
+    for n in ix.nodes:
+        if n.op_type == "DynamicQuantizeMatMul" and ix.is_int_const(input_at(n, 1)):
+            out.append(n)
+        elif (n.op_type in ("MatMulInteger", "MatMulIntegerToFloat") and ix.is_int_const(input_at(n, 1))
+              and ix.made_by(n.input[0], "DynamicQuantizeLinear") is not None):
+            out.append(n)
+    return out
+
+
+def classify(ix: GraphIndex) -> tuple[str, str]:
+    """``(classification, detail)``: one of :data:`CLASSES` and a sentence saying why."""
+    mms = [n for n in ix.nodes if n.op_type in FLOAT_MATMULS]
+    floats = float_weight_nodes(ix)
+    dyn = _dynamic_matmuls(ix)
+    qop = [n for n in ix.nodes if n.op_type in ("QLinearMatMul", "QGemm") and ix.is_int_const(input_at(n, 3))]
+    act_q = _static_activation_qs(ix)
+    w_dq = [n for n in mms if dq_weight(ix, input_at(n, 1), n.op_type, 1) is not None]
+    full = [n for n in w_dq if _dq_of_static_q(ix, n.input[0])]
+    quant_ops = sum(1 for n in ix.nodes if n.op_type in QUANT_OPS)
+    n_weight_ops = len(mms) + len(dyn) + len(qop)
+
+    if n_weight_ops == 0:
+        return "unknown", "no MatMul or Gemm with a constant weight was found"
+    if dyn and not floats and not act_q and not qop and not w_dq:
+        return "dynamic", (f"{len(dyn)} integer MatMul(s) take integer constant weights and activations "
+                           "quantized at run time by DynamicQuantizeLinear")
+    if mms and len(full) == len(mms) and not dyn and not qop:
+        return "static_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear(integer constant) "
+                              "and activations from Quantize→DequantizeLinear pairs with constant scales")
+    if qop and not mms and not dyn:
+        return "static_qoperator", f"{len(qop)} QLinearMatMul/QGemm with integer constant weights (QOperator format)"
+    if mms and len(w_dq) == len(mms) and not full and not dyn and not qop:
+        return "weights_only_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear, but no "
+                                    "activation passes through a QuantizeLinear with a constant scale")
+    if mms and len(floats) == len(mms) and quant_ops == 0:
+        return "fp32", f"{len(mms)} MatMul/Gemm with float weights and no quantization operator"
+    parts = []
+    if floats:
+        parts.append(f"{len(floats)} MatMul/Gemm still multiply by a float constant weight")
+    if dyn:
+        parts.append(f"{len(dyn)} dynamically quantized MatMul(s)")
+    if w_dq:
+        parts.append(f"{len(w_dq)} of {len(mms)} MatMul/Gemm take weights from DequantizeLinear, "
+                     f"{len(full)} of them with statically quantized activations")
+    if qop:
+        parts.append(f"{len(qop)} QLinearMatMul/QGemm")
+    if act_q and dyn:
+        parts.append(f"{len(act_q)} constant-scale QuantizeLinear on activations")
+    return "unknown", "a mix: " + "; ".join(parts or ["no recognised quantization pattern"])
+
+
+# ── other facts ────────────────────────────────────────────────────────────────────────────────
+
+def activation_dtypes(ix: GraphIndex) -> list[str]:
+    """Integer types activations are quantized to: outputs of Q on runtime tensors (and DQL: uint8)."""
+    found = set()
+    for n in ix.nodes:
+        if n.op_type in ("DynamicQuantizeLinear", "DynamicQuantizeMatMul"):
+            found.add("uint8")
+        elif n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0]):
+            zp = input_at(n, 2)
+            if zp and ix.elem_type(zp) is not None:
+                found.add(dtype_name(ix.elem_type(zp)))
+            else:
+                found.add(dtype_name(int(attr(n, "output_dtype", 0)) or TensorProto.UINT8))
+    return sorted(found)
+
+
+def calibrated_input_range(ix: GraphIndex) -> list[float] | None:
+    """``[lo, hi]`` representable by the first constant-scale Q on the model input (per tensor)."""
+    if not ix.runtime_inputs:
+        return None
+    frontier, seen = [ix.runtime_inputs[0]], set()
+    while frontier:
+        name = frontier.pop(0)
+        for n in ix.consumers.get(name, []):
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if n.op_type == "QuantizeLinear" and ix.is_const(input_at(n, 1)):
+                scale = ix.array(n.input[1]).astype(np.float64)
+                zp_name = input_at(n, 2)
+                zp_type = ix.elem_type(zp_name) if zp_name else TensorProto.UINT8
+                zp = ix.array(zp_name).astype(np.float64) if zp_name and ix.is_const(zp_name) else np.zeros(1)
+                qmin, qmax = _QRANGE.get(zp_type, (0, 255))
+                lo, hi = (qmin - zp) * scale, (qmax - zp) * scale
+                return [float(np.min(lo)), float(np.max(hi))]
+            if n.op_type in _TRANSPARENT:
+                frontier.append(n.output[0])
+    return None
+
+
+def param_count(ix: GraphIndex) -> int:
+    """Elements of the layers' weights and biases (float constants of MatMul/Gemm/Add/Conv, and
+    integer weights behind DequantizeLinear or integer weight ops)."""
+    names = set()
+    for n in ix.nodes:
+        if n.op_type in FLOAT_MATMULS or n.op_type in ("Add", "Conv"):
+            names.update(i for i in n.input if ix.is_float_const(i))
+        elif n.op_type == "DequantizeLinear" and ix.is_int_const(n.input[0]):
+            names.add(n.input[0])
+        elif n.op_type in INT_WEIGHT_INPUTS and ix.is_int_const(input_at(n, INT_WEIGHT_INPUTS[n.op_type][0])):
+            names.add(n.input[INT_WEIGHT_INPUTS[n.op_type][0]])
+        elif n.op_type == "QLinearAdd" and ix.is_int_const(input_at(n, 3)):
+            names.add(n.input[3])
+        if n.op_type in _FLOAT_BIAS_INPUT and ix.is_float_const(input_at(n, _FLOAT_BIAS_INPUT[n.op_type])):
+            names.add(n.input[_FLOAT_BIAS_INPUT[n.op_type]])
+    return int(sum(int(np.prod(ix.array(nm).shape)) for nm in names))
+
+
+def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
+    return dict(sorted(Counter(n.op_type for n in model.graph.node).items()))
+
+
+def graph_facts(model: onnx.ModelProto, interface=None) -> dict[str, Any]:
+    """All facts of one model that need no other model and no execution.
+
+    With ``interface`` (a :class:`~autograder.measure.model_interface.ModelInterface`), also
+    ``interface_ok`` and ``problems`` (its deviations from the assignment's contract).
+    """
+    ix = GraphIndex(model)
+    classification, detail = classify(ix)
+    weights = quantized_weights(ix)
+    out: dict[str, Any] = {}
+    if interface is not None:
+        problems = interface.problems(model)
+        out.update(interface_ok=not problems, problems=problems)
+    return out | {
+        "classification": classification,
+        "classification_detail": detail,
+        "op_histogram": op_histogram(model),
+        "opset": {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
+        "param_count": param_count(ix),
+        "weight_dtypes": sorted({dtype_name(w.elem_type) for w in weights}),
+        "quantized_weights": len(weights),
+        "float_weights_left": len(float_weight_nodes(ix)),
+        "per_channel": bool(weights) and all(w.per_channel for w in weights),
+        "per_channel_weights": sum(1 for w in weights if w.per_channel),
+        "activation_dtypes": activation_dtypes(ix),
+        "calibrated_input_range": calibrated_input_range(ix),
+    }
+
+
+# ── derived from ───────────────────────────────────────────────────────────────────────────────
+
+def _residual(w: QuantWeight, deq: np.ndarray, ref: np.ndarray) -> float:
+    try:
+        half = w.scale_per_element() / 2.0
+    except (ValueError, IndexError):  # a scale that does not fit its weight: no match
+        return float("inf")
+    diff = np.abs(deq - ref.astype(np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(half > 0, diff / np.where(half > 0, half, 1.0), np.where(diff == 0, 0.0, np.inf))
+    return float(r.max()) if r.size else 0.0
+
+
+def derived_from(fp32_model: onnx.ModelProto, q_model: onnx.ModelProto) -> dict[str, Any]:
+    """How well ``q_model``'s weights dequantize to ``fp32_model``'s.
+
+    Each quantized weight is matched by value to the fp32 weight of the same shape (or its
+    transpose) that fits it best; residual = max|deq - W| / (scale/2) per weight, and the result is
+    the max over weights (<= 1 for a genuine quantization, hundreds for another model).
+    ``covered`` counts fp32 weights matched by a quantized weight or left bit-identical in float.
+    """
+    ref_ix, q_ix = GraphIndex(fp32_model), GraphIndex(q_model)
+    refs = float_weights(ref_ix)
+    weights = quantized_weights(q_ix)
+    residuals, covered = [], set()
+    for w in weights:
+        try:
+            deq = w.dequantized()
+        except (ValueError, IndexError):
+            deq = None
+        best, best_k = np.inf, None
+        for k, ref in enumerate(refs):
+            for cand in (ref, ref.T if ref.ndim == 2 else None):
+                if deq is not None and cand is not None and cand.shape == deq.shape:
+                    r = _residual(w, deq, cand)
+                    if r < best:
+                        best, best_k = r, k
+        residuals.append(best)
+        if best_k is not None and best <= DERIVED_RESIDUAL_MAX:
+            covered.add(best_k)
+    for left in float_weights(q_ix):
+        covered.update(k for k, ref in enumerate(refs) if ref.shape == left.shape and np.array_equal(ref, left))
+    residual = max(residuals) if residuals else None
+    return {
+        "residual": None if residual is None or not np.isfinite(residual) else float(residual),
+        "quantized_weights": len(weights),
+        "unmatched_weights": sum(1 for r in residuals if not np.isfinite(r)),
+        "fp32_weights": len(refs),
+        "fp32_weights_covered": len(covered),
+        "derived": bool(weights) and residual is not None and residual <= DERIVED_RESIDUAL_MAX
+        and len(covered) == len(refs),
+    }

@@ -1,0 +1,316 @@
+"""Load an untrusted ONNX artifact without trusting it.
+
+The pipeline (sandboxing-facts §5):
+
+1. the parent reads the bytes through :func:`autograder.safe_files.read_bytes` (regular file, no
+   symlink anywhere on the path, no FIFO, at most ``max_file_bytes``) — :func:`read_model_bytes`;
+2. everything else happens in a child process (:mod:`autograder.measure.model_worker`, started by
+   :func:`run_model_worker`) with an address-space limit and a wall-clock timeout, so a checker or
+   ONNX Runtime segfault, a memory bomb (``ConstantOfShape`` → 14 GB) or a hang becomes
+   "invalid model: <reason>", never a grader crash. In the child, :func:`parse_and_check`:
+   ``onnx.load_from_string`` (external data is never loaded) → :func:`structure_problems` (no
+   external data anywhere, no model-local functions or training info, allowed domains and ops,
+   caps on nodes, subgraph nesting and declared initializer bytes) →
+   ``onnx.checker.check_model(full_check=True)``; then :func:`make_session`: ONNX Runtime on
+   ``CPUExecutionProvider`` only, one thread, no custom ops, no configuration from the model
+   (the child's environment is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
+
+Data crosses the boundary as files in a fresh temporary folder: ``job.json``, ``model.onnx``,
+``baseline.onnx``, ``inputs.npz`` in; ``result.json`` and ``outputs.npz`` (read back with
+``allow_pickle=False``) out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import safe_files
+from ..errors import UnsafeFileError
+from .model_interface import ModelInterface
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+ALLOWED_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
+# com.microsoft ops that ONNX Runtime's quantizer and its graph optimiser produce; nothing else
+# from that domain (no custom kernels, no contrib ops with file or network access).
+MICROSOFT_OPS = frozenset({
+    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "QLinearAdd", "QLinearMul",
+    "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax", "QLinearAveragePool",
+    "QLinearGlobalAveragePool", "QuantizeLinear", "DequantizeLinear", "FusedGemm", "FusedMatMul",
+})
+MESSAGE_CAP = 300
+
+
+@dataclass(frozen=True)
+class LoadLimits:
+    """Caps for one artifact. The reference's largest model is ~270 KB with ~40 nodes."""
+
+    max_file_bytes: int = 64 * MiB          # far above any sensible MLP, far below protobuf's 2 GB
+    max_nodes: int = 10_000                 # all graphs together
+    max_graph_depth: int = 3                # If/Loop/Scan bodies inside bodies
+    max_initializer_bytes: int = 256 * MiB  # declared (dims × item size), before anything is allocated
+    memory_bytes: int = 3 * GiB             # RLIMIT_AS of the child; an idle ORT child maps < 1 GB
+    timeout_s: float = 60.0                 # wall clock for parse + check + session + all runs
+
+
+class InvalidModel(Exception):
+    """The artifact is not a model the grader will run; the message is for the student."""
+
+
+def _short(text: Any, cap: int = MESSAGE_CAP) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= cap else s[: cap - 1] + "…"
+
+
+# ── child side: structure, checker, session ───────────────────────────────────────────────────
+
+def _tensor_problem(t, where: str) -> str | None:
+    from onnx import TensorProto
+
+    if t.data_location == TensorProto.EXTERNAL or len(t.external_data):
+        loc = next((e.value for e in t.external_data if e.key == "location"), "?")
+        return (f"tensor '{_short(t.name, 60)}' ({where}) keeps its data in an external file "
+                f"('{_short(loc, 60)}'); the contract needs one self-contained .onnx file")
+    return None
+
+
+def _op_problem(node) -> str | None:
+    import onnx.defs
+
+    domain = node.domain or ""
+    op = f"{_short(domain or 'ai.onnx', 40)}.{_short(node.op_type, 60)}"
+    if domain not in ALLOWED_DOMAINS:
+        return (f"operator {op} comes from the domain '{_short(domain, 40)}'; only the standard ONNX "
+                "operators, 'ai.onnx.ml' and ONNX Runtime's quantization operators ('com.microsoft') are allowed")
+    if domain == "com.microsoft":
+        ok = node.op_type in MICROSOFT_OPS
+    else:
+        ok = onnx.defs.has(node.op_type, "" if domain == "ai.onnx" else domain)
+    return None if ok else f"operator {op} is not an allowed ONNX operator"
+
+
+def structure_problems(model, limits: LoadLimits = LoadLimits()) -> list[str]:
+    """What makes ``model`` unsafe or out of scope, before the checker or ONNX Runtime sees it."""
+    from onnx import AttributeProto, helper
+
+    problems: list[str] = []
+    counts = {"nodes": 0, "bytes": 0}
+
+    def tensors_of(attr):
+        if attr.type == AttributeProto.TENSOR:
+            yield attr.t
+        elif attr.type == AttributeProto.TENSORS:
+            yield from attr.tensors
+        elif attr.type == AttributeProto.SPARSE_TENSOR:
+            yield attr.sparse_tensor.values
+            yield attr.sparse_tensor.indices
+        elif attr.type == AttributeProto.SPARSE_TENSORS:
+            for s in attr.sparse_tensors:
+                yield s.values
+                yield s.indices
+
+    def declared_bytes(t) -> int:
+        n = 1
+        for d in t.dims:
+            if d < 0:
+                problems.append(f"initializer '{_short(t.name, 60)}' declares a negative dimension {d}")
+                return 0
+            n *= d
+        try:
+            item = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+        except Exception:
+            item = 1
+        return n * item
+
+    def walk(graph, depth: int) -> None:
+        if depth > limits.max_graph_depth:
+            problems.append(f"subgraphs (If/Loop/Scan bodies) are nested more than {limits.max_graph_depth} deep")
+            return
+        for t in list(graph.initializer) + [s.values for s in graph.sparse_initializer] \
+                + [s.indices for s in graph.sparse_initializer]:
+            p = _tensor_problem(t, "initializer")
+            if p:
+                problems.append(p)
+            counts["bytes"] += declared_bytes(t)
+        for node in graph.node:
+            counts["nodes"] += 1
+            p = _op_problem(node)
+            if p:
+                problems.append(p)
+            for attr in node.attribute:
+                for t in tensors_of(attr):
+                    p = _tensor_problem(t, f"attribute of node '{_short(node.name, 40)}'")
+                    if p:
+                        problems.append(p)
+                    counts["bytes"] += declared_bytes(t)
+                for sub in ([attr.g] if attr.type == AttributeProto.GRAPH else
+                            list(attr.graphs) if attr.type == AttributeProto.GRAPHS else []):
+                    walk(sub, depth + 1)
+            if len(problems) > 20 or counts["nodes"] > limits.max_nodes:
+                return
+
+    if len(model.functions):
+        problems.append(f"the model defines {len(model.functions)} local function(s); "
+                        "custom operators are not allowed")
+    if len(model.training_info):
+        problems.append("the model carries training information; export an inference-only model")
+    walk(model.graph, 0)
+    if counts["nodes"] > limits.max_nodes:
+        problems.append(f"the model has more than {limits.max_nodes:,} nodes")
+    if counts["bytes"] > limits.max_initializer_bytes:
+        problems.append(f"its constants declare {counts['bytes']:,} bytes, more than {limits.max_initializer_bytes:,}")
+    return problems
+
+
+def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits()):
+    """The checked ``onnx.ModelProto`` of ``data``; raises :class:`InvalidModel` with the reason."""
+    import onnx
+
+    if not data:
+        raise InvalidModel("the file is empty")
+    try:
+        model = onnx.load_from_string(data)
+    except Exception as e:
+        raise InvalidModel(f"not an ONNX model file ({_short(type(e).__name__ + ': ' + str(e), 200)})") from None
+    if not model.HasField("graph") or not len(model.graph.node):
+        raise InvalidModel("not an ONNX model file (no graph or no nodes)")
+    problems = list(dict.fromkeys(structure_problems(model, limits)))  # unique, in order
+    if problems:
+        raise InvalidModel(_short("; ".join(problems[:3])))
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as e:
+        raise InvalidModel(f"the ONNX checker rejects it: {_short(e, 240)}") from None
+    return model
+
+
+def make_session(model):
+    """An ONNX Runtime session of a checked model: CPU only, one thread, default optimisations."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # ORT_ENABLE_ALL is what the student's default session runs, so reported numbers can be
+    # re-measured to the bit; DISABLE_ALL gives identical outputs for these models (checked).
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    so.add_session_config_entry("session.load_model_format", "ONNX")
+    try:
+        return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise InvalidModel(f"ONNX Runtime cannot load it: {_short(e, 240)}") from None
+
+
+# ── parent side ───────────────────────────────────────────────────────────────────────────────
+
+def read_model_bytes(root: Path | str, relpath: str, limits: LoadLimits = LoadLimits()) -> bytes:
+    """The artifact's bytes; raises :class:`UnsafeFileError` ("… is missing", "… is a symlink …")."""
+    return safe_files.read_bytes(root, relpath, limits.max_file_bytes)
+
+
+@dataclass
+class WorkerRun:
+    """What the child reported, or why it produced nothing."""
+
+    ok: bool
+    reason: str | None = None                 # without the "invalid model: " prefix
+    result: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+def _child_env(home: str) -> dict[str, str]:
+    # Rebuilt from nothing: no ORT_* or PYTHON* variables reach the child.
+    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def run_model_worker(model: bytes, *, inputs: dict[str, np.ndarray], interface: ModelInterface | None = None,
+                     baseline: bytes | None = None,
+                     latency_input: str | None = None, latency_rounds: int = 50,
+                     latency_baseline: bool = False, limits: LoadLimits = LoadLimits()) -> WorkerRun:
+    """Check and run ``model`` in a limited child; see :mod:`autograder.measure.model_worker`.
+
+    Without ``interface``, each input set is fed to the model's only input and every numeric
+    output is kept, with no interface facts.
+    """
+    job_dir = Path(tempfile.mkdtemp(prefix="autograder-model-"))
+    start = time.monotonic()
+    try:
+        (job_dir / "model.onnx").write_bytes(model)
+        if baseline is not None:
+            (job_dir / "baseline.onnx").write_bytes(baseline)
+        np.savez(job_dir / "inputs.npz", **inputs)
+        job = {"model": "model.onnx", "baseline": "baseline.onnx" if baseline is not None else None,
+               "inputs": "inputs.npz", "interface": interface.to_json() if interface else None,
+               "latency_input": latency_input, "latency_rounds": latency_rounds,
+               "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits)}
+        (job_dir / "job.json").write_text(json.dumps(job))
+        run = _spawn(job_dir, limits)
+        run.duration_s = time.monotonic() - start
+        return run
+    finally:
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
+              "from autograder.measure.model_worker import main; sys.exit(main(sys.argv[1:]))")
+
+
+def _worker_command(job_dir: Path) -> list[str]:
+    # -I: no PYTHON* variables, no user site, no current folder on sys.path; the grader's own
+    # package is put first explicitly, so an installed or a source checkout work alike.
+    return [sys.executable, "-I", "-c", _BOOTSTRAP, _PACKAGE_PARENT, str(job_dir)]
+
+
+def _spawn(job_dir: Path, limits: LoadLimits) -> WorkerRun:
+    cmd = _worker_command(job_dir)
+    with open(job_dir / "stderr.txt", "wb") as err:
+        proc = subprocess.Popen(cmd, cwd=job_dir, env=_child_env(str(job_dir)), stdin=subprocess.DEVNULL,
+                                stdout=err, stderr=err, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return WorkerRun(False, f"checking and running it took longer than the {limits.timeout_s:.0f} s "
+                                    "limit (a hang or a huge computation)")
+    if rc < 0:
+        return WorkerRun(False, f"it crashed the ONNX checker or ONNX Runtime ({_signal_name(rc)}; "
+                                f"the memory limit is {limits.memory_bytes // GiB} GiB)")
+    try:
+        result = json.loads((job_dir / "result.json").read_text())
+    except (OSError, ValueError):
+        tail = (job_dir / "stderr.txt").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        last = _short(tail[-1] if tail else "?", 200)
+        return WorkerRun(False, f"the model worker stopped (exit {rc}) without a result: {last}")
+    if not result.get("ok"):
+        return WorkerRun(False, _short(result.get("reason", "unknown reason")), result)
+    try:
+        outputs = safe_files.load_npz(job_dir, "outputs.npz") if (job_dir / "outputs.npz").exists() else {}
+    except UnsafeFileError as e:
+        return WorkerRun(False, f"its outputs could not be read back ({_short(e, 200)})", result)
+    return WorkerRun(True, None, result, outputs)

@@ -1,0 +1,180 @@
+"""measure_models and measure_reported of assignment 07 on real workspaces."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+
+import numpy as np
+import pytest
+import quant_model_factory as factory
+
+MODEL_KEYS = {"path", "size_bytes", "valid", "problems", "interface_ok", "classification",
+              "classification_detail", "op_histogram", "opset", "param_count", "weight_dtypes",
+              "quantized_weights", "float_weights_left", "per_channel", "per_channel_weights",
+              "activation_dtypes", "calibrated_input_range", "latency_ms", "accuracy", "public_split"}
+COMPARISON_KEYS = {"size_ratio", "derived_from_fp32", "derived_residual", "derived_detail", "latency_ratio",
+                   "accuracy_drop", "label_agreement", "max_abs_dp", "p99_abs_dp", "max_rel_drift",
+                   "edge_max_rel_drift", "edge_max_abs_dp", "edge_label_agreement"}
+
+
+@pytest.fixture(scope="session")
+def grading(assignment07):
+    pkg = assignment07.grading
+    return (importlib.import_module(pkg.__name__ + ".models"), importlib.import_module(pkg.__name__ + ".data"))
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory):
+    return factory.model_set(tmp_path_factory.getbasetemp() / "quant_models")
+
+
+@pytest.fixture(scope="session")
+def good(tmp_path_factory, models, grading, assignment07):
+    """A good workspace, its measurements and its honest RESULTS."""
+    ws = factory.make_workspace(tmp_path_factory.mktemp("good_ws"), models)
+    measured = grading[0].measure_models(assignment07, ws)
+    paths = {k: ws / "artifacts" / f"{k}.onnx" for k in ("fp32", "int8_dynamic", "int8_qdq")}
+    return ws, measured, factory.contract_results(paths)
+
+
+def test_public_split_is_the_contracts_data(grading):
+    data = grading[1]
+    X_train, X_test, y_train, y_test, X_edge = factory.contract_data()
+    s = data.public_split()
+    for got, want in ((s.X_train, X_train), (s.X_test, X_test), (s.y_test, y_test), (s.X_edge, X_edge)):
+        np.testing.assert_array_equal(got, want)
+    assert s.X_test.dtype == np.float32 and not s.X_test.flags.writeable
+
+
+def test_hidden_split_uses_the_configured_seed(grading, assignment07):
+    data = grading[1]
+    h = data.hidden_split(assignment07)
+    assert h.seed == assignment07.config["hidden"]["data_seed"]
+    assert h.X_test.shape == (500, 2) and not np.array_equal(h.X_test, data.public_split().X_test)
+    assert data.hidden_split(assignment07, seed=5).seed == 5
+    assert data.hidden_split(assignment07) is h   # cached per process
+
+
+def test_good_workspace_has_every_fact(good):
+    _, m, _ = good
+    json.dumps(m, allow_nan=False)   # plain JSON numbers only
+    assert set(m) == {"fp32", "int8_dynamic", "int8_qdq"}
+    for name, facts in m.items():
+        assert "error" not in facts, facts
+        assert MODEL_KEYS <= set(facts), MODEL_KEYS - set(facts)
+        assert facts["valid"] and facts["interface_ok"] and facts["problems"] == []
+        if name != "fp32":
+            assert COMPARISON_KEYS <= set(facts), COMPARISON_KEYS - set(facts)
+            assert "comparison_error" not in facts
+    assert [m[k]["classification"] for k in m] == ["fp32", "dynamic", "static_qdq"]
+    assert m["int8_qdq"]["per_channel"] and m["int8_qdq"]["activation_dtypes"] == ["uint8"]
+    assert m["int8_dynamic"]["derived_from_fp32"] and m["int8_qdq"]["derived_from_fp32"]
+    assert {"data_range", "calibration_coverage"} <= set(m["int8_qdq"])
+
+
+def test_good_workspace_numbers_are_sane(good):
+    _, m, _ = good
+    assert m["fp32"]["accuracy"] > 0.9
+    assert m["fp32"]["public_split"] == {"accuracy": m["fp32"]["public_split"]["accuracy"],
+                                         "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0}
+    for name in ("int8_dynamic", "int8_qdq"):
+        f = m[name]
+        assert abs(f["accuracy_drop"]) < 0.05 and f["label_agreement"] > 0.95
+        assert 0 < f["p99_abs_dp"] <= f["max_abs_dp"] < 0.3
+        assert f["max_rel_drift"] >= f["max_abs_dp"]          # divided by max_j |r| <= 1
+        assert f["size_ratio"] == f["size_bytes"] / m["fp32"]["size_bytes"]
+        assert f["latency_ratio"] > 0
+
+
+def test_honest_results_are_honest(good, grading, assignment07):
+    ws, m, results = good
+    rep = grading[0].measure_reported(assignment07, ws, results, None, m)
+    json.dumps(rep, allow_nan=False)
+    assert rep["present"] and rep["checked"] == 15
+    assert rep["honest"] == 15, rep["problems"]
+    assert rep["honest_share"] == 1.0
+    assert rep["fields"]["fp32.size_bytes"] == {"reported": results["fp32"]["size_bytes"],
+                                                "measured": results["fp32"]["size_bytes"], "ok": True}
+
+
+def elementwise_drift(ws, variant):
+    import onnxruntime as ort
+
+    X_test = factory.contract_data()[1]
+    s = {k: ort.InferenceSession(str(ws / "artifacts" / f"{k}.onnx"), providers=["CPUExecutionProvider"])
+         for k in ("fp32", variant)}
+    p, r = (s[k].run(["probabilities"], {"X": X_test})[0] for k in (variant, "fp32"))
+    return float(np.max(np.abs(p - r) / np.abs(r)))
+
+
+def test_dishonest_results_are_flagged(good, grading, assignment07):
+    ws, m, results = good
+    bad = copy.deepcopy(results)
+    bad["int8_qdq"]["accuracy"] += 0.01
+    bad["int8_dynamic"]["max_rel_drift"] = elementwise_drift(ws, "int8_dynamic")
+    bad["int8_qdq"]["latency_ms"] /= 1000.0          # seconds reported as ms
+    bad["fp32"]["size_bytes"] += 1
+    rep = grading[0].measure_reported(assignment07, ws, bad, None, m)
+    failed = {k for k, f in rep["fields"].items() if not f["ok"]}
+    assert failed == {"int8_qdq.accuracy", "int8_dynamic.max_rel_drift", "int8_qdq.latency_ms", "fp32.size_bytes"}
+    assert rep["honest"] == 11
+    drift_problem = next(p for p in rep["problems"] if p.startswith("int8_dynamic.max_rel_drift"))
+    assert "per row" in drift_problem
+
+
+def test_malformed_or_missing_results(good, grading, assignment07):
+    ws, m, results = good
+    measure_reported = grading[0].measure_reported
+    missing = measure_reported(assignment07, ws, None, "RESULTS is not defined", m)
+    assert missing["present"] is False and missing["honest_share"] == 0.0
+    assert missing["problems"] == ["RESULTS is not defined"]
+    partial = copy.deepcopy(results)
+    del partial["int8_qdq"]
+    partial["fp32"]["accuracy"] = "0.96"
+    partial["fp32"]["latency_ms"] = True
+    rep = measure_reported(assignment07, ws, partial, None, m)
+    assert rep["checked"] == 15 and rep["honest"] == 8
+    assert "RESULTS['int8_qdq'] is missing" in rep["problems"]
+    assert not rep["fields"]["fp32.latency_ms"]["ok"]   # a bool is not a number
+
+
+def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assignment07):
+    ws = factory.make_workspace(tmp_path, models, names=("int8_dynamic",))
+    os.symlink(models["fp32"], ws / "artifacts" / "fp32.onnx")
+    (ws / "artifacts" / "int8_qdq.onnx").write_bytes(b"not a model")
+    m = grading[0].measure_models(assignment07, ws)
+    assert m["fp32"] == {"error": "artifacts/fp32.onnx is a symlink, not a regular file"}
+    assert m["int8_qdq"]["error"].startswith("invalid model: not an ONNX model file")
+    dyn = m["int8_dynamic"]
+    assert dyn["classification"] == "dynamic" and "accuracy" in dyn
+    assert dyn["comparison_error"] == ("not compared with the fp32 model: "
+                                       "artifacts/fp32.onnx is a symlink, not a regular file")
+    assert not COMPARISON_KEYS & set(dyn)
+
+
+def test_missing_artifact_and_reported_sizes(tmp_path, models, grading, assignment07):
+    ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_dynamic"))
+    m = grading[0].measure_models(assignment07, ws)
+    assert m["int8_qdq"] == {"error": "artifacts/int8_qdq.onnx is missing"}
+    results = {k: {"size_bytes": 1, "accuracy": 0.9, "latency_ms": 1.0, "max_rel_drift": 0.0,
+                   "edge_max_rel_drift": 0.0} for k in ("fp32", "int8_dynamic", "int8_qdq")}
+    rep = grading[0].measure_reported(assignment07, ws, results, None, m)
+    assert rep["fields"]["int8_qdq.size_bytes"]["reason"] == "cannot be re-measured: artifacts/int8_qdq.onnx is missing"
+
+
+def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading, assignment07):
+    ws = factory.make_workspace(tmp_path, models, names=("int8_qdq",))
+    (ws / "artifacts" / "fp32.onnx").write_bytes(models["zipmap"].read_bytes())
+    (ws / "artifacts" / "int8_dynamic.onnx").write_bytes(models["other_int8_dynamic"].read_bytes())
+    m = grading[0].measure_models(assignment07, ws)
+    fp32 = m["fp32"]
+    assert fp32["valid"] and not fp32["interface_ok"] and "accuracy" not in fp32
+    assert "zipmap" in fp32["problems"][0] and "is missing on a batch of 500 rows" in fp32["metrics_error"]
+    qdq = m["int8_qdq"]
+    assert qdq["derived_from_fp32"] is True          # weights compare without running fp32
+    assert qdq["comparison_error"].startswith("the fp32 model's outputs are unusable")
+    assert "accuracy_drop" not in qdq and "accuracy" in qdq
+    assert m["int8_dynamic"]["derived_from_fp32"] is False   # quantized from another model
