@@ -232,7 +232,7 @@ def lookup(data: Any, path: str) -> tuple[Any, str | None]:
                     node, i = node[key], j
                     break
             else:
-                return None, missing
+                return None, _sibling_error(node) or missing
         elif isinstance(node, (list, tuple)) and re.fullmatch(r"-?\d+", segments[i]) \
                 and -len(node) <= int(segments[i]) < len(node):
             node, i = node[int(segments[i])], i + 1
@@ -241,6 +241,14 @@ def lookup(data: Any, path: str) -> tuple[Any, str | None]:
     if node is None:
         return None, missing
     return _plain(node), None
+
+
+def _sibling_error(node: Mapping[str, Any]) -> str | None:
+    """Why a field is absent: measurements record it in a ``*_error`` key beside the field."""
+    for key in sorted(node):
+        if str(key).endswith("_error") and isinstance(node[key], str) and node[key]:
+            return str(node[key])
+    return None
 
 
 def _first_missing(requires: Any, measurements: Mapping[str, Any]) -> str | None:

@@ -206,3 +206,15 @@ def test_check_measurement_from_numpy_is_made_plain():
 def test_check_nan_threshold_text_and_json_safety():
     part = one_part(float("nan"), op="<=", tolerance="dyn.drop_max", format="percent")
     assert part["passed"] is False and part["measured_text"] == "nan" and math.isnan(part["measured"])
+
+
+def test_an_absent_field_is_explained_by_its_sibling_error():
+    from autograder.judge import lookup
+
+    section = {"models": {"int8_qdq": {"classification": "static_qdq",
+                                       "comparison_error": "not compared with the fp32 model: artifacts/fp32.onnx is missing",
+                                       "first_error": {"cell": 3}}}}
+    value, reason = lookup(section, "models.int8_qdq.accuracy_drop")
+    assert value is None
+    assert reason == "not compared with the fp32 model: artifacts/fp32.onnx is missing"
+    assert lookup({"execution": {"first_error": None}}, "execution.nope")[1] == "measurement missing: execution.nope"
