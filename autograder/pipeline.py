@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -43,6 +44,25 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def _start_prepare(assignment: Assignment) -> threading.Thread | None:
+    """Run the assignment's optional ``prepare(assignment)`` (trusted warm-up: data sets,
+    imports) in a thread while the kernel executes; the grader is otherwise idle then.
+    A failure there is not fatal: ``measure`` redoes whatever it needs."""
+    prepare = getattr(assignment.grading, "prepare", None)
+    if prepare is None:
+        return None
+
+    def run() -> None:
+        try:
+            prepare(assignment)
+        except Exception:  # noqa: BLE001 - measure() recomputes and reports for real
+            pass
+
+    thread = threading.Thread(target=run, name="autograder-prepare", daemon=True)
+    thread.start()
+    return thread
+
+
 def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, workspace: Path, *,
                         unsafe_no_sandbox: bool = False, slot: int = 0,
                         on_stage: StageCallback | None = None) -> dict[str, Any]:
@@ -55,8 +75,11 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     spec = ProbeSpec(cases=cases, functions=list(probe_cfg.get("functions", [])),
                      results_variable=assignment.results_variable)
     stage("execute")
+    warm = _start_prepare(assignment)
     execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot)
+    if warm is not None:
+        warm.join()
     _write_json(out_dir / EXECUTION_FILE, execution)
     stage("measure")
     probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
