@@ -3,20 +3,21 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-SYSPKG := bubblewrap util-linux shellcheck
 JOBS   ?= 2
 
 .PHONY: setup system-packages demo test bench clean
 
 setup: system-packages $(STAMP)
 
-# Debian packages the jail needs (bubblewrap, setpriv from util-linux) and shellcheck for the
-# Gradescope scripts' tests. Installed only where missing, and only where apt may be used.
+# Debian packages the jail needs (bubblewrap, setpriv from util-linux), shellcheck for the
+# Gradescope scripts' tests and chromium for the summary page's browser test. Installed only
+# where missing, and only where apt may be used.
 system-packages:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v setpriv >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing system packages:$$missing"; \

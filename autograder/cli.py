@@ -31,9 +31,9 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 def _register_all() -> None:
-    from . import cli_grade
+    from . import cli_authoring, cli_batch, cli_grade, cli_gradescope
 
-    for module in (cli_grade,):
+    for module in (cli_grade, cli_batch, cli_authoring, cli_gradescope):
         module.register(app)
 
 

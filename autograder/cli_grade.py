@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from .assignment import DEFAULT_ASSIGNMENT, load_assignment
-from .errors import AssignmentError, SandboxUnavailableError
+from .errors import AssignmentError, AutograderError, SandboxUnavailableError
 
 ASSIGNMENT_OPT = typer.Option(DEFAULT_ASSIGNMENT, "--assignment", "-a", help="Assignment id (a folder under assignments/).")
 UNSAFE_OPT = typer.Option(False, "--unsafe-no-sandbox",
@@ -52,10 +52,10 @@ def demo(
 
     try:
         a = load_assignment(assignment)
-    except AssignmentError as e:
+        summary = run_batch(a.folder / "examples", out, assignment=a, jobs=jobs or None)
+    except (AutograderError, SandboxUnavailableError) as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)
-    summary = run_batch(a.folder / "examples", out, assignment=a, jobs=jobs or None)
     print_scores_table(summary.rows)
     typer.echo(f"wrote {out}/gradebook.csv and {out}/summary.html")
 

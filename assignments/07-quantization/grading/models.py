@@ -101,7 +101,7 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
         latency_baseline=usable_base and baseline.outputs_error is None, limits=limits)
     if not art.run.ok:
         art.error = f"invalid model: {art.run.reason}"
-    elif art.run.result["facts"]["interface_ok"] and art.run.result.get("run_error"):
+    elif art.run.result.get("facts", {}).get("interface_ok") and art.run.result.get("run_error"):
         art.error = f"invalid model: {art.run.result['run_error']}"
     return art
 

@@ -1,0 +1,295 @@
+"""Batch grading: a folder of notebooks or a Gradescope export → a graded class.
+
+``run_batch(SOURCE, OUT)`` writes ``OUT/<submission>/{results.json, feedback.md, grade.json,
+measurements.json, execution.json, submission.json}``, ``OUT/gradebook.csv``, ``OUT/summary.html``
+and ``OUT/batch.json`` (the assignment and the submissions, so that ``rescore`` can re-judge).
+
+- N worker processes (default: the number of cores), worker i jails with sandbox slot i;
+- a submission is finished when its ``submission.json`` stamp exists (written last) and matches
+  the notebook's hash and the cache key: a re-run after Ctrl-C skips finished work;
+- an execution cache (``OUT/.cache`` or ``cache_dir``) keyed by notebook hash + assignment +
+  environment: identical notebooks run once, duplicates wait for the first and are only judged;
+- one submission's failure is that submission's ``grader_error``, never the batch's;
+- a custom tolerances or rubric file given to an earlier run or ``rescore`` of the same OUT is
+  kept for later runs (so submissions added later are judged alike) until another is given.
+
+``rescore(OUT)`` re-judges every submission from its stored measurements.json (new tolerances or
+rubric), runs nothing, and rewrites results, gradebook and summary.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import pipeline
+from .assignment import Assignment, load_assignment, project_root
+from .batch_pool import run_tasks
+from .batch_worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
+from .cache import cache_key, sha256_bytes
+from .environment import environment_fingerprint
+from .errors import AssignmentError, AutograderError
+from .report.gradescope_results import write_json_atomic
+from .sources import discover
+
+BATCH_FILE = "batch.json"
+SOURCES_DIR = ".sources"
+CACHE_DIR = ".cache"
+GRADEBOOK_FILE = "gradebook.csv"
+SUMMARY_FILE = "summary.html"
+NOT_GRADED = "not_graded"
+# failures of the grader or its machine, not of the notebook: a re-run grades these again
+RETRIED_STATUSES = frozenset({None, GRADER_ERROR, "sandbox_error", "startup_failed"})
+
+
+class BatchError(AutograderError):
+    """The batch cannot run or be rescored as asked (wrong folder, another assignment's output)."""
+
+
+@dataclass
+class BatchSummary:
+    out: Path
+    rows: list[dict[str, Any]]          # one per submission; see ``submission_row``
+    assignment: str = ""
+    graded: int = 0                     # graded by this run (executed, from the cache, or a zero)
+    skipped: int = 0                    # finished by an earlier run and kept
+    executed: int = 0                   # notebooks actually run in the jail by this run
+    cache_hits: int = 0
+    warnings: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def gradebook(self) -> Path:
+        return self.out / GRADEBOOK_FILE
+
+    @property
+    def summary_html(self) -> Path:
+        return self.out / SUMMARY_FILE
+
+    def status_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        return counts
+
+
+def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
+              unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
+              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None) -> BatchSummary:
+    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure."""
+    started = time.monotonic()
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    previous = read_batch_file(out)
+    if previous is not None and previous.get("assignment") != assignment.id:
+        raise BatchError(f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
+                         f"'{assignment.id}': use another --out folder")
+    tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
+    validate_grading(assignment, tolerances, rubric)
+    discovery = discover(Path(source), out / SOURCES_DIR)
+    cache_root = None if not use_cache else Path(cache_dir).resolve() if cache_dir else out / CACHE_DIR
+    tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
+    batch = {
+        "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
+        "fingerprint": assignment.fingerprint(), "environment": environment_fingerprint(),
+        "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
+        "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
+        "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
+    }
+    write_json_atomic(out / BATCH_FILE, batch)
+    todo = [t for t in tasks if not is_finished(out, t)]
+    try:
+        records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
+    except BaseException:
+        write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
+        raise
+    rows = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
+    write_json_atomic(out / BATCH_FILE, {**batch, "state": "finished", "finished_at": _now()})
+    return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=len(records),
+                        skipped=len(tasks) - len(todo), executed=sum(bool(r.get("executed")) for r in records),
+                        cache_hits=sum(bool(r.get("cached")) for r in records), warnings=discovery.warnings,
+                        elapsed_s=round(time.monotonic() - started, 3))
+
+
+def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = None) -> BatchSummary:
+    """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing."""
+    started = time.monotonic()
+    out = Path(out).resolve()
+    batch = read_batch_file(out)
+    if batch is None:
+        raise BatchError(f"{out / BATCH_FILE} is missing or unreadable: give the --out folder of a batch run")
+    assignment = _batch_assignment(batch)
+    tolerances, rubric = _abs(tolerances), _abs(rubric)
+    validate_grading(assignment, tolerances, rubric)
+    tasks = [task_from_json(t) for t in batch.get("submissions", [])]
+    rescored = 0
+    for task in tasks:
+        rescored += _rescore_one(out / task.name, assignment, tolerances, rubric)
+    write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(tolerances or ""),
+                                         "rubric": str(rubric or "")})
+    warnings = list(batch.get("warnings", []))
+    rows = _finish(out, assignment, tasks, rubric, tolerances, warnings)
+    return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=rescored, warnings=warnings,
+                        elapsed_s=round(time.monotonic() - started, 3))
+
+
+def read_batch_file(out: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((Path(out) / BATCH_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def validate_grading(assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
+    """Fail loudly, before any submission, on a broken rubric or tolerances file (instructor input)."""
+    from .judge import validate_rubric
+
+    for path in (tolerances, rubric):
+        if path is not None and not path.is_file():
+            raise BatchError(f"{path} does not exist")
+    validate_rubric(assignment.rubric(rubric), assignment.tolerances(tolerances))
+
+
+def is_finished(out: Path, task: Task) -> bool:
+    """True when ``task`` was graded to the end by an earlier run, from the same notebook and key."""
+    sub = out / task.name
+    record = _read_json(sub / SUBMISSION_FILE)
+    return (isinstance(record, dict) and record.get("status") not in RETRIED_STATUSES
+            and record.get("sha256") == task.sha256 and record.get("cache_key") == task.key
+            and (sub / pipeline.GRADE_FILE).is_file() and (sub / pipeline.RESULTS_FILE).is_file())
+
+
+# ── rows ────────────────────────────────────────────────────────────────────────────────────
+
+def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, Any]:
+    """One gradebook row: {name, score, max, status, checks: {id: score}, …} (print_scores_table's input)."""
+    sub = out / task.name
+    record = _read_json(sub / SUBMISSION_FILE)
+    record = record if isinstance(record, dict) else {}
+    grade = _read_json(sub / pipeline.GRADE_FILE) if record else None
+    grade = grade if isinstance(grade, dict) and record.get("status") != GRADER_ERROR else None
+    execution = _read_json(sub / pipeline.EXECUTION_FILE) if record else None
+    execution = execution if isinstance(execution, dict) else {}
+    checks = grade.get("checks", []) if grade else []
+    people = task.submitters or []
+    return {
+        "name": task.name,
+        "submitters": "; ".join(p.get("name", "") for p in people if p.get("name")),
+        "sids": "; ".join(p.get("sid", "") for p in people if p.get("sid")),
+        "emails": "; ".join(p.get("email", "") for p in people if p.get("email")),
+        "score": float(grade.get("score", 0.0)) if grade else 0.0,
+        "max": float(grade.get("max_score", 0.0)) if grade else _rubric_max(rubric),
+        "status": record.get("status", NOT_GRADED),
+        "reason": record.get("reason") or record.get("error"),
+        "checks": {c["id"]: c.get("score") for c in checks},
+        "checks_max": {c["id"]: c.get("max_score") for c in checks},
+        "checks_passed": {c["id"]: bool(c.get("passed")) for c in checks},
+        "failures": [{"check": c["id"], "title": c.get("title", c["id"]), "part": p.get("name", ""),
+                      "message": p.get("message"), "reason": p.get("reason")}
+                     for c in checks for p in c.get("parts", []) if not p.get("passed")],
+        "cells_errored": execution.get("cells_errored"),
+        "first_error": execution.get("first_error"),
+        "execution_s": execution.get("duration_s"),
+        "duration_s": record.get("duration_s"),
+        "cached": bool(record.get("cached")),
+        "error": record.get("error"),
+        "origin": task.origin,
+    }
+
+
+def check_ids(rubric: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    ids = [str(c["id"]) for c in rubric.get("checks", []) if "id" in c]
+    for row in rows:
+        ids.extend(i for i in row["checks"] if i not in ids)
+    return ids
+
+
+# ── helpers ─────────────────────────────────────────────────────────────────────────────────
+
+def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache_root: Path | None,
+                tolerances: Path | None, rubric: Path | None, unsafe: bool) -> list[Task]:
+    a_fp, env_fp = assignment.fingerprint(), environment_fingerprint()
+    tasks = []
+    for sub in submissions:
+        if sub.notebook is not None:
+            sha = sha256_bytes(Path(sub.notebook).read_bytes())
+            key = cache_key(sha, a_fp, env_fp)
+        else:
+            sha = "problem:" + sha256_bytes(str(sub.problem).encode())
+            key = "none"
+        tasks.append(Task(name=sub.name, notebook=str(sub.notebook) if sub.notebook else None,
+                          problem=sub.problem, sha256=sha, key=key, out_dir=str(out / sub.name),
+                          origin=sub.origin, submitters=sub.submitters,
+                          cache_dir=str(cache_root) if cache_root else None,
+                          tolerances=str(tolerances) if tolerances else None,
+                          rubric=str(rubric) if rubric else None, unsafe_no_sandbox=unsafe))
+    return tasks
+
+
+def _rescore_one(sub: Path, assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> bool:
+    record = _read_json(sub / SUBMISSION_FILE)
+    if not isinstance(record, dict) or not (sub / pipeline.MEASUREMENTS_FILE).is_file():
+        return False
+    error = None
+    try:
+        pipeline.rejudge(sub, assignment, tolerances=tolerances, rubric=rubric)
+    except Exception as e:  # noqa: BLE001 - one submission's failure is its row's
+        error = f"{type(e).__name__}: {e}"[:2000]
+    record["status"], record["reason"] = submission_status(sub, error)
+    record.update(error=error, rescored_at=_now())
+    write_json_atomic(sub / SUBMISSION_FILE, record)
+    return True
+
+
+def _finish(out: Path, assignment: Assignment, tasks: list[Task], rubric_path: Path | None,
+            tolerances_path: Path | None, warnings: list[str]) -> list[dict[str, Any]]:
+    from .report.gradebook import write_gradebook
+    from .report.summary import write_summary
+
+    rubric = assignment.rubric(rubric_path)
+    rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
+    write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
+    write_summary(out / SUMMARY_FILE, rows, out=out, assignment=assignment, rubric=rubric,
+                  tolerances=assignment.tolerances(tolerances_path), warnings=warnings)
+    return rows
+
+
+def _batch_assignment(batch: dict[str, Any]) -> Assignment:
+    name = str(batch.get("assignment") or "")
+    roots = ([Path(batch["assignment_root"])] if batch.get("assignment_root") else []) + [project_root()]
+    error: Exception | None = None
+    for root in roots:
+        try:
+            return load_assignment(name, root)
+        except AssignmentError as e:
+            error = e
+    raise BatchError(f"cannot load assignment '{name}' of this batch: {error}")
+
+
+def _rubric_max(rubric: dict[str, Any]) -> float:
+    return float(sum(float(c.get("points", 0)) for c in rubric.get("checks", [])))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _kept(batch: dict[str, Any] | None, key: str) -> Path | None:
+    """A tolerances/rubric file an earlier run or rescore of this batch used (so a re-run agrees)."""
+    value = (batch or {}).get(key)
+    return Path(value) if value and Path(value).is_file() else None
+
+
+def _abs(path: Path | None) -> Path | None:
+    return Path(path).resolve() if path else None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

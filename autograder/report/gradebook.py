@@ -1,0 +1,72 @@
+"""gradebook.csv: one row per submission, one column per check id.
+
+Columns: ``name, submitters, sids, emails, score, max_score, status``, then each check id in
+rubric order (that check's score; empty when no grade exists, e.g. ``grader_error``), then
+``cells_errored, execution_s, cached, reason``. ``status`` is ``ok`` (the notebook ran to the
+end), the execution status (``timeout``, ``kernel_died``, ``unreadable``, …) or ``grader_error``.
+
+Text that came from students (names, emails, file names, error messages) is neutralised for
+spreadsheets: a cell starting with ``= + - @`` or a tab/CR gets a leading apostrophe, so it is
+shown as text and never evaluated as a formula.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status"]
+TRAILING = ["cells_errored", "execution_s", "cached", "reason"]
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def gradebook_columns(check_ids: Iterable[str]) -> list[str]:
+    fixed = set(LEADING + TRAILING)
+    return LEADING + [f"check_{c}" if c in fixed else c for c in check_ids] + TRAILING
+
+
+def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
+    columns = gradebook_columns(check_ids)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        graded = bool(row.get("checks"))
+        values = [text_cell(row.get("name")), text_cell(row.get("submitters")), text_cell(row.get("sids")),
+                  text_cell(row.get("emails")), number_cell(row.get("score")), number_cell(row.get("max")),
+                  text_cell(row.get("status"))]
+        values += [number_cell(row["checks"].get(c)) if graded else "" for c in check_ids]
+        seconds = row.get("execution_s")
+        seconds = round(seconds, 1) if isinstance(seconds, float) else seconds
+        values += [number_cell(row.get("cells_errored")), number_cell(seconds),
+                   "yes" if row.get("cached") else "no", text_cell(row.get("reason"))]
+        writer.writerow(values)
+    return buf.getvalue()
+
+
+def write_gradebook(path: Path, rows: list[dict[str, Any]], check_ids: list[str]) -> Path:
+    """Write gradebook.csv atomically (a spreadsheet open on the old one never sees half a file)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(gradebook_csv(rows, check_ids))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def text_cell(value: Any) -> str:
+    text = "" if value is None else " ".join(str(value).split("\n"))
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def number_cell(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return ""
+    if isinstance(value, (int, float)):
+        return ("%.6f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    return text_cell(value)
