@@ -304,7 +304,10 @@ def _spawn(job_dir: Path, limits: LoadLimits) -> WorkerRun:
     try:
         result = json.loads((job_dir / "result.json").read_text())
     except (OSError, ValueError):
-        tail = (job_dir / "stderr.txt").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        try:
+            tail = (job_dir / "stderr.txt").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            tail = []
         last = _short(tail[-1] if tail else "?", 200)
         return WorkerRun(False, f"the model worker stopped (exit {rc}) without a result: {last}")
     if not result.get("ok"):

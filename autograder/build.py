@@ -1,0 +1,233 @@
+"""``autograder build ID``: the student notebook, the solution and the examples, from the master.
+
+The master notebook ``reference/<id>/master.ipynb`` is in otter-assign format (``# ASSIGNMENT
+CONFIG``, ``# BEGIN QUESTION`` / ``SOLUTION`` / ``TESTS`` raw cells). The build is a thin wrapper
+around ``otter assign``, run in a temporary folder, plus three deterministic steps of our own:
+
+1. **Self-checks that work anywhere.** otter keeps public tests either in the notebook's metadata
+   (read back from the ``.ipynb`` file, which breaks on Colab and when the file is renamed) or in a
+   ``tests/`` folder that students would have to download. The master therefore has one
+   placeholder code cell starting with :data:`INIT_MARKER`; the build replaces it, in the student
+   notebook and in the solution alike, with a cell that writes the public tests to ``tests/`` and
+   creates ``grader = otter.Notebook(tests_dir="tests")``. ``grader.check("q1")`` then needs only
+   ``pip install otter-grader``. Hidden otter tests are not used: the harness grades.
+2. **A clean solution.** otter's autograder notebook still carries the solution markers and the
+   student prompts (as dead string literals); the build removes both.
+3. **Normalisation, so that building twice changes nothing.** otter gives new cells random ids
+   and ``otter assign`` never executes anything here (``--no-run-tests``; the master sets
+   ``run_tests: false`` and ``generate: false``, so there is no timestamped zip either). Every
+   written notebook has its outputs and execution counts stripped (they hold timings that differ
+   at every run), cell ids derived from the cell's content, and is serialised by nbformat
+   (sorted keys), ending in a newline.
+
+Examples: when ``reference/<id>/make_examples.py`` defines ``make_examples(solution, student)``
+returning ``{file name: notebook}``, the build writes them, normalised, to
+``assignments/<id>/examples/``, so they stay in sync with the solution.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import pprint
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import nbformat
+
+from .assignment import Assignment
+from .errors import AssignmentError
+
+MASTER_NAME = "master.ipynb"
+SOLUTION_NAME = "solution.ipynb"
+EXAMPLES_SCRIPT = "make_examples.py"
+INIT_MARKER = "# AUTOGRADER: PUBLIC TESTS"
+OTTER_TIMEOUT_S = 300
+
+_PROMPT_BEGIN = re.compile(r"#\s*BEGIN PROMPT\s*$")
+_PROMPT_END = re.compile(r"#\s*END PROMPT\s*$")
+_SOLUTION_MARK = re.compile(r"^\s*#\s*(BEGIN SOLUTION( NO PROMPT)?|END SOLUTION)\s*$")
+_SOLUTION_SUFFIX = re.compile(r"\s*#\s*SOLUTION( NO PROMPT)?\s*$")
+
+INIT_TEMPLATE = '''\
+# Self-checks: grader.check("qN") runs the public tests of question N (otter-grader). They are
+# written to tests/ here, so the checks work in Jupyter, on Colab and in the grading run alike.
+# They are a first check only: the grader uses its own, stricter measurements.
+import os
+
+import otter
+
+_PUBLIC_TESTS = {tests}
+
+os.makedirs("tests", exist_ok=True)
+for _name, _test in _PUBLIC_TESTS.items():
+    with open(os.path.join("tests", _name + ".py"), "w", encoding="utf-8") as _f:
+        _f.write("OK_FORMAT = True\\n\\ntest = " + repr(_test) + "\\n")
+grader = otter.Notebook(tests_dir="tests")'''
+
+
+@dataclass
+class BuildResult:
+    written: list[Path] = field(default_factory=list)
+    changed: list[Path] = field(default_factory=list)
+
+
+# --- otter assign -------------------------------------------------------------------------------
+
+def run_otter_assign(master: Path, notebook_name: str, workdir: Path) -> Path:
+    """Run ``otter assign`` on a copy of ``master`` named ``notebook_name``; returns ``dist/``."""
+    shutil.copyfile(master, workdir / notebook_name)
+    cmd = [sys.executable, "-m", "otter", "assign", "--no-run-tests", "--no-pdfs", notebook_name, "dist"]
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=OTTER_TIMEOUT_S)
+    dist = workdir / "dist"
+    if proc.returncode != 0 or not (dist / "student" / notebook_name).is_file():
+        tail = (proc.stderr or proc.stdout)[-2000:]
+        raise AssignmentError(f"otter assign failed on {master} (exit {proc.returncode}):\n{tail}")
+    return dist
+
+
+def read_public_tests(tests_dir: Path) -> dict[str, dict]:
+    """The OK-format test dicts otter wrote for students (public cases only), by question name."""
+    tests = {}
+    for path in sorted(tests_dir.glob("*.py")):
+        module = ast.parse(path.read_text())
+        for node in module.body:
+            if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["test"]:
+                tests[path.stem] = ast.literal_eval(node.value)
+        if path.stem not in tests:
+            raise AssignmentError(f"{path} is not an OK-format test file (no `test = {{...}}`)")
+    return tests
+
+
+# --- notebook transformations ------------------------------------------------------------------
+
+def init_cell_source(tests: dict[str, dict]) -> str:
+    body = pprint.pformat(tests, indent=1, width=100, sort_dicts=True)
+    return INIT_TEMPLATE.format(tests=body)
+
+
+def replace_init_cell(nb: nbformat.NotebookNode, tests: dict[str, dict]) -> None:
+    hits = [c for c in nb.cells if c.cell_type == "code" and c.source.lstrip().startswith(INIT_MARKER)]
+    if len(hits) != 1:
+        raise AssignmentError(f"the master needs exactly one code cell starting with {INIT_MARKER!r}, found {len(hits)}")
+    hits[0].source = init_cell_source(tests)
+    hits[0].metadata.setdefault("jupyter", {})["source_hidden"] = True   # long and not for editing
+
+
+def strip_solution_markup(source: str) -> str:
+    """The solution as a student would write it: no solution markers, no prompt blocks."""
+    out, in_prompt = [], False
+    for line in source.split("\n"):
+        if in_prompt:
+            in_prompt = not _PROMPT_END.search(line)
+            continue
+        if _PROMPT_BEGIN.search(line):
+            in_prompt = not _PROMPT_END.search(line)
+            continue
+        if _SOLUTION_MARK.match(line):
+            continue
+        out.append(_SOLUTION_SUFFIX.sub("", line))
+    return "\n".join(out).strip("\n")
+
+
+def clean_solution(nb: nbformat.NotebookNode) -> None:
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = strip_solution_markup(cell.source)
+
+
+def normalize(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Deterministic form: no outputs or execution counts, content-derived cell ids."""
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    seen: dict[str, int] = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        cell.pop("attachments", None)
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:10]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell.id = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+    nbformat.validate(nb)
+    return nb
+
+
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(normalize(nb)) + "\n"
+
+
+# --- the build ----------------------------------------------------------------------------------
+
+def _load_examples_script(path: Path) -> ModuleType:
+    name = "autograder_examples_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module   # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    if not hasattr(module, "make_examples"):
+        raise AssignmentError(f"{path} must define make_examples(solution, student)")
+    return module
+
+
+def build_notebooks(assignment: Assignment) -> dict[str, str]:
+    """Everything the build writes, as ``{path relative to the project root: text}``."""
+    master = assignment.reference_folder / MASTER_NAME
+    if not master.is_file():
+        raise AssignmentError(f"{master} is missing: the build needs an otter-assign master notebook")
+    name = assignment.notebook.name
+    with tempfile.TemporaryDirectory(prefix="autograder-build-") as tmp:
+        dist = run_otter_assign(master, name, Path(tmp))
+        tests = read_public_tests(dist / "student" / "tests")
+        student = nbformat.read(dist / "student" / name, as_version=4)
+        solution = nbformat.read(dist / "autograder" / name, as_version=4)
+    replace_init_cell(student, tests)
+    replace_init_cell(solution, tests)
+    clean_solution(solution)
+    rel_a = Path("assignments") / assignment.id
+    rel_r = Path("reference") / assignment.id
+    files = {
+        (rel_a / name).as_posix(): notebook_text(student),
+        (rel_r / SOLUTION_NAME).as_posix(): notebook_text(solution),
+    }
+    script = assignment.reference_folder / EXAMPLES_SCRIPT
+    if script.is_file():
+        examples = _load_examples_script(script).make_examples(
+            nbformat.reads(files[(rel_r / SOLUTION_NAME).as_posix()], as_version=4),
+            nbformat.reads(files[(rel_a / name).as_posix()], as_version=4))
+        for file_name, nb in sorted(examples.items()):
+            files[(rel_a / "examples" / file_name).as_posix()] = notebook_text(nb)
+    return files
+
+
+def build_assignment(assignment: Assignment, out_root: Path | None = None) -> BuildResult:
+    """Write the built notebooks under ``out_root`` (default: the project root)."""
+    root = Path(out_root) if out_root is not None else assignment.folder.parent.parent
+    result = BuildResult()
+    for rel, text in build_notebooks(assignment).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        if old != text:
+            path.write_text(text, encoding="utf-8")
+            result.changed.append(path)
+        result.written.append(path)
+    return result
+
+
+def stale_files(assignment: Assignment) -> list[str]:
+    """Built files whose committed content differs from a fresh build (empty: up to date)."""
+    root = assignment.folder.parent.parent
+    stale = []
+    for rel, text in build_notebooks(assignment).items():
+        path = root / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            stale.append(rel)
+    return stale

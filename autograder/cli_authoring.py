@@ -1,0 +1,62 @@
+"""CLI commands for authors: ``build ID`` (notebooks from the master) and ``calibrate ID`` (tolerances)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .assignment import DEFAULT_ASSIGNMENT, load_assignment
+from .errors import AssignmentError, SandboxUnavailableError
+
+
+def build(
+    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a built file is out of date."),
+) -> None:
+    """Build the student notebook, the solution and the examples from reference/ID/master.ipynb (otter assign)."""
+    from .build import build_assignment, stale_files
+
+    try:
+        a = load_assignment(assignment)
+        if check:
+            stale = stale_files(a)
+            for rel in stale:
+                typer.echo(f"out of date: {rel}")
+            if stale:
+                typer.echo(f"run `autograder build {a.id}` and commit the result")
+                raise typer.Exit(1)
+            typer.echo("all built files are up to date")
+            return
+        result = build_assignment(a)
+    except AssignmentError as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2)
+    for path in result.written:
+        typer.echo(f"{'wrote    ' if path in result.changed else 'unchanged'} {path}")
+
+
+def calibrate(
+    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    runs: int = typer.Option(10, "--runs", "-n", min=1, help="Runs of the reference solution, each with its own seeds."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write tolerances.toml (default: reference/ID/tolerances.toml)."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
+                                           help="Run the (trusted) reference without the jail."),
+) -> None:
+    """Run the reference solution over many seeds and derive tolerances.toml from the worst runs."""
+    from .calibrate import calibrate as run_calibration
+
+    try:
+        a = load_assignment(assignment)
+        path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox,
+                               progress=typer.echo)
+    except (AssignmentError, SandboxUnavailableError) as e:
+        typer.secho(f"error: {e}", fg="red", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(build)
+    app.command()(calibrate)

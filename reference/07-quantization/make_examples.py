@@ -1,0 +1,167 @@
+"""Example submissions of assignment 07, made from the solution by small code edits.
+
+``autograder build 07-quantization`` calls :func:`make_examples` and writes the notebooks to
+``assignments/07-quantization/examples/``, so the examples always follow the current solution.
+Each mistake is one realistic edit of the solution's code (the edit must match exactly once, so a
+changed solution makes the build fail loudly instead of producing a silently correct "mistake"),
+and each mistake notebook's first cell says what it gets wrong and which single check must lose
+points. ``tests/assignment/expected_examples.toml`` states the same for the integration tests.
+
+Run directly, it rebuilds the assignment: ``python reference/07-quantization/make_examples.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import nbformat
+from nbformat.v4 import new_markdown_cell
+
+
+@dataclass(frozen=True)
+class Mistake:
+    file: str
+    check: str          # the one check id that must lose points
+    title: str
+    what: str           # what the submission gets wrong, for the first cell
+    edits: tuple        # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+
+
+MISTAKES = (
+    Mistake(
+        "quantize_no_saturation.ipynb", "quantize", "quantize without saturation",
+        "`quantize` rounds half to even but never clips: values outside the range of the integer "
+        "type wrap around (or become garbage) in the final cast instead of saturating at "
+        "-128/127 or 0/255.",
+        ((
+            "    r = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale))  # float32 division, ties to even\n"
+            "    r = np.clip(r, -2.0**24, 2.0**24)       # far outside any int8 range; keeps the int32 cast defined\n"
+            "    q = r.astype(np.int32) + np.int32(zero_point)                       # add the zero point in int32\n"
+            "    return np.asarray(np.clip(q, qmin, qmax).astype(dtype))             # saturate, then cast last",
+            "    q = np.round(np.asarray(x, dtype=np.float32) / scale) + zero_point\n"
+            "    return np.asarray(q).astype(dtype)",
+        ),),
+    ),
+    Mistake(
+        "dequantize_no_zero_point.ipynb", "dequantize", "dequantize forgets the zero point",
+        "`dequantize` returns `q * scale`: correct only when the zero point is 0, off by "
+        "`zero_point * scale` otherwise (every uint8 tensor with zero point 128, for example).",
+        ((
+            "    diff = np.asarray(q).astype(np.int32) - np.int32(zero_point)         # no uint8 wraparound",
+            "    diff = np.asarray(q).astype(np.int32)",
+        ),),
+    ),
+    Mistake(
+        "choose_qparams_no_zero_in_range.ipynb", "choose_qparams", "choose_qparams keeps a range without 0",
+        "`choose_qparams` uses `[rmin, rmax]` as given instead of widening it to include 0, so for "
+        "an all-positive or all-negative range the scale is too small and the zero point falls "
+        "outside the integer range (0.0 is no longer representable).",
+        ((
+            "    rmin = min(np.float32(rmin), np.float32(0.0))                       # widen to include 0\n"
+            "    rmax = max(np.float32(rmax), np.float32(0.0))",
+            "    rmin, rmax = np.float32(rmin), np.float32(rmax)",
+        ),),
+    ),
+    Mistake(
+        "dynamic_uint8_weights.ipynb", "dynamic_model", "dynamic model with uint8 weights",
+        "`quantize_dynamic` is called with `weight_type=QuantType.QUInt8`: the model is dynamically "
+        "quantized and works, but its weights are uint8, not the int8 the contract asks for.",
+        ((
+            'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+            'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QUInt8)',
+        ),),
+    ),
+    Mistake(
+        "dynamic_from_other_model.ipynb", "dynamic_model", "dynamic model of a different network",
+        "The dynamic-quantization cell trains a second MLP (another seed) and quantizes that one, so "
+        "`artifacts/int8_dynamic.onnx` is not derived from `artifacts/fp32.onnx`: its weights are "
+        "far from the fp32 ones and its outputs drift accordingly.",
+        ((
+            'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+            "other = MLPClassifier(hidden_layer_sizes=(256, 256), random_state=MODEL_SEED + 1, max_iter=300)\n"
+            "other.fit(X_train, y_train)\n"
+            'with open("other_fp32.onnx", "wb") as f:\n'
+            '    f.write(to_onnx(other, X_train[:1], options={"zipmap": False}, name="mlp_moons").SerializeToString())\n'
+            'quantize_dynamic("other_fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+        ),),
+    ),
+    Mistake(
+        "static_per_tensor.ipynb", "static_model", "static model with per-tensor weights",
+        "`quantize_static` is called with `per_channel=False`: one scale per weight matrix instead "
+        "of one per output column.",
+        (("quant_format=QuantFormat.QDQ, per_channel=True,", "quant_format=QuantFormat.QDQ, per_channel=False,"),),
+    ),
+    Mistake(
+        "static_8_calibration_rows.ipynb", "static_model", "static model calibrated on 8 rows",
+        "The static model is calibrated on 8 training rows instead of 300: the calibrated ranges do "
+        "not cover the data, so test inputs are clipped and the outputs drift.",
+        (("choice(len(X_train), 300, replace=False)", "choice(len(X_train), 8, replace=False)"),),
+    ),
+    Mistake(
+        "small_model_64x64.ipynb", "size", "a (64, 64) model",
+        "The MLP has `hidden_layer_sizes=(64, 64)` (4,417 parameters). Everything is correct, but "
+        "at this size the graph's own bytes dominate the file, so the int8 files are far more than "
+        "a quarter of the fp32 one.",
+        (("MLPClassifier(hidden_layer_sizes=(256, 256), random_state=MODEL_SEED, max_iter=300)",
+          "MLPClassifier(hidden_layer_sizes=(64, 64), random_state=MODEL_SEED, max_iter=300)"),),
+    ),
+    Mistake(
+        "results_elementwise_drift.ipynb", "reported_results", "element-wise relative drift",
+        "`max_rel_drift` divides element by element, `max(|p - r| / |r|)`, instead of per row "
+        "(`max_i max_j |p - r| / max_j |r|`): near-zero fp32 probabilities blow the reported drifts "
+        "up, so `RESULTS` no longer matches the grader's re-measurement.",
+        ((
+            "    return float(np.max(np.max(np.abs(p - r), axis=1) / np.max(np.abs(r), axis=1)))",
+            "    return float(np.max(np.abs(p - r) / np.abs(r)))",
+        ),),
+    ),
+    Mistake(
+        "error_in_last_cell.ipynb", "execution", "an error in the last cell",
+        "Everything is correct, but the extra line added to the last (summary) cell uses a key that "
+        "`RESULTS` does not have and raises `KeyError`, so the notebook does not run cleanly to the end.",
+        ((
+            "          f\"{r['max_rel_drift']:>7.3f} {r['edge_max_rel_drift']:>11.3f}\")",
+            "          f\"{r['max_rel_drift']:>7.3f} {r['edge_max_rel_drift']:>11.3f}\")\n"
+            "print(f\"int8_qdq speed-up: {RESULTS['fp32']['latency'] / RESULTS['int8_qdq']['latency']:.2f}x\")",
+        ),),
+    ),
+)
+
+
+def first_cell(m: Mistake) -> nbformat.NotebookNode:
+    return new_markdown_cell(
+        f"**Example submission · {m.title}.** This is the reference solution with one realistic "
+        f"mistake. {m.what}\n\n"
+        f"Expected grade: loses points at the `{m.check}` check only; every other check passes.")
+
+
+def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
+    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+    count = sum(c.source.count(old) for c in hits)
+    if count != 1:
+        raise ValueError(f"example edit must match exactly once in the solution's code, matched {count}: {old!r}")
+    hits[0].source = hits[0].source.replace(old, new)
+
+
+def make_mistake(solution: nbformat.NotebookNode, m: Mistake) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(solution)
+    for old, new in m.edits:
+        apply_edit(nb, old, new)
+    nb.cells.insert(0, first_cell(m))
+    return nb
+
+
+def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    examples = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
+    for m in MISTAKES:
+        examples[m.file] = make_mistake(solution, m)
+    return examples
+
+
+if __name__ == "__main__":
+    from autograder.assignment import load_assignment
+    from autograder.build import build_assignment
+
+    for path in build_assignment(load_assignment("07-quantization")).changed:
+        print("wrote", path)
