@@ -1,0 +1,388 @@
+"""Shared pieces of the hostile-submission suite (tests/adversarial): constants, the graded
+result, notebook building, and the invariant checks the fixtures in conftest.py apply.
+
+Every hostile notebook runs only inside the jail (the real pipeline, the real kernel), bounded in
+count, size and time. The test process only reads what the jail left behind, through
+``safe_files`` (the notebook may have planted symlinks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil
+import pytest
+from autograder import safe_files
+from autograder.errors import UnsafeFileError
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENT_ID = "07-quantization"
+TOKEN = secrets.token_hex(6)
+ENV_SECRET_NAME = "AUTOGRADER_TEST_SECRET"
+ENV_SECRET = f"env-secret-{TOKEN}"
+FILE_SECRET = f"file-secret-{TOKEN}"
+# What hostile notebooks write wherever they try to forge something. Built by concatenation in
+# the notebooks, so the literal never appears in a cell's source (nor in a traceback of it).
+MARK = f"adv-forged-{TOKEN}"
+MARK_SOURCE = f'MARK = "adv" + "-forged-" + "{TOKEN}"'
+
+# Short limits: a hostile notebook needs seconds, not the assignment's minutes.
+SHORT_LIMITS = {"cell_timeout_s": 5, "notebook_timeout_s": 20}
+# Bound on one grading's wall time (kernel start, the notebook deadline, measurement, reaping).
+MAX_GRADING_S = 75.0
+
+# Files of the repo a notebook must never read or change (checked by content and owner).
+GRADER_FILES = [
+    ROOT / "assignments" / ASSIGNMENT_ID / "rubric.toml",
+    ROOT / "assignments" / ASSIGNMENT_ID / "assignment.toml",
+    ROOT / "reference" / ASSIGNMENT_ID / "tolerances.toml",
+]
+
+# Wrong but well-shaped implementations: the probe gets arrays of the right shapes and dtypes.
+WRONG_FUNCTIONS = '''\
+import numpy as np
+def quantize(x, scale, zero_point, dtype=np.int8):
+    return np.zeros(np.shape(x), dtype=dtype)
+def dequantize(q, scale, zero_point):
+    return np.zeros(np.shape(q), dtype=np.float32)
+def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
+    return (np.float32(1.0), 0)
+'''
+
+
+
+# Holes this suite found that were still open when it was written (SECURITY.md, "Open holes").
+# Their tests are xfail(strict=True): when a fix lands the test passes, strict xfail turns that
+# into a failure, and the entry (and the marker) must be removed.
+HOLES = {
+    "H1": "hole H1: nothing caps the workspace's total size (only 64 MB per file): 2 GB were written",
+    "H2": "hole H2: an execute_reply over the shell socket's MAXMSGSIZE drops the connection and "
+          "_recover then blocks forever in a ZMQ send (fix: zmq.SNDTIMEO on the client sockets)",
+    "H3": "hole H3: RESULTS holding 10**400 raises OverflowError in grading/models.py (_plain/_check)",
+    "H4": "hole H4: a JSON integer of > 4300 digits raises ValueError out of safe_files.load_json",
+    "H5": "hole H5: a file that is not a notebook earns 'no cell raised an error' (1 point)",
+    "H6": "hole H6: a malformed kernel message (KeyError in Session.deserialize) becomes sandbox_error, "
+          "blamed on the grader",
+    "H7": "hole H7: fallback seccomp does not deny io_uring, whose IORING_OP_SOCKET bypasses the socket() filter",
+    "H8": "hole H8: fallback: Landlock (ABI <= 7) does not cover connect() to the host's Unix sockets by path",
+}
+
+
+def hole(key: str):
+    """The xfail marker of an open hole."""
+    return pytest.mark.xfail(strict=True, reason=HOLES[key])
+
+
+PRELUDE = '''\
+import json as _json, os as _os
+{mark}
+def _record(name, value):
+    """Leave what this cell saw in the workspace for the test to read back."""
+    with open(name + ".rec.json", "w") as _f:
+        _json.dump(value, _f, default=repr)
+'''
+
+
+# ----------------------------------------------------------------------------- the session
+SLOT_BASE = 8  # slots 0.. are what `grade` (slot 0) and `batch -j N` use; stay clear of them
+
+
+def xdist_slot() -> int:
+    """One sandbox slot (uid) per xdist worker, so parallel workers never share (and reap) a uid."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    digits = "".join(ch for ch in worker if ch.isdigit())
+    return SLOT_BASE + int(digits or 0)
+
+
+def sandbox_uid(slot: int) -> int | None:
+    try:
+        return pwd.getpwnam(f"autograder-sb{slot}").pw_uid
+    except KeyError:
+        return None
+
+
+def sandbox_uids() -> set[int]:
+    return {p.pw_uid for p in pwd.getpwall() if p.pw_name.startswith("autograder-sb")}
+
+
+@dataclass
+class Graded:
+    """One hostile notebook after grading: the grader's files and the jail's workspace."""
+
+    name: str
+    grade: dict[str, Any]
+    out: Path
+    workspace: Path
+    wall_s: float
+    results: dict[str, Any] = field(default_factory=dict)
+    feedback: str = ""
+    execution: dict[str, Any] = field(default_factory=dict)
+    measurements: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, check_id: str) -> float:
+        return next(c["score"] for c in self.grade["checks"] if c["id"] == check_id)
+
+    def scores(self) -> dict[str, float]:
+        return {c["id"]: c["score"] for c in self.grade["checks"]}
+
+    def record(self, name: str) -> Any:
+        """What the notebook recorded with ``_record(name, ...)``, read without following links."""
+        try:
+            return safe_files.load_json(self.workspace, f"{name}.rec.json")
+        except UnsafeFileError as e:
+            raise AssertionError(f"{self.name}: the notebook's record '{name}' is unreadable: {e}; "
+                                 f"execution: {self.execution_brief()}") from None
+
+    def has_record(self, name: str) -> bool:
+        return safe_files.exists_regular(self.workspace, f"{name}.rec.json")
+
+    def execution_brief(self) -> str:
+        e = self.execution
+        return (f"status={e.get('status')} reason={e.get('reason')!r} cells_run={e.get('cells_run')}/"
+                f"{e.get('cells_total')} probe={e.get('probe')} first_error={e.get('first_error')}")
+
+    def student_text(self) -> str:
+        """Everything a student sees: results.json's outputs and names, and feedback.md."""
+        parts = [str(self.results.get("output", "")), self.feedback]
+        for t in self.results.get("tests", []):
+            parts += [str(t.get("name", "")), str(t.get("output", ""))]
+        return "\n".join(parts)
+
+
+def build_notebook(cells: list[str | dict], *, metadata: dict | None = None, prelude: bool = True):
+    """An nbformat v4 notebook; a cell is its source, or a dict with ``source`` and cell metadata."""
+    nb = nbformat.v4.new_notebook()
+    if prelude:
+        nb.cells.append(nbformat.v4.new_code_cell(PRELUDE.format(mark=MARK_SOURCE)))
+    for cell in cells:
+        if isinstance(cell, dict):
+            c = nbformat.v4.new_code_cell(cell["source"])
+            c.metadata.update(cell.get("metadata", {}))
+        else:
+            c = nbformat.v4.new_code_cell(cell)
+        nb.cells.append(c)
+    if metadata:
+        nb.metadata.update(metadata)
+    return nb
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    """Every entry under ``root`` (no links followed): type, mode, owner, size, mtime, content hash."""
+    snap: dict[str, tuple] = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            digest = ""
+            if stat.S_ISREG(st.st_mode) and st.st_size < (1 << 20):
+                digest = hashlib.sha256(p.read_bytes()).hexdigest()
+            snap[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                                              st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, digest)
+    st = root.lstat()
+    snap["."] = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+    return snap
+
+
+def grader_files_state() -> dict[str, tuple]:
+    state = {}
+    for p in GRADER_FILES:
+        if p.exists():
+            st = p.lstat()
+            state[str(p)] = (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), MARK in p.read_text(errors="replace"))
+    return state
+
+
+def jail_uid(execution: dict) -> int | None:
+    """The sandbox uid a run used, from execution.json's layers (``uid:autograder-sb9``)."""
+    for layer in (execution.get("isolation") or {}).get("layers", []):
+        if layer.startswith("uid:"):
+            try:
+                return pwd.getpwnam(layer[4:]).pw_uid
+            except KeyError:
+                return None
+    return None
+
+
+def leftover_processes(workspace: Path, uid: int | None = None) -> list[str]:
+    """Processes of the run's sandbox uid (default: this worker's slot), or working inside the
+    workspace (zombies ignored)."""
+    uid = uid if uid is not None else sandbox_uid(xdist_slot())
+    found = []
+    for proc in psutil.process_iter(["pid", "uids", "name", "status", "cmdline"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            mine = uid is not None and uid in tuple(proc.info["uids"] or ())
+            try:
+                inside = str(workspace) in (proc.cwd() or "")
+            except (psutil.AccessDenied, psutil.ZombieProcess):
+                inside = False
+            if mine or inside:
+                found.append(f"pid {proc.pid} {proc.info['name']} uids={tuple(proc.info['uids'])} "
+                             f"cmd={' '.join(proc.info['cmdline'] or [])[:120]}")
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def leaks(g: Graded) -> list[str]:
+    """Secrets or grader paths in what the student sees."""
+    problems = []
+    whole = json.dumps(g.results) + g.feedback
+    for secret, what in ((ENV_SECRET, "the environment canary"), (FILE_SECRET, "the file canary")):
+        if secret in whole:
+            problems.append(f"{what} appears in results.json/feedback.md")
+    student = g.student_text()
+    for secret in grader_only_strings():
+        if secret in whole:
+            problems.append(f"a grader-only value from tolerances.toml ({secret[:12]}…) appears in results.json/feedback.md")
+    for path in (str(ROOT), str(g.out)):
+        if path in student:
+            problems.append(f"the grader's path {path} appears in results.json/feedback.md")
+    return problems
+
+
+def grader_only_strings() -> list[str]:
+    """Values of the grader's files that no student output may contain (the solution's hash)."""
+    import re
+
+    tolerances = ROOT / "reference" / ASSIGNMENT_ID / "tolerances.toml"
+    text = tolerances.read_text() if tolerances.is_file() else ""
+    return re.findall(r'solution_sha256\s*=\s*"([0-9a-f]{16,})"', text)
+
+
+# ----------------------------------------------------------------------------- jail modes
+JAIL_MODES = ("auto", "fallback")
+
+
+def isolation_of(g: Graded) -> dict:
+    return g.execution.get("isolation") or {}
+
+
+def require_mode(g: Graded, jail_mode: str) -> None:
+    """The jail asked for ran (a forced fallback that silently became something else is a failure).
+
+    Skips (with the reason) when the forced fallback could not even start a kernel on this
+    machine: then the hostile code never ran and the test proves nothing about the fallback.
+    """
+    iso = isolation_of(g)
+    if jail_mode == "fallback":
+        assert iso.get("mode") == "fallback", f"AUTOGRADER_JAIL=fallback ran in mode {iso.get('mode')}: {iso}"
+        if g.execution.get("status") == "startup_failed":
+            pytest.skip("the fallback jail cannot start a kernel on this machine (see "
+                        "test_adv_fallback_layers.py for the fallback's layers): " + str(g.execution.get("reason"))[:300])
+    assert iso.get("mode") in ("bwrap", "fallback"), f"the notebook ran without a jail: {iso}"
+
+
+# What the kernel sees of itself, for comparing with the isolation execution.json claims.
+IDENTITY_CELL = '''\
+import os, resource
+def _ns(kind):
+    try:
+        return os.readlink("/proc/self/ns/" + kind)
+    except OSError as e:
+        return "ERR " + type(e).__name__
+def _status():
+    out = {}
+    try:
+        for line in open("/proc/self/status"):
+            k, _, v = line.partition(":")
+            if k in ("CapEff", "CapPrm", "CapBnd", "NoNewPrivs", "Seccomp", "Uid", "Gid", "Groups"):
+                out[k] = v.strip()
+    except OSError as e:
+        out["error"] = repr(e)
+    return out
+_record("identity", {
+    "uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+    "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
+    "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user")},
+    "status": _status(),
+    "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "FSIZE", "NOFILE", "NPROC", "CORE")},
+    "hostname": os.uname().nodename,
+})
+'''
+
+
+# ----------------------------------------------------------------------------- loopback servers
+class LoopbackServers:
+    """TCP (127.0.0.1, ::1), UDP (127.0.0.1) and Unix (abstract, pathname) listeners run by the test.
+
+    Any byte or connection they receive during grading is a hole.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.socks: list[socket.socket] = []
+        self.threads: list[threading.Thread] = []
+        self.targets: dict[str, object] = {}
+        self.sockdir = Path(tempfile.mkdtemp(prefix=f"adv-sock-{TOKEN}-"))
+        os.chmod(self.sockdir, 0o777)
+        self._stop = threading.Event()
+        self._add("tcp4", socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0))
+        if socket.has_ipv6:
+            try:
+                self._add("tcp6", socket.AF_INET6, socket.SOCK_STREAM, ("::1", 0))
+            except OSError:
+                pass
+        self._add("udp4", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
+        self._add("unix_abstract", socket.AF_UNIX, socket.SOCK_STREAM, f"\0adv-{TOKEN}-{os.getpid()}-{id(self)}")
+        path = str(self.sockdir / "s")
+        self._add("unix_path", socket.AF_UNIX, socket.SOCK_STREAM, path)
+        os.chmod(path, 0o777)
+
+    def _add(self, name, family, kind, addr) -> None:
+        s = socket.socket(family, kind)
+        s.bind(addr)
+        if kind == socket.SOCK_STREAM:
+            s.listen(8)
+        s.settimeout(0.2)
+        self.socks.append(s)
+        bound = s.getsockname()
+        if isinstance(bound, bytes):  # abstract Unix name: sent without its leading NUL
+            bound = bound[1:].decode()
+        self.targets[name] = bound
+        t = threading.Thread(target=self._serve, args=(name, s, kind), daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def _serve(self, name, s, kind) -> None:
+        while not self._stop.is_set():
+            try:
+                if kind == socket.SOCK_STREAM:
+                    conn, _ = s.accept()
+                    conn.settimeout(1)
+                    try:
+                        data = conn.recv(256)
+                    except OSError:
+                        data = b""
+                    conn.close()
+                else:
+                    data, _ = s.recvfrom(256)
+                self.received.append(f"{name}: {data[:80]!r}")
+            except (socket.timeout, OSError):
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        for t in self.threads:
+            t.join(timeout=2)
+        for s in self.socks:
+            s.close()
+        shutil.rmtree(self.sockdir, ignore_errors=True)

@@ -1,0 +1,203 @@
+"""Fixtures of the hostile-submission suite: grade a notebook made of cell sources through the
+real jail with short limits, and check the invariants every attack must leave intact:
+
+- a grade was produced: ``results.json`` is valid Gradescope JSON (``results_validator``);
+- no points were gained: every check scores at most what a harmless notebook scores;
+- nothing outside the workspace changed: a world-writable canary folder, the repo's grading files;
+- no process was left: nothing owned by the run's sandbox uid, nothing working in the workspace;
+- nothing of the grader's leaked into ``results.json`` / ``feedback.md``: the environment
+  canary, the file canary, the grader's paths.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+import pytest
+
+from advkit import (ASSIGNMENT_ID, ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, JAIL_MODES, MAX_GRADING_S, ROOT,
+                    SHORT_LIMITS, TOKEN, WRONG_FUNCTIONS, Graded, build_notebook, grader_files_state, leaks,
+                    jail_uid, leftover_processes, read_json, snapshot, xdist_slot)
+from autograder.assignment import Assignment, load_assignment
+from autograder.errors import SandboxUnavailableError
+
+
+@pytest.fixture(scope="module", autouse=True)
+def env_secret():
+    """A canary in the grader's environment: it must never reach the kernel or the results."""
+    old = os.environ.get(ENV_SECRET_NAME)
+    os.environ[ENV_SECRET_NAME] = ENV_SECRET
+    yield ENV_SECRET
+    if old is None:
+        os.environ.pop(ENV_SECRET_NAME, None)
+    else:
+        os.environ[ENV_SECRET_NAME] = old
+
+
+@pytest.fixture(scope="session")
+def canary_dir():
+    """A world-writable folder outside the workspace with world- and root-readable secrets.
+
+    Its mode leaves only the jail (mount namespace / Landlock) between it and the notebook.
+    """
+    d = Path(tempfile.mkdtemp(prefix=f"adv-canary-{TOKEN}-"))
+    (d / "sub").mkdir()
+    for name, mode in (("secret.txt", 0o644), ("root_only.txt", 0o600), ("sub/nested.txt", 0o644)):
+        (d / name).write_text(FILE_SECRET + "\n")
+        os.chmod(d / name, mode)
+    os.chmod(d, 0o777)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def with_limits(base: Assignment, **limits) -> Assignment:
+    """A copy of ``base`` whose ``[execution]`` limits are overridden (rubric, tolerances, grading stay)."""
+    config = copy.deepcopy(base.config)
+    config["execution"] = {**config.get("execution", {}), **limits}
+    return Assignment(id=base.id, folder=base.folder, reference_folder=base.reference_folder, config=config)
+
+
+@pytest.fixture(scope="session")
+def short_assignment() -> Assignment:
+    """Assignment 07 with short execution limits (the rubric, tolerances and grading are real)."""
+    return with_limits(load_assignment(ASSIGNMENT_ID, root=ROOT), **SHORT_LIMITS)
+
+
+@pytest.fixture(scope="session")
+def limited(short_assignment) -> Callable[..., Assignment]:
+    """``limited(cell_timeout_s=3, ...)``: the short assignment with other limits."""
+    return lambda **limits: with_limits(short_assignment, **limits)
+
+
+# ----------------------------------------------------------------------------- grading
+
+@pytest.fixture(scope="session")
+def grade_path(short_assignment) -> Callable[..., Graded]:
+    """Grade a notebook file through the real pipeline with short limits (one sandbox slot per worker)."""
+    made: list[Path] = []
+
+    def run(notebook: Path, *, name: str = "submission", assignment: Assignment | None = None,
+            out: Path | None = None) -> Graded:
+        # Not under pytest's 0700 tmp folder: the fallback jail's uid must be able to pass through.
+        base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-{name}-"))
+        os.chmod(base, 0o711)
+        made.append(base)
+        out, workspace = out or base / "out", base / "ws"
+        from autograder.pipeline import grade_notebook
+
+        started = time.monotonic()
+        try:
+            grade = grade_notebook(notebook, assignment or short_assignment, out, workspace=workspace,
+                                   slot=xdist_slot())
+        except SandboxUnavailableError as e:
+            pytest.skip(f"no isolation layer on this machine: {e}")
+        wall = time.monotonic() - started
+        return Graded(name=name, grade=grade, out=out, workspace=workspace, wall_s=wall,
+                      results=read_json(out / "results.json"),
+                      feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
+                      execution=read_json(out / "execution.json"),
+                      measurements=read_json(out / "measurements.json"))
+
+    yield run
+    for d in made:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def grade_cells(grade_path, tmp_path_factory) -> Callable[..., Graded]:
+    """Grade a notebook made of these cell sources (after a prelude defining ``MARK``, ``_record``)."""
+
+    def run(cells: list[str | dict], *, name: str = "hostile", metadata: dict | None = None,
+            prelude: bool = True, assignment: Assignment | None = None, out: Path | None = None) -> Graded:
+        folder = tmp_path_factory.mktemp(f"nb-{name}")
+        path = folder / f"{name}.ipynb"
+        nbformat.write(build_notebook(cells, metadata=metadata, prelude=prelude), path)
+        return grade_path(path, name=name, assignment=assignment, out=out)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def baseline(grade_cells) -> Graded:
+    """A harmless notebook that does nothing: what each check scores for no work."""
+    return grade_cells(["x = 1"], name="baseline")
+
+
+@pytest.fixture(scope="session")
+def wrong_baseline(grade_cells) -> Graded:
+    """Honest but wrong functions: what a hostile notebook's functions must not beat.
+
+    The rubric rewards "runs on every kind of input" (nothing raised), so any function that
+    returns without raising earns those parts; a forgery or a lie must earn no more than that.
+    """
+    return grade_cells([WRONG_FUNCTIONS], name="wrong-baseline")
+
+
+# ----------------------------------------------------------------------------- invariants
+@pytest.fixture
+def jail_check(canary_dir, baseline, results_validator):
+    """Snapshot before, and after grading check the invariants every hostile notebook must keep.
+
+    Usage: ``g = grade_cells(...); jail_check(g)``. ``gains_allowed`` names checks a hostile
+    notebook may legitimately score on (it did real work there); ``compare_to`` replaces the
+    do-nothing baseline (e.g. ``wrong_baseline`` for attacks on the function checks).
+    """
+    before_canary = snapshot(canary_dir)
+    before_grader = grader_files_state()
+    autograder_dir_existed = Path("/autograder").exists()
+
+    def check(g: Graded, *, gains_allowed: tuple[str, ...] = (), grade_required: bool = True,
+              max_wall_s: float = MAX_GRADING_S, compare_to: Graded | None = None) -> None:
+        problems = []
+        # a grade was produced, in Gradescope's format
+        results_validator(g.results)
+        if grade_required:
+            assert g.grade.get("checks"), f"{g.name}: no checks were graded; execution: {g.execution_brief()}"
+        # no points gained
+        reference = compare_to or baseline
+        base = reference.scores()
+        for cid, score in g.scores().items():
+            if cid not in gains_allowed and score > base.get(cid, 0.0) + 1e-9:
+                problems.append(f"check '{cid}' scored {score}, {reference.name} scores {base.get(cid, 0.0)}")
+        if g.results.get("score", 0) > reference.results.get("score", 0) + 1e-9 and not gains_allowed:
+            problems.append(f"results.json score {g.results['score']} > {reference.name}'s {reference.results.get('score')}")
+        # nothing outside the workspace changed
+        after_canary = snapshot(canary_dir)
+        if after_canary != before_canary:
+            changed = sorted(k for k in set(before_canary) | set(after_canary)
+                             if before_canary.get(k) != after_canary.get(k))
+            problems.append(f"the canary folder {canary_dir} changed: {changed}")
+        after_grader = grader_files_state()
+        for path, state in after_grader.items():
+            if state[3] or (path in before_grader and state[:3] != before_grader[path][:3]):
+                problems.append(f"grader file {path} was changed (owner/mode/content): {state}")
+        if Path("/autograder").exists() and not autograder_dir_existed:
+            shutil.rmtree("/autograder", ignore_errors=True)
+            problems.append("/autograder appeared on the host during grading")
+        # no process left
+        left = leftover_processes(g.workspace, jail_uid(g.execution))
+        if left:
+            problems.append("processes left after grading:\n  " + "\n  ".join(left[:10]))
+        # nothing of the grader's leaked
+        problems += leaks(g)
+        if g.wall_s > max_wall_s:
+            problems.append(f"grading took {g.wall_s:.1f} s, more than {max_wall_s} s")
+        assert not problems, f"{g.name}: " + "\n".join(problems) + f"\nexecution: {g.execution_brief()}"
+
+    return check
+
+
+@pytest.fixture(params=JAIL_MODES)
+def jail_mode(request, monkeypatch):
+    """Run the test in the best jail ("auto": bwrap here) and in the namespace-less fallback."""
+    monkeypatch.setenv("AUTOGRADER_JAIL", request.param)
+    return request.param
+
+

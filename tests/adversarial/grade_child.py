@@ -1,0 +1,34 @@
+"""Grade one notebook in a fresh process and report that process's own peak memory.
+
+``python grade_child.py NOTEBOOK OUT WORKSPACE SLOT CELL_TIMEOUT_S NOTEBOOK_TIMEOUT_S`` prints one
+JSON line ``{"maxrss_kb": ..., "score": ...}``. Used by the output-flood tests: the grader's
+memory must not follow what the kernel prints. ``ru_maxrss`` of RUSAGE_SELF counts this process
+only (the kernel and the ONNX child are other processes).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import resource
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> int:
+    from autograder.assignment import Assignment, load_assignment
+    from autograder.pipeline import grade_notebook
+
+    notebook, out, workspace, slot, cell_s, nb_s = argv[1:7]
+    base = load_assignment("07-quantization")
+    config = copy.deepcopy(base.config)
+    config["execution"] = {**config.get("execution", {}), "cell_timeout_s": float(cell_s),
+                           "notebook_timeout_s": float(nb_s)}
+    assignment = Assignment(id=base.id, folder=base.folder, reference_folder=base.reference_folder, config=config)
+    grade = grade_notebook(Path(notebook), assignment, Path(out), workspace=Path(workspace), slot=int(slot))
+    print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "score": grade["score"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
