@@ -38,9 +38,21 @@ def _write_json(path: Path, data: Any) -> None:
     write_json_atomic(path, data)
 
 
+NOT_RUN_STATUSES = ("unreadable", "startup_failed", "sandbox_error")
+
+
 def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
+    """execution.json without the per-cell list, plus ``completed`` and ``ran``.
+
+    ``ran`` is ``{"error": reason}`` when no cell could run at all (not a notebook, the kernel
+    never started), so that checks about how the cells ran fail with that reason instead of
+    passing vacuously ("no cell raised an error").
+    """
     summary = {k: v for k, v in execution.items() if k != "cells"}
     summary["completed"] = execution.get("status") == "completed"
+    status = execution.get("status")
+    summary["ran"] = {"error": execution.get("reason") or f"the notebook did not run ({status})"} \
+        if status in NOT_RUN_STATUSES else True
     return summary
 
 

@@ -95,7 +95,7 @@ def load_json(root: Path | str, relpath: str, max_bytes: int = 4 * MiB) -> Any:
     data = read_bytes(root, relpath, max_bytes)
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # ValueError: also int digit limits
         raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {e})"[:300]) from None
 
 

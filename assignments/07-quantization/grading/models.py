@@ -207,7 +207,14 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
 # ── reported ───────────────────────────────────────────────────────────────────────────────────
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A real number a float can hold (a JSON integer of 400 digits is not)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 def _plain(v: Any) -> Any:
