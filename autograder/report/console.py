@@ -49,6 +49,9 @@ def print_grade_table(grade: Mapping[str, Any], console: Console | None = None) 
     return table
 
 
+WIDE_LOG_COLUMNS = 200  # width of a scores table written to a log, where nothing wraps it
+
+
 def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:
     """Several submissions: ``rows`` of ``{"name", "score", "max", "checks": {id: score}}``.
 
@@ -63,10 +66,10 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) ->
             if cid not in check_ids:
                 check_ids.append(cid)
     table = Table(title=title, title_justify="left")
-    table.add_column("submission")
+    table.add_column("submission", no_wrap=True)
     for cid in check_ids:
-        table.add_column(cid, justify="right")
-    table.add_column("total", justify="right", style="bold")
+        table.add_column(cid, justify="right", no_wrap=True)
+    table.add_column("total", justify="right", style="bold", no_wrap=True)
     with_notes = any(_note(row) for row in rows)
     if with_notes:
         table.add_column("note")
@@ -85,7 +88,11 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) ->
 def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | None = None,
                        title: str | None = None) -> Table:
     table = scores_table(rows, title)
-    (console or Console()).print(table)
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: don't squeeze the table into 80 columns
+            console = Console(width=WIDE_LOG_COLUMNS)
+    console.print(table)
     return table
 
 
