@@ -61,6 +61,7 @@ class ExecutionLimits:
     notebook_timeout_s: float = 600.0
     memory_mb: int = 4096
     output_cap_kb: int = 1024
+    workspace_mb: int = 256        # total size of the working directory (a capped tmpfs, or a watchdog)
 
 
 @dataclass

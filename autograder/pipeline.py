@@ -137,6 +137,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     absent); by default a temporary one is used and removed.
     """
     from .report.gradescope_results import failure_results_json
+    from .sandbox import prepared_workspace
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,8 +153,11 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         workspace = tmp / "work"
     workspace = Path(workspace)
     try:
-        execute_and_measure(Path(notebook), assignment, out_dir, workspace,
-                            unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=on_stage)
+        # a size-capped tmpfs while the kernel writes and the measurement reads (when root);
+        # a workspace the caller keeps is copied back out of it
+        with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
+            execute_and_measure(Path(notebook), assignment, out_dir, workspace,
+                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=on_stage)
         if on_stage:
             on_stage("judge")
         return rejudge(out_dir, assignment, tolerances=tolerances, rubric=rubric,

@@ -7,7 +7,10 @@ The pipeline (sandboxing-facts §5):
 2. everything else happens in a child process (:mod:`autograder.measure.model_worker`, started by
    :func:`run_model_worker`) with an address-space limit and a wall-clock timeout, so a checker or
    ONNX Runtime segfault, a memory bomb (``ConstantOfShape`` → 14 GB) or a hang becomes
-   "invalid model: <reason>", never a grader crash. In the child, :func:`parse_and_check`:
+   "invalid model: <reason>", never a grader crash. Where bubblewrap works the child is jailed
+   (:func:`autograder.sandbox.jail.worker_command`: no network, read-only system, only its job
+   folder writable, the ``autograder-measure`` uid when the grader is root, seccomp), so a
+   memory-safety bug of the parsers does not run as the grader; elsewhere it has rlimits only. In the child, :func:`parse_and_check`:
    ``onnx.load_from_string`` (external data is never loaded) → :func:`structure_problems` (no
    external data anywhere, no model-local functions or training info, allowed domains and ops,
    caps on nodes, subgraph nesting and declared initializer bytes) →
@@ -16,8 +19,9 @@ The pipeline (sandboxing-facts §5):
    (the child's environment is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
 
 Data crosses the boundary as files in a fresh temporary folder: ``job.json``, ``model.onnx``,
-``baseline.onnx``, ``inputs.npz`` in; ``result.json`` and ``outputs.npz`` (read back with
-``allow_pickle=False``) out.
+``baseline.onnx``, ``inputs.npz`` in; ``result.json`` and ``outputs.npz`` out, both read back
+as untrusted files (``safe_files``: no links, no FIFOs, size caps, ``allow_pickle=False``). The
+child's output goes to an unnamed file it cannot replace.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ MICROSOFT_OPS = frozenset({
     "QLinearGlobalAveragePool", "QuantizeLinear", "DequantizeLinear", "FusedGemm", "FusedMatMul",
 })
 MESSAGE_CAP = 300
+RESULT_MAX_BYTES = 4 * MiB
+# Limits the jail's launcher sets for the measuring child (it sets address space, file size,
+# CPU and core itself, from LoadLimits); NPROC counts the threads of every measuring child.
+WORKER_RLIMITS = {"NOFILE": 256, "NPROC": 512}
 
 
 @dataclass(frozen=True)
@@ -286,29 +294,50 @@ def _worker_command(job_dir: Path) -> list[str]:
     return [sys.executable, "-I", "-c", _BOOTSTRAP, _PACKAGE_PARENT, str(job_dir)]
 
 
+def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[str] | None:
+    """``cmd`` inside the measuring jail, or None where there is none (rlimits only, as before)."""
+    from ..sandbox import jail
+
+    iso = jail.measure_isolation()
+    if iso is None:
+        return None
+    if iso.user is not None:
+        os.chown(job_dir, iso.user.uid, iso.user.gid)     # its only writable folder
+    package = str(Path(__file__).resolve().parent.parent)  # autograder/, not the repo around it
+    return jail.worker_command(iso, job_dir, [package], cmd, env, WORKER_RLIMITS)
+
+
+def _output_tail(err) -> str:
+    err.seek(max(0, err.seek(0, os.SEEK_END) - 2000))
+    lines = err.read().decode("utf-8", "replace").strip().splitlines()
+    return _short(lines[-1] if lines else "?", 200)
+
+
 def _spawn(job_dir: Path, limits: LoadLimits) -> WorkerRun:
-    cmd = _worker_command(job_dir)
-    with open(job_dir / "stderr.txt", "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=job_dir, env=_child_env(str(job_dir)), stdin=subprocess.DEVNULL,
+    from ..sandbox.procs import stop_jail
+
+    cmd, env = _worker_command(job_dir), _child_env(str(job_dir))
+    jailed = _jailed_command(cmd, job_dir, env)
+    with tempfile.TemporaryFile() as err:   # unnamed: the child cannot swap it for a FIFO or a link
+        proc = subprocess.Popen(jailed or cmd, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
                                 stdout=err, stderr=err, start_new_session=True)
         try:
             rc = proc.wait(timeout=limits.timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            stop_jail(proc)
             return WorkerRun(False, f"checking and running it took longer than the {limits.timeout_s:.0f} s "
                                     "limit (a hang or a huge computation)")
+        last = _output_tail(err)
+    if jailed and rc > 128:                 # bwrap reports a child killed by signal N as 128 + N
+        rc = 128 - rc
     if rc < 0:
         return WorkerRun(False, f"it crashed the ONNX checker or ONNX Runtime ({_signal_name(rc)}; "
                                 f"the memory limit is {limits.memory_bytes // GiB} GiB)")
     try:
-        result = json.loads((job_dir / "result.json").read_text())
-    except (OSError, ValueError):
-        try:
-            tail = (job_dir / "stderr.txt").read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
-        except OSError:
-            tail = []
-        last = _short(tail[-1] if tail else "?", 200)
+        result = safe_files.load_json(job_dir, "result.json", RESULT_MAX_BYTES)
+        if not isinstance(result, dict):
+            raise UnsafeFileError("result.json is not an object")
+    except UnsafeFileError:
         return WorkerRun(False, f"the model worker stopped (exit {rc}) without a result: {last}")
     if not result.get("ok"):
         return WorkerRun(False, _short(result.get("reason", "unknown reason")), result)

@@ -8,8 +8,9 @@ link of the kernel's command (after bwrap and setpriv, already as the sandbox ui
 2. sets ``no_new_privs`` (required by Landlock and seccomp without privileges);
 3. optionally restricts the filesystem with Landlock (read/exec, read/write allow-lists; TCP bind
    and connect denied from ABI 4; signals and abstract sockets scoped to the sandbox from ABI 6);
-4. optionally loads a seccomp filter (namespace creation, ptrace, bpf, keyrings ... denied;
-   ``socket(AF_INET/AF_INET6)`` denied when asked);
+4. optionally loads a seccomp filter (namespace creation, ptrace, bpf, keyrings, io_uring ...
+   denied; with ``block_inet``, ``socket(AF_INET/AF_INET6)`` and ``connect`` denied too: the
+   kernel only binds its sockets, and io_uring could make a socket without the system call);
 5. replaces itself with the kernel command, with exactly the given environment.
 
 A layer that was asked for and cannot be applied is a hard failure (exit 111 with the reason on
@@ -42,19 +43,22 @@ ARCHES = {
         "umount2": 166, "pivot_root": 155, "ptrace": 101, "process_vm_readv": 310,
         "process_vm_writev": 311, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
         "keyctl": 250, "add_key": 248, "request_key": 249, "open_by_handle_at": 304,
-        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428,
+        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428, "connect": 42,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     }),
     "aarch64": (0xC00000B7, {
         "socket": 198, "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40,
         "umount2": 39, "pivot_root": 41, "ptrace": 117, "process_vm_readv": 270,
         "process_vm_writev": 271, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
         "keyctl": 219, "add_key": 217, "request_key": 218, "open_by_handle_at": 265,
-        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428,
+        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428, "connect": 203,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     }),
 }
 DENIED_SYSCALLS = ("unshare", "setns", "mount", "umount2", "pivot_root", "ptrace", "process_vm_readv",
                    "process_vm_writev", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
-                   "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree")
+                   "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree",
+                   "io_uring_setup", "io_uring_enter", "io_uring_register")  # io_uring: IORING_OP_SOCKET, hole H7
 
 RLIMITS = {"AS": resource.RLIMIT_AS, "FSIZE": resource.RLIMIT_FSIZE, "NOFILE": resource.RLIMIT_NOFILE,
            "NPROC": resource.RLIMIT_NPROC, "CORE": resource.RLIMIT_CORE, "CPU": resource.RLIMIT_CPU}
@@ -120,7 +124,8 @@ def seccomp_program(machine, block_inet):
     prog += [_insn(JEQ_K, 0, 4, nr["clone"]), _insn(LD_W_ABS, 0, 0, 16),
              _insn(JSET_K, 0, 1, CLONE_NS_FLAGS), _insn(RET_K, 0, 0, deny),
              _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW)]
-    if block_inet:
+    if block_inet:  # connect: the host's Unix sockets by path, which Landlock does not cover (hole H8)
+        prog += [_insn(JEQ_K, 0, 1, nr["connect"]), _insn(RET_K, 0, 0, deny)]
         prog += [_insn(JEQ_K, 0, 5, nr["socket"]), _insn(LD_W_ABS, 0, 0, 16),
                  _insn(JEQ_K, 2, 0, AF_INET), _insn(JEQ_K, 1, 0, AF_INET6),
                  _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW), _insn(RET_K, 0, 0, SECCOMP_RET_ERRNO | EAFNOSUPPORT)]

@@ -11,13 +11,19 @@ Per run the grader makes ``/tmp/autograder-run-XXXX/`` (mode 711): ``run/`` (the
 connection file and ipc sockets, bound into the jail at the same path), ``probe/`` (the grader's,
 read-only in the jail as /probe, empty until the student's cells are done) and ``kernel.log``
 (the kernel's stdout/stderr, quoted when it fails to start). It is removed afterwards, unless
-``AUTOGRADER_KEEP_RUNDIR=1`` (for debugging).
+``AUTOGRADER_KEEP_RUNDIR=1`` (for debugging; ``run/`` is then empty: as root it is a capped tmpfs).
+
+What the kernel may write in total is capped (:mod:`.workspace`): the workspace is a capped
+tmpfs (mounted here unless the caller prepared it) or watched by a :class:`DiskWatchdog`.
+A kernel message the client cannot even parse (the kernel holds the session key and can send
+anything) ends the run as ``kernel_died``: it is the notebook's doing, not the grader's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import shutil
 import tempfile
@@ -32,8 +38,10 @@ from ..assignment import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase, write_probe_inputs
 from . import jail
-from .kernel import CappedNotebookClient, JailedKernelManager
+from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
+from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, SHM_DIR, WORKSPACE_INODES, DiskWatchdog, capped_mount,
+                        mounted_cap, prepared_workspace, remove_owned, workspace_cap_bytes)
 from .probe import probe_source
 from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
@@ -44,6 +52,10 @@ RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to ans
 PROBE_MAX_S = 120.0
 PROBE_CASE_MAX_S = 10.0
 SHUTDOWN_S = 10.0
+MiB = 1024 * 1024
+# Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
+# message can cause; every other exception there comes from handling what the kernel sent.
+HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ def detect_isolation(unsafe_no_sandbox: bool = False) -> dict:
 def run_submission(notebook: Path, workspace: Path, *, limits: ExecutionLimits, probe: ProbeSpec | None,
                    unsafe_no_sandbox: bool = False, slot: int = 0) -> dict:
     """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json."""
-    with claim_slot(slot) as free_slot:
+    with claim_slot(slot) as free_slot, prepared_workspace(Path(workspace), limits, keep=True):
         return _run_in_slot(Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot)
 
 
@@ -114,6 +126,8 @@ class _Run:
     leftover_pids: list[int] = field(default_factory=list)
     km: JailedKernelManager | None = None
     base: Path | None = None
+    disk_watchdog: DiskWatchdog | None = None
+    mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # ------------------------------------------------------------ setup
     def _prepare(self) -> tuple[Path, Path, object]:
@@ -123,6 +137,9 @@ class _Run:
         rundir.mkdir(mode=0o700)
         probe_dir.mkdir(mode=0o755)
         os.chmod(probe_dir, 0o755)
+        owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
+        rundir_capped = self.mounts.enter_context(capped_mount(rundir, "run", RUNDIR_BYTES, RUNDIR_INODES, owner))
+        self._cap_writable_places(rundir, rundir_capped)
         if self.iso.mode != "bwrap":
             (rundir / "tmp").mkdir(mode=0o700)
         if self.iso.mode == "fallback" and self.iso.user is not None:
@@ -134,6 +151,22 @@ class _Run:
         log = open(self.base / "kernel.log", "w+b")  # noqa: SIM115 - closed in cleanup
         self._log = log
         return rundir, probe_dir, log
+
+    def _cap_writable_places(self, rundir: Path, rundir_capped: bool) -> None:
+        """Record the workspace's cap; watch what no tmpfs caps (the watchdog starts with the kernel)."""
+        watched: list = []
+        if mounted_cap(self.workspace) is not None:
+            self.iso.layers.append("workspace_tmpfs")
+        else:
+            self.iso.layers.append("workspace_watchdog")
+            watched.append(("its working directory", self.workspace, workspace_cap_bytes(self.limits),
+                            WORKSPACE_INODES, None))
+        if not rundir_capped:
+            watched.append(("the run folder", rundir, RUNDIR_BYTES, RUNDIR_INODES, None))
+        if self.iso.mode == "fallback" and self.iso.user is not None:   # the host's /dev/shm is shared
+            watched.append(("/dev/shm", Path(SHM_DIR), RUNDIR_BYTES, RUNDIR_INODES, self.iso.user.uid))
+        if watched:
+            self.disk_watchdog = DiskWatchdog(watched, lambda: self.km.kernel_pid if self.km else None)
 
     def _probe_paths(self, probe_dir: Path) -> tuple[str, str]:
         if self.iso.mode == "bwrap":
@@ -158,6 +191,8 @@ class _Run:
         total_s = STARTUP_TIMEOUT_S + float(self.limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
         watchdog = Watchdog(total_s + 5, lambda: km.kernel_pid)
         watchdog.start()
+        if self.disk_watchdog is not None:
+            self.disk_watchdog.start()
         try:
             try:  # not nbclient's setup_kernel(): it would take over SIGINT/SIGTERM and register atexit hooks
                 await client.async_start_new_kernel(cwd=str(self.workspace), env={"PATH": "/usr/bin:/bin"},
@@ -174,6 +209,8 @@ class _Run:
             self.output_truncated = client.output_truncated
             await self._shutdown(client)
             watchdog.done.set()
+            if self.disk_watchdog is not None:
+                self.disk_watchdog.done.set()
 
     async def _cells_then_probe(self, client: CappedNotebookClient, probe_dir: Path) -> Outcome:
         outcome = await self._run_cells(client)
@@ -208,6 +245,11 @@ class _Run:
                 content = await self._execute(client, pos, budget)
             except CellTimeoutError:
                 self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0)
+                if client.kc is not None and client.kc.dropped("shell"):  # nothing will answer any more
+                    return Outcome("timeout", f"cell {cell.index} answered with a message larger than the grader "
+                                   f"accepts ({SOCKET_LIMITS['shell'][0] // MiB} MB, e.g. a huge exception message), so "
+                                   "its connection was dropped and it ran into the cell limit; later cells did not run",
+                                   kernel_usable=False)
                 by_deadline = budget < float(limits.cell_timeout_s)
                 if by_deadline or not await self._recover(client, min(RECOVER_GRACE_S, deadline - time.monotonic())):
                     why = (f"the notebook reached its {limits.notebook_timeout_s:g} s limit in cell {cell.index}"
@@ -221,9 +263,15 @@ class _Run:
                 self.records[cell.index] = CellRecord(
                     cell.index, "error", time.monotonic() - t0, "DeadKernelError",
                     "the kernel died while this cell ran (os._exit, a crash, or a signal)", "")
-                return Outcome("kernel_died", f"the kernel died while running cell {cell.index} "
-                               f"({self._exit_status()}; os._exit, a crash or running out of memory); "
-                               "later cells did not run", kernel_usable=False)
+                return Outcome("kernel_died", self._death_reason(cell.index), kernel_usable=False)
+            except HARNESS_BUGS:
+                raise
+            except Exception as e:  # noqa: BLE001 - raised while handling what the kernel sent
+                why = _malformed(e)
+                self.records[cell.index] = CellRecord(cell.index, "error", time.monotonic() - t0,
+                                                      "MalformedKernelMessage", why, "")
+                return Outcome("kernel_died", f"{why} while running cell {cell.index}; later cells did not run",
+                               kernel_usable=False)
             self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0)
         if timed_out:
             listed = ", ".join(map(str, timed_out))
@@ -232,20 +280,29 @@ class _Run:
         return Outcome("completed", None)
 
     async def _recover(self, client: CappedNotebookClient, grace_s: float) -> bool:
-        """Interrupt the kernel after a cell timeout; True when it answers again within ``grace_s``."""
+        """Interrupt the kernel after a cell timeout; True when it answers again within ``grace_s``.
+
+        Bounded: each send gives up after the sockets' ``SNDTIMEO`` (a dropped connection would
+        block it forever), and the whole exchange after ``grace_s`` plus that.
+        """
         if grace_s <= 0 or client.kc is None or self.km is None:
             return False
-        try:
-            await self.km.interrupt_kernel()
-            msg_id = client.kc.execute("", store_history=False, silent=True, stop_on_error=False)
+        kc, km = client.kc, self.km
+
+        async def interrupt_and_ping() -> bool:
+            await km.interrupt_kernel()
+            msg_id = kc.execute("", store_history=False, silent=True, stop_on_error=False)
             end = time.monotonic() + grace_s
             while (left := end - time.monotonic()) > 0:
-                msg = await client.kc.get_shell_msg(timeout=left)
+                msg = await kc.get_shell_msg(timeout=left)
                 if msg.get("parent_header", {}).get("msg_id") == msg_id:
                     return True
-        except Exception:  # noqa: BLE001 - Empty, dead kernel: not recovered
             return False
-        return False
+
+        try:
+            return await asyncio.wait_for(interrupt_and_ping(), grace_s + 2 * SEND_TIMEOUT_MS / 1000)
+        except Exception:  # noqa: BLE001 - Empty, zmq.Again, dead kernel, malformed reply: not recovered
+            return False
 
     async def _run_probe(self, client: CappedNotebookClient, probe_dir: Path) -> str:
         assert self.probe is not None
@@ -260,6 +317,10 @@ class _Run:
         try:
             content = await self._execute(client, len(client.nb.cells) - 1, budget)
         except (CellTimeoutError, DeadKernelError):
+            return "failed"
+        except HARNESS_BUGS:
+            raise
+        except Exception:  # noqa: BLE001 - a malformed kernel message: the probe did not complete
             return "failed"
         return "completed" if content and content.get("status") == "ok" else "failed"
 
@@ -289,6 +350,11 @@ class _Run:
             # the next run's sandbox uid (the same one, in a batch) must not enter this workspace
             os.chown(self.workspace, os.geteuid(), os.getegid(), follow_symlinks=False)
             os.chmod(self.workspace, 0o700)
+        if self.disk_watchdog is not None:
+            self.disk_watchdog.done.set()
+        self.mounts.close()                   # the run folder's tmpfs, once nothing uses it
+        if self.iso.mode == "fallback" and self.iso.user is not None:
+            remove_owned(Path(SHM_DIR), self.iso.user.uid)   # nothing passes to the next run of this uid
         if getattr(self, "_log", None):
             self._log.close()
         if self.base is not None:
@@ -298,6 +364,14 @@ class _Run:
     def _kernel_alive(self) -> bool:
         proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
         return proc is not None and proc.poll() is None
+
+    def _death_reason(self, index: int) -> str:
+        dog = self.disk_watchdog
+        if dog is not None and dog.fired:
+            return (f"the notebook wrote {dog.fired} while running cell {index}; its kernel was stopped and "
+                    "later cells did not run")
+        return (f"the kernel died while running cell {index} ({self._exit_status()}; os._exit, a crash or "
+                "running out of memory); later cells did not run")
 
     def _exit_status(self) -> str:
         proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
@@ -317,6 +391,11 @@ class _Run:
 
     def cell_records(self) -> list[CellRecord]:
         return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0) for c in self.cells]
+
+
+def _malformed(e: Exception) -> str:
+    detail = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+    return f"the kernel sent a malformed message or broke its connection with the grader ({detail})"
 
 
 def _require_reachable(folder: Path, user) -> None:

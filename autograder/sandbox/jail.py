@@ -11,6 +11,10 @@ Modes, best first:
   Landlock allow-lists and a seccomp filter that also denies ``socket(AF_INET/AF_INET6)``.
 - ``none`` only with ``unsafe_no_sandbox``: rlimits and nothing else.
 
+The grader's ONNX measuring child gets the same bwrap jail (:func:`measure_isolation`,
+:func:`worker_command`): no network, read-only system, only its job folder writable, as the
+``autograder-measure`` uid when the grader is root.
+
 Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
 then ``execve`` of the kernel with a minimal environment). ``AUTOGRADER_JAIL=bwrap|fallback|none``
 restricts the choice to that mode (for tests, and for operators who know their machine; ``none``
@@ -32,7 +36,7 @@ from pathlib import Path
 from ..assignment import ExecutionLimits
 from ..errors import SandboxUnavailableError
 from . import confine
-from .users import SandboxUser, SandboxUserError, ensure_user
+from .users import SandboxUser, SandboxUserError, ensure_named_user, ensure_user
 
 MiB = 1024 * 1024
 HOME_IN_JAIL = "/home/student"
@@ -45,6 +49,8 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch
 READ_ONLY_EXTRA = ("/sys/devices/system/cpu",)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+# The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
+MEASURE_USER = "autograder-measure"
 
 
 @dataclass
@@ -284,8 +290,8 @@ def _mkdirs(target: str, made: set[str]) -> list[str]:
     return args
 
 
-def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, probe_dir: Path) -> list[str]:
-    made = {"/usr", "/tmp", "/proc", "/dev"}
+def _bwrap_base(iso: Isolation, made: set[str]) -> list[str]:
+    """bwrap's namespaces, /proc, /dev, tmpfs /tmp and /dev/shm, and the read-only system and interpreter."""
     args = [shutil.which("bwrap") or "bwrap", *BWRAP_NAMESPACES, "--die-with-parent", "--new-session"]
     if iso.bwrap_userns:
         args += ["--unshare-user", "--disable-userns"]
@@ -299,6 +305,12 @@ def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, probe_dir: Path) -
         args += _mkdirs(p, made) + ["--ro-bind", p, p]
     for p in READ_ONLY_EXTRA:
         args += _mkdirs(p, made) + ["--ro-bind-try", p, p]
+    return args
+
+
+def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, probe_dir: Path) -> list[str]:
+    made = {"/usr", "/tmp", "/proc", "/dev"}
+    args = _bwrap_base(iso, made)
     args += _mkdirs(HOME_IN_JAIL, made) + ["--bind", str(workspace), HOME_IN_JAIL]
     args += _mkdirs(str(rundir), made) + ["--bind", str(rundir), str(rundir)]
     args += ["--ro-bind", str(probe_dir), PROBE_IN_JAIL]
@@ -332,3 +344,44 @@ def landlock_rules(workspace: Path, rundir: Path, probe_dir: Path, own_uid: bool
     ro.append("/proc/self" if own_uid else "/proc")
     rw = [str(workspace), str(rundir), *DEVICES, "/dev/shm"]
     return {"rx": rx, "ro": ro, "rw": rw}
+
+
+# ------------------------------------------------------------------ the measuring child
+def measure_isolation() -> Isolation | None:
+    """The jail of the grader's ONNX measuring child, or None where bwrap does not work here (or
+    ``AUTOGRADER_JAIL`` asks for ``fallback``/``none``): then it runs with rlimits only.
+
+    bwrap with fresh pid, net, ipc and uts namespaces and a read-only system; as root the child
+    runs as :data:`MEASURE_USER` (no capabilities, ``no_new_privs``), else in a user namespace.
+    """
+    if os.environ.get("AUTOGRADER_JAIL", "auto").strip().lower() in ("fallback", "none"):
+        return None
+    as_root = os.geteuid() == 0
+    if not _bwrap_works(as_root)[0]:
+        return None
+    user = None
+    if as_root:
+        try:
+            user = ensure_named_user(MEASURE_USER)
+        except SandboxUserError:
+            return None
+    seccomp = "seccomp" in _fallback_check(None, None)[0].get("applied", [])
+    return Isolation("bwrap", [], [], user=user, bwrap_userns=not as_root, seccomp=seccomp)
+
+
+def worker_command(iso: Isolation, work_dir: Path, read_only: list[str], argv: list[str], env: dict[str, str],
+                   limits: dict[str, int]) -> list[str]:
+    """``argv`` jailed by ``iso`` (bwrap): ``work_dir`` (same path) its only writable folder, the
+    system, the interpreter and ``read_only`` (same paths) readable, no network, ``env`` only."""
+    made = {"/usr", "/tmp", "/proc", "/dev"}
+    args = _bwrap_base(iso, made)
+    for p in read_only:
+        args += _mkdirs(p, made) + ["--ro-bind", p, p]
+    args += _mkdirs(str(work_dir), made) + ["--bind", str(work_dir), str(work_dir)]
+    args += ["--hostname", "sandbox", "--chdir", str(work_dir), "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--"]
+    if iso.user is not None:
+        args += _setpriv_argv(iso.user)
+    config: dict = {"rlimits": limits, "env": env, "argv": argv, "cwd": str(work_dir)}
+    if iso.seccomp:
+        config["seccomp"] = {"block_inet": False}
+    return args + _confine_argv(config)

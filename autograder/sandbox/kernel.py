@@ -6,7 +6,9 @@
   ZMQ ``ipc`` transport in a run folder shared with the jail.
 - :class:`JailedKernelClient` caps the size of every message it accepts (ZMQ ``MAXMSGSIZE``:
   a larger message drops the connection instead of filling the grader's memory) and the number
-  of queued messages; a dropped iopub connection counts as truncated output.
+  of queued messages; a dropped iopub connection counts as truncated output. Every socket (the
+  manager's control socket too) gives up a send after ``SEND_TIMEOUT_MS`` (``SNDTIMEO``): once a
+  connection was dropped, a send would otherwise block the event loop forever.
 - :class:`CappedNotebookClient` keeps at most ``output_cap_bytes`` of outputs and ignores widget
   comms and the notebook's tags.
 """
@@ -25,6 +27,7 @@ from jupyter_client.connect import channel_socket_types
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
+from nbclient.util import run_sync
 from traitlets import Int
 
 MiB = 1024 * 1024
@@ -33,6 +36,17 @@ MiB = 1024 * 1024
 # messages may queue. Worst case held by the grader: about sum(size * queue) = 64 + 64 + 16 MiB.
 SOCKET_LIMITS = {"iopub": (2 * MiB, 32), "shell": (4 * MiB, 16), "control": (1 * MiB, 16),
                  "stdin": (1 * MiB, 16), "hb": (4096, 16)}
+# A send that cannot be queued (the kernel dropped or stopped reading the connection) raises
+# zmq.Again after this long instead of blocking the grader's event loop forever (hole H2).
+SEND_TIMEOUT_MS = 2000
+MONITORED = ("iopub", "shell")   # channels whose dropped connection the grader wants to know about
+
+
+def _limit(sock: zmq.Socket, channel: str) -> None:
+    max_size, queue = SOCKET_LIMITS[channel]
+    sock.setsockopt(zmq.MAXMSGSIZE, max_size)
+    sock.setsockopt(zmq.RCVHWM, queue)
+    sock.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
 
 
 def kernel_spec() -> KernelSpec:
@@ -43,30 +57,32 @@ def kernel_spec() -> KernelSpec:
 
 
 class JailedKernelClient(AsyncKernelClient):
-    """A kernel client whose sockets refuse oversized messages and report dropped iopub connections."""
+    """A kernel client whose sockets refuse oversized messages, give up blocked sends, and report
+    dropped iopub and shell connections."""
 
-    _iopub_monitor: zmq.Socket | None = None
+    _monitors: dict[str, zmq.Socket] | None = None
 
     def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket:
-        max_size, queue = SOCKET_LIMITS[channel]
         sock = self.context.socket(channel_socket_types[channel])
         sock.linger = 1000
-        sock.setsockopt(zmq.MAXMSGSIZE, max_size)
-        sock.setsockopt(zmq.RCVHWM, queue)
+        _limit(sock, channel)
         if identity:
             sock.identity = identity
-        if channel == "iopub":
-            addr = f"inproc://autograder-iopub-monitor-{id(sock)}"
+        if channel in MONITORED:
+            addr = f"inproc://autograder-{channel}-monitor-{id(sock)}"
             sock.monitor(addr, zmq.EVENT_DISCONNECTED)
-            self._iopub_monitor = zmq.Context.shadow(self.context.underlying).socket(zmq.PAIR)
-            self._iopub_monitor.connect(addr)
+            mon = zmq.Context.shadow(self.context.underlying).socket(zmq.PAIR)
+            mon.connect(addr)
+            if self._monitors is None:
+                self._monitors = {}
+            self._monitors[channel] = mon
         sock.connect(self._make_url(channel))
         return sock
 
-    def iopub_dropped(self) -> bool:
-        """True when the iopub connection was dropped since the last call (an oversized message was lost)."""
+    def dropped(self, channel: str) -> bool:
+        """True when ``channel``'s connection was dropped since the last call (an oversized message was lost)."""
         dropped = False
-        mon = self._iopub_monitor
+        mon = (self._monitors or {}).get(channel)
         while mon is not None:
             try:
                 mon.recv_multipart(zmq.NOBLOCK)
@@ -75,10 +91,13 @@ class JailedKernelClient(AsyncKernelClient):
                 break
         return dropped
 
+    def iopub_dropped(self) -> bool:
+        return self.dropped("iopub")
+
     def stop_channels(self) -> None:
-        if self._iopub_monitor is not None:
-            self._iopub_monitor.close(linger=0)
-            self._iopub_monitor = None
+        for mon in (self._monitors or {}).values():
+            mon.close(linger=0)
+        self._monitors = None
         super().stop_channels()
 
 
@@ -95,6 +114,16 @@ class JailedKernelManager(AsyncKernelManager):
         self._owner = owner
         self.cache_ports = False
         self.shutdown_wait_time = 2.0
+
+    def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket:
+        """The manager's own socket (control: interrupt and shutdown requests), limited like the client's."""
+        sock = self.context.socket(channel_socket_types[channel])
+        sock.linger = 1000
+        _limit(sock, channel)
+        if identity:
+            sock.identity = identity
+        sock.connect(self._make_url(channel))
+        return sock
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         conn = self.connection_file
@@ -119,6 +148,16 @@ class CappedNotebookClient(NotebookClient):
         super().__init__(nb, km=km, **kw)
         self.output_bytes = 0
         self.output_truncated = False
+
+    async def _async_cleanup_kernel(self) -> None:
+        """nbclient's cleanup, but a no-op once the kernel is gone: the grader's own teardown stops
+        the jail, and nbclient's ``assert self.km is not None`` would otherwise be printed as
+        "Exception ignored in atexit callback" when a hook of nbclient's runs it again at exit."""
+        if self.km is None:
+            return
+        await super()._async_cleanup_kernel()
+
+    _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
         size = _message_size(msg)

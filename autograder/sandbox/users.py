@@ -42,7 +42,11 @@ def user_name(slot: int) -> str:
 
 def ensure_user(slot: int) -> SandboxUser:
     """The sandbox user of ``slot``, created (system user, no home, no login) when missing."""
-    name = user_name(slot)
+    return ensure_named_user(user_name(slot))
+
+
+def ensure_named_user(name: str) -> SandboxUser:
+    """The system user ``name`` (no home, no login, a group of its own), created when missing."""
     try:
         pw = pwd.getpwnam(name)
     except KeyError:

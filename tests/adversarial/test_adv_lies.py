@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from advkit import IDENTITY_CELL, ROOT, TOKEN, build_notebook, hole, jail_uid
+from advkit import IDENTITY_CELL, ROOT, TOKEN, build_notebook, jail_uid
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,6 @@ def test_reported_numbers_that_lie_are_not_honest(grade_cells, jail_check, limit
     assert not honest_part["passed"], f"lying RESULTS passed '{honest_part['name']}'"
 
 
-@hole("H3")
 def test_a_huge_reported_integer_does_not_crash_the_grader(grade_cells, jail_check, limited):
     """RESULTS['int8_dynamic']['size_bytes'] = 10**400: valid JSON, but no float can hold it."""
     g = grade_cells(_reference_cells() + ["RESULTS['int8_dynamic']['size_bytes'] = 10**400"], name="huge-int",
@@ -274,7 +273,6 @@ def test_a_file_that_is_not_a_notebook_is_graded_with_a_reason(grade_path, resul
 
 
 @pytest.mark.parametrize("kind", ["empty", "png"])
-@hole("H5")
 def test_a_file_that_is_not_a_notebook_scores_zero(grade_path, kind):
     """Nothing ran, so nothing earns a point: not even "no cell raised an error"."""
     g = _grade_malformed(grade_path, kind)

@@ -1,0 +1,398 @@
+"""The total size of what a notebook may write: a capped tmpfs, or a watchdog where mounts fail.
+
+``RLIMIT_FSIZE`` caps one file; nothing else caps the sum (hole H1). When the grader is root,
+:func:`prepared_workspace` mounts a size- and inode-capped tmpfs on the host's workspace folder
+before the kernel starts, and unmounts it when the grader is done with the files: with
+``keep=True`` (a workspace read or kept after the block) the tree is first copied out as it is,
+inert (no link followed, nothing but regular files read; see :func:`copy_tree_safely`), and
+moved back into the folder once the tmpfs is gone.
+:func:`run_submission` wraps itself in it (``keep=True``) unless the caller already did, so every
+caller gets the cap; the pipeline wraps its execute-and-measure stages (``keep=False`` for its own
+temporary workspace, nothing copied). The run folder (sockets, the fallback's ``TMPDIR``), which
+the kernel can also write, gets a tmpfs of its own (:func:`capped_mount`).
+
+Where mounting is impossible (not root; a container without ``CAP_SYS_ADMIN``), a
+:class:`DiskWatchdog` sums the folders' blocks and inodes every half second and kills the jail
+past the cap. Mounts are named ``autograder-<kind>-<pid>``: a later run unmounts those of a
+grader process that died without cleaning up (SIGKILL), so none outlives its process for long.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import shutil
+import signal
+import stat
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..assignment import ExecutionLimits
+from ..errors import AutograderError
+from .procs import children_of
+
+MiB = 1024 * 1024
+WORKSPACE_INODES = 20_000        # files + folders; a graded notebook of assignment 07 makes < 20
+RUNDIR_BYTES, RUNDIR_INODES = 64 * MiB, 4_096   # also the fallback's share of the host's /dev/shm
+SHM_DIR = "/dev/shm"
+WATCH_INTERVAL_S = 0.5
+MS_NOSUID, MS_NODEV = 0x2, 0x4
+MNT_DETACH, UMOUNT_NOFOLLOW = 0x2, 0x8
+MOUNT_PREFIX = "autograder-"
+COPY_MAX_DEPTH = 64
+
+_mounted: dict[str, int] = {}    # real path → cap in bytes, for tmpfs mounts this process made
+_lock = threading.Lock()
+
+
+class MountError(OSError):
+    """mount(2) refused (not root, no CAP_SYS_ADMIN, seccomp): the caller falls back to a watchdog."""
+
+
+def workspace_cap_bytes(limits: ExecutionLimits) -> int:
+    return int(getattr(limits, "workspace_mb", 256)) * MiB
+
+
+def mounted_cap(path: Path) -> int | None:
+    """The byte cap of the tmpfs this process mounted on ``path``, or None."""
+    with _lock:
+        return _mounted.get(os.path.realpath(path))
+
+
+def require_empty(workspace: Path) -> None:
+    if workspace.is_dir() and any(workspace.iterdir()):
+        raise AutograderError(f"workspace {workspace} is not empty; the kernel must start in an empty folder")
+
+
+# ------------------------------------------------------------------ mount(2) and umount2(2)
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+    libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    return libc
+
+
+def _mount_tmpfs(path: str, source: str, size: int, inodes: int, uid: int, gid: int) -> None:
+    opts = f"size={int(size)},nr_inodes={int(inodes)},mode=0700,uid={int(uid)},gid={int(gid)}"
+    if _libc().mount(source.encode(), path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts.encode()) != 0:
+        err = ctypes.get_errno()
+        raise MountError(err, f"cannot mount a tmpfs on {path}: {os.strerror(err)}")
+
+
+def _umount(path: str) -> None:
+    """Unmount ``path``; detach lazily when it is busy (the mount is gone from the tree either way)."""
+    libc = _libc()
+    if libc.umount2(path.encode(), UMOUNT_NOFOLLOW) == 0:
+        return
+    err = ctypes.get_errno()
+    if err == errno.EINVAL:        # not a mount point (any more)
+        return
+    if libc.umount2(path.encode(), UMOUNT_NOFOLLOW | MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        if err != errno.EINVAL:
+            raise OSError(err, f"cannot unmount {path}: {os.strerror(err)}")
+
+
+def _unescape(field: bytes) -> str:
+    """A mountinfo field: spaces, tabs, newlines and backslashes are written as octal escapes."""
+    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), field))
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """``(mount point, source)`` of every mount in this process's namespace."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                left, _, right = line.partition(b" - ")
+                fields, rfields = left.split(), right.split()
+                if len(fields) > 4 and len(rfields) > 1:
+                    out.append((_unescape(fields[4]), _unescape(rfields[1])))
+    except OSError:
+        pass
+    return out
+
+
+def is_mount_point(path: Path | str) -> bool:
+    real = os.path.realpath(path)
+    return any(point == real for point, _ in _mounts())
+
+
+def sweep_stale_mounts() -> list[str]:
+    """Unmount ``autograder-*-<pid>`` tmpfs mounts whose grader process is gone; returns their paths."""
+    swept = []
+    for point, source in _mounts():
+        if not source.startswith(MOUNT_PREFIX):
+            continue
+        pid = source.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        try:
+            _umount(point)
+            swept.append(point)
+        except OSError:
+            continue
+    return swept
+
+
+@contextmanager
+def capped_mount(path: Path, kind: str, size: int, inodes: int, owner: tuple[int, int] | None = None) -> Iterator[bool]:
+    """A capped tmpfs on the empty folder ``path`` while the block runs; yields False (nothing
+    mounted) where mounting is impossible. The contents are discarded on exit."""
+    real = os.path.realpath(path)
+    if os.geteuid() != 0:
+        yield False
+        return
+    sweep_stale_mounts()
+    uid, gid = owner or (os.geteuid(), os.getegid())
+    try:
+        _mount_tmpfs(real, f"{MOUNT_PREFIX}{kind}-{os.getpid()}", size, inodes, uid, gid)
+    except MountError:
+        yield False
+        return
+    with _lock:
+        _mounted[real] = size
+    try:
+        yield True
+    finally:
+        with _lock:
+            _mounted.pop(real, None)
+        _umount(real)
+
+
+# ------------------------------------------------------------------ the workspace
+@contextmanager
+def prepared_workspace(workspace: Path, limits: ExecutionLimits, keep: bool = True) -> Iterator[Path]:
+    """Mount the capped tmpfs on ``workspace`` (made if missing; it must be empty) for the block.
+
+    On exit it is unmounted; with ``keep`` its tree is first copied back into the folder, inert
+    (:func:`copy_tree_safely`). Nested use on a workspace already prepared is a no-op. Without root, or
+    when the mount is refused, nothing is mounted and :func:`run_submission` watches the folder
+    instead (``isolation.layers``: ``workspace_tmpfs`` or ``workspace_watchdog``).
+    """
+    workspace = Path(workspace).absolute()
+    if mounted_cap(workspace) is not None:
+        yield workspace
+        return
+    require_empty(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chmod(workspace, 0o700)
+    kept = False
+    try:
+        with capped_mount(workspace, "ws", workspace_cap_bytes(limits), WORKSPACE_INODES) as mounted:
+            try:
+                yield workspace
+            finally:
+                if mounted and keep:
+                    kept = True
+                    _keep_contents(workspace)
+    finally:
+        if kept:
+            _restore_contents(workspace)
+
+
+def _kept_name(workspace: Path) -> Path:
+    return workspace.parent / f".{workspace.name}.autograder-keep"
+
+
+def _keep_contents(workspace: Path) -> None:
+    """Copy the tmpfs's tree to a sibling folder (still mounted; restored after the unmount)."""
+    dest = _kept_name(workspace)
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        dest.mkdir(mode=0o700)
+        copy_tree_safely(workspace, dest, max_bytes=mounted_cap(workspace))
+    except OSError as e:
+        warnings.warn(f"the workspace {workspace} could not be kept: {e}", RuntimeWarning, stacklevel=2)
+
+
+def _restore_contents(workspace: Path) -> None:
+    src = _kept_name(workspace)
+    if not src.is_dir():
+        return
+    try:
+        for entry in os.scandir(src):
+            os.rename(entry.path, workspace / entry.name)
+    except OSError as e:
+        warnings.warn(f"the workspace {workspace} could not be restored from {src}: {e}", RuntimeWarning,
+                      stacklevel=2)
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
+
+
+def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None) -> int:
+    """Copy the untrusted tree ``src`` into the existing folder ``dest`` as it is, inert; returns
+    the files copied.
+
+    Nothing is followed or opened but folders and regular files (``O_NOFOLLOW`` relative to the
+    folder's descriptor, ``O_NONBLOCK``): symlinks are recreated from their target text, FIFOs and
+    sockets as new empty ones, devices left out; so the grader later sees "a symlink", "a FIFO",
+    exactly as without the tmpfs. Modes keep their permission bits only, sparse files stay sparse,
+    folders deeper than 64 are skipped, and at most ``max_bytes`` of data are copied.
+    """
+    budget = [max_bytes if max_bytes is not None else 1 << 62]
+    top = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_DIRECTORY)
+    try:
+        return _copy_dir(top, dest, 0, budget)
+    finally:
+        os.close(top)
+
+
+def _copy_dir(dir_fd: int, dest: Path, depth: int, budget: list[int]) -> int:
+    copied = 0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    for entry in os.scandir(dir_fd):
+        st = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
+        target, mode = dest / entry.name, stat.S_IMODE(st.st_mode) & 0o777
+        if stat.S_ISDIR(st.st_mode) and depth < COPY_MAX_DEPTH:
+            fd = os.open(entry.name, flags | os.O_DIRECTORY, dir_fd=dir_fd)
+            try:
+                target.mkdir(mode=0o700)
+                copied += _copy_dir(fd, target, depth + 1, budget)
+                os.chmod(target, stat.S_IMODE(os.fstat(fd).st_mode) & 0o777)
+            finally:
+                os.close(fd)
+        elif stat.S_ISREG(st.st_mode):
+            fd = os.open(entry.name, flags, dir_fd=dir_fd)
+            try:
+                fst = os.fstat(fd)
+                if stat.S_ISREG(fst.st_mode):
+                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                  stat.S_IMODE(fst.st_mode) & 0o777)
+                    try:
+                        _copy_data(fd, out, fst.st_size, budget)
+                    finally:
+                        os.close(out)
+                    copied += 1
+            finally:
+                os.close(fd)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(entry.name, dir_fd=dir_fd), target)
+        elif stat.S_ISFIFO(st.st_mode):
+            os.mkfifo(target, mode)
+        elif stat.S_ISSOCK(st.st_mode):
+            os.mknod(target, stat.S_IFSOCK | mode)
+    return copied
+
+
+def _copy_data(src: int, dst: int, size: int, budget: list[int]) -> None:
+    """Copy the data regions of ``src`` (holes stay holes), within what is left of ``budget``."""
+    pos = 0
+    while pos < size and budget[0] > 0:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+            end = os.lseek(src, start, os.SEEK_HOLE)
+        except OSError:          # ENXIO: no data after pos
+            break
+        end = min(end, size, start + budget[0])
+        os.lseek(src, start, os.SEEK_SET)
+        os.lseek(dst, start, os.SEEK_SET)
+        left = end - start
+        while left > 0:
+            sent = os.sendfile(dst, src, None, min(left, 16 * MiB))
+            if sent == 0:
+                break
+            left -= sent
+            budget[0] -= sent
+        pos = end
+    os.ftruncate(dst, size)
+
+
+# ------------------------------------------------------------------ the watchdog
+def disk_usage(folder: Path, max_entries: int, owner: int | None = None) -> tuple[int, int]:
+    """``(bytes on disk, entries)`` under ``folder``, links not followed; stops counting past
+    ``max_entries``. With ``owner``, only what that uid owns at the top level counts (a shared
+    folder such as /dev/shm)."""
+    used, entries = 0, 0
+    stack = [(str(folder), True)]
+    while stack and entries <= max_entries:
+        path, top = stack.pop()
+        try:
+            it = os.scandir(path)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if top and owner is not None and st.st_uid != owner:
+                    continue
+                entries += 1
+                used += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((entry.path, False))
+    return used, entries
+
+
+def remove_owned(folder: Path, uid: int) -> int:
+    """Remove the entries of the shared ``folder`` (e.g. /dev/shm) owned by ``uid``; returns how many.
+
+    Call only once no process of ``uid`` is left: what one submission leaves there must not reach
+    the next one run as the same sandbox uid.
+    """
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != uid:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+class DiskWatchdog(threading.Thread):
+    """Kills the jail (``pid_of()`` and its children) when a folder grows past its caps.
+
+    ``watched``: ``(name, folder, max_bytes, max_entries, owner)`` each (``owner``: count only
+    that uid's entries, or None). It bounds how long a notebook may stay over a cap (one
+    interval), not how much it writes within that interval.
+    """
+
+    def __init__(self, watched: list[tuple[str, Path, int, int, int | None]], pid_of: Callable[[], int | None],
+                 interval_s: float = WATCH_INTERVAL_S) -> None:
+        super().__init__(daemon=True, name="autograder-disk-watchdog")
+        self.watched, self.pid_of, self.interval_s = watched, pid_of, interval_s
+        self.done = threading.Event()
+        self.fired: str | None = None
+
+    def over(self) -> str | None:
+        """What is over its cap (``"90 MB in the working directory, more than its 32 MB"``), or None."""
+        for name, folder, max_bytes, max_entries, owner in self.watched:
+            used, entries = disk_usage(folder, max_entries, owner)
+            if used > max_bytes:
+                return f"{used / MiB:.0f} MB in {name}, more than its {max_bytes / MiB:.0f} MB"
+            if entries > max_entries:
+                return f"more than {max_entries:,} files and folders in {name}"
+        return None
+
+    def run(self) -> None:
+        while not self.done.wait(self.interval_s):
+            why = self.over()
+            pid = self.pid_of() if why else None
+            if not pid:
+                continue
+            self.fired = why
+            for target in [*children_of(pid), pid]:
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return
