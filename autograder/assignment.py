@@ -13,12 +13,13 @@ The project root is ``$AUTOGRADER_ROOT`` when set, else the checkout this packag
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -44,6 +45,17 @@ def project_root() -> Path:
 
 
 def load_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file; parsed once per content version (rescoring reads the same rubric and
+    tolerances for every submission). The caller gets its own copy."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise AssignmentError(f"{path} is missing") from None
+    return copy.deepcopy(_parse_toml(str(path), st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=32)
+def _parse_toml(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
