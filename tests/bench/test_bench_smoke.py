@@ -1,0 +1,116 @@
+"""Smoke tests of the benchmark scripts: the entry point parses, and RESULTS.md is written from fake numbers.
+
+No notebook runs here and no timing is asserted: the numbers are made up, the tests check the
+document's structure and the goal verdicts computed from them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench import report_md  # noqa: E402
+from bench.common import paired_diffs, paired_ratios, round_order, spread  # noqa: E402
+
+
+def fake_results() -> dict:
+    overhead_nb = {
+        "bare_s": spread([20.0, 21.0, 22.0]), "bare_1t_s": spread([10.0, 11.0, 12.0]),
+        "grade_s": spread([12.0, 12.5, 14.0]), "ratio_plain": spread([0.6, 0.6, 0.64]),
+        "overhead_s": spread([2.0, 1.5, 2.0]), "ratio": spread([1.2, 1.14, 1.17]),
+        "cli_s": spread([13.0, 13.5, 15.0]), "cli_overhead_s": spread([3.0, 2.5, 3.0]),
+        "cli_ratio": spread([1.3, 1.23, 1.25]),
+        "stages_s": {"setup": 0.01, "execute": 11.0, "measure": 1.2, "judge": 0.1}, "execution_s": 10.5,
+        "status": ["completed"], "isolation": ["bwrap"], "score": [100.0], "max_score": 100.0,
+        "bare_cells_errored": [0],
+    }
+    memory_summary = {"total_mb": 900.0, "grader_mb": 450.0, "kernel_mb": 446.0, "pss_total_mb": 700.0,
+                      "pss_grader_mb": 250.0, "pss_kernel_mb": 440.0, "kernel_hwm_mb": 450.0,
+                      "grader_hwm_mb": 200.0, "kernel_users": ["autograder-sb0"], "rounds": 2}
+    batch_cfg = {"wall_s": spread([300.0]), "per_submission_s": 15.0, "throughput_per_min": 4.0,
+                 "runs": [{"executed": 20, "cached": 0, "statuses": {"graded": 20}, "with_results": 20,
+                           "submissions": 20}]}
+    return {
+        "config": {"mode": "full", "only": ["overhead", "batch", "rescore", "memory"]},
+        "machine": {"date": "2026-01-01 00:00:00 UTC", "cores": 2, "cores_usable": 2, "cpu_model": "Fake CPU",
+                    "memory_bytes": 8 * 2**30, "os": "Linux 6", "python": "3.11.7", "uid": 0, "git": "abc1234",
+                    "versions": {"onnxruntime": "1.32.0", "otter-grader": "7.0.0"},
+                    "load_average_start": [0.1, 0.1, 0.1], "load_average_end": [1.0, 1.0, 1.0]},
+        "isolation": {"mode": "bwrap", "layers": ["bwrap", "netns"], "warnings": []},
+        "overhead": {"rounds": 3, "variants": ["bare", "bare_1t", "grade", "cli"], "cell_timeout_s": 120,
+                     "notebooks": {"reference": overhead_nb}, "cli_startup_s": spread([0.5, 0.6, 0.55])},
+        "batch": {"size": 20, "rounds": 1, "examples": ["reference", "untouched"], "last_out": "/nowhere",
+                  "otter": {"zip": "x.zip", "seconds": 2.0, "change": "generate: false → generate: true",
+                            "tests": ["q1", "q2"]},
+                  "configs": {"autograder -j 1": batch_cfg, "otter ×1": batch_cfg,
+                              "autograder -j 2": batch_cfg, "otter ×2": batch_cfg},
+                  "ratios": {"otter ×2 / autograder -j 2": spread([1.6]),
+                             "autograder -j 1 / autograder -j 2": spread([1.5])},
+                  "memory_per_in_flight": {"autograder -j 2": {"total_mb": 520.0, "grader_mb": 120.0,
+                                                               "kernel_mb": 400.0, "kernel_hwm_mb": 430.0,
+                                                               "grader_hwm_mb": 150.0, "pss_total_mb": None}}},
+        "rescore": {"size": 100, "rounds": 5, "source": "/nowhere", "cli_available": True, "gradebook_rows": 100,
+                    "seconds": {"cli": spread([3.0, 3.1]), "in-process": spread([2.0, 2.1])}},
+        "memory": {"notebook": "reference.ipynb", "rounds": 2, "class_size": 4, "class_rounds": 1,
+                   "variants": {"autograder grade": memory_summary,
+                                "autograder batch -j 2": {**memory_summary, "pss_total_mb": 650.0}}},
+        "elapsed_s": 1200.0, "notes": ["a note"],
+    }
+
+
+def test_run_py_help_works():
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for option in ("--quick", "--only", "--rounds", "--batch-rounds", "--render-only"):
+        assert option in proc.stdout, f"bench/run.py --help does not mention {option}"
+
+
+def test_results_md_has_every_section_and_the_machine():
+    data = fake_results()
+    data["goals"] = report_md.all_goals(data)
+    text = report_md.render(data)
+    assert text.startswith(report_md.HEADER), "RESULTS.md must say it is generated"
+    for title in (report_md.TITLE, "## Machine", "## Goals", *report_md.SECTION_TITLES, "## Notes"):
+        assert title in text, f"RESULTS.md lacks the heading {title!r}"
+    assert "Fake CPU" in text and "2 cores" in text and "8.0 GiB" in text and "2026-01-01" in text
+    assert "otter-grader 7.0.0" in text
+    assert "generate: false → generate: true" in text
+    assert "| `reference` | 21.00 s | 11.00 s | 12.50 s | +2.00 s | 1.17× |" in text, "overhead row"
+    assert "overhead ≤ 10 % of bare (1 thread)" in text
+
+
+def test_goal_verdicts_follow_the_fake_numbers():
+    data = fake_results()
+    goals = {g["subject"]: g for g in report_md.all_goals(data)}
+    by_prefix = lambda p: next(g for s, g in goals.items() if s.startswith(p))  # noqa: E731
+    assert by_prefix("grade (in-process) overhead ≤ 10 %")["met"] is False       # 1.17 > 1.10
+    assert by_prefix("grade (in-process) overhead ≤ 1 s")["met"] is False        # 2.0 s
+    assert by_prefix("`batch -j 2` vs otter")["met"] is True                     # 1.6 ≥ 1.5
+    assert by_prefix("`batch -j 2` vs `-j 1`")["met"] is False                   # 1.5 < 1.8
+    assert by_prefix("`autograder rescore`")["met"] is True                      # 3.0 < 5
+    mem = by_prefix("peak memory")
+    assert mem["measured"] == pytest.approx(700.0) and mem["met"] is False       # the worst run's PSS counts
+    assert "PSS" in mem["subject"]
+    text = report_md.render({**data, "goals": list(goals.values())})
+    assert "missed** by 7.0 percentage points" in text
+    assert "What would close it:" in text
+
+
+def test_missing_benchmarks_render_as_not_run():
+    text = report_md.render({"config": {"mode": "quick", "only": ["rescore"]}, "machine": {}, "goals": []})
+    assert text.count("Not run.") == 4
+
+
+def test_pairing_and_order_helpers():
+    assert paired_diffs([3.0, None, 5.0], [1.0, 2.0, 4.0]) == [2.0, 1.0]
+    assert paired_ratios([4.0, 3.0], [2.0, 0.0]) == [2.0]
+    assert round_order(["a", "b", "c"], 0) == ["a", "b", "c"]
+    assert round_order(["a", "b", "c"], 1) == ["c", "b", "a"]
+    assert spread([3.0, 1.0, 2.0])["median"] == 2.0
