@@ -42,11 +42,17 @@ SEND_TIMEOUT_MS = 2000
 MONITORED = ("iopub", "shell")   # channels whose dropped connection the grader wants to know about
 
 
-def _limit(sock: zmq.Socket, channel: str) -> None:
+def _limited_socket(context: zmq.Context, channel: str, identity: bytes | None) -> zmq.Socket:
+    """A new, not yet connected socket for ``channel`` with the grader's size, queue and send limits."""
+    sock = context.socket(channel_socket_types[channel])
+    sock.linger = 1000
     max_size, queue = SOCKET_LIMITS[channel]
     sock.setsockopt(zmq.MAXMSGSIZE, max_size)
     sock.setsockopt(zmq.RCVHWM, queue)
     sock.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
+    if identity:
+        sock.identity = identity
+    return sock
 
 
 def kernel_spec() -> KernelSpec:
@@ -63,11 +69,7 @@ class JailedKernelClient(AsyncKernelClient):
     _monitors: dict[str, zmq.Socket] | None = None
 
     def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket:
-        sock = self.context.socket(channel_socket_types[channel])
-        sock.linger = 1000
-        _limit(sock, channel)
-        if identity:
-            sock.identity = identity
+        sock = _limited_socket(self.context, channel, identity)
         if channel in MONITORED:
             addr = f"inproc://autograder-{channel}-monitor-{id(sock)}"
             sock.monitor(addr, zmq.EVENT_DISCONNECTED)
@@ -117,11 +119,7 @@ class JailedKernelManager(AsyncKernelManager):
 
     def _create_connected_socket(self, channel: str, identity: bytes | None = None) -> zmq.Socket:
         """The manager's own socket (control: interrupt and shutdown requests), limited like the client's."""
-        sock = self.context.socket(channel_socket_types[channel])
-        sock.linger = 1000
-        _limit(sock, channel)
-        if identity:
-            sock.identity = identity
+        sock = _limited_socket(self.context, channel, identity)
         sock.connect(self._make_url(channel))
         return sock
 
