@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -156,7 +158,11 @@ class _Workers:
 
     def __init__(self, n: int, assignment: Assignment) -> None:
         self.n = n
-        self.args = (assignment.id, str(assignment.folder.parent.parent))
+        # The workers' temporary folders (jailed workspaces) live here, so that whatever a worker
+        # killed mid-grade leaves behind is removed with the pool. Traversable by the sandbox uids.
+        self.tmp = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
+        os.chmod(self.tmp, 0o711)
+        self.args = (assignment.id, str(assignment.folder.parent.parent), str(self.tmp))
         self.ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         self.executor = self._start()
 
@@ -176,6 +182,7 @@ class _Workers:
 
     def close(self) -> None:
         self.executor.shutdown(wait=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stop(self, pending: list[Future]) -> None:
         for f in pending:
@@ -192,6 +199,7 @@ class _Workers:
                 p.kill()
                 p.join(5)
         self.executor.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class _progress_bar:

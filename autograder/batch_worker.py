@@ -19,6 +19,7 @@ import ctypes
 import json
 import os
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -63,9 +64,11 @@ class Task:
 _WORKER: dict[str, Any] = {"slot": 0, "assignment": None}
 
 
-def init_worker(slots: Any, assignment_id: str, root: str) -> None:
-    """ProcessPoolExecutor initializer: take a sandbox slot, load the assignment, set signals."""
+def init_worker(slots: Any, assignment_id: str, root: str, tmp: str) -> None:
+    """ProcessPoolExecutor initializer: take a sandbox slot, load the assignment, set signals,
+    and keep temporary folders under the pool's own ``tmp`` (removed with the pool)."""
     _WORKER["slot"] = slots.get()
+    tempfile.tempdir = tmp
     signal.signal(signal.SIGINT, lambda *_: None)  # the parent handles Ctrl-C and stops us
     signal.signal(signal.SIGTERM, _interrupted)
     _die_with_parent()
