@@ -66,17 +66,30 @@ CELLS = [
 
 
 def _namespace_setup(hold: Path) -> str:
-    """Shell lines that make the interpreter reachable by other uids inside the private namespace."""
-    real = Path(os.path.realpath(sys.executable))
-    blocked = [p for p in reversed(real.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001]
-    if not blocked:
-        return ""
-    if len(blocked) > 1:
-        pytest.skip(f"the interpreter {real} is behind several folders others cannot traverse: {blocked}")
-    top = blocked[0]
-    keep = top / real.relative_to(top).parts[0]
-    return (f"mount --bind {keep} {hold}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
-            f"mkdir -p {keep}\nmount --bind {hold} {keep}\n")
+    """Shell lines that make the interpreter, the venv and this checkout reachable by other uids
+    inside the private namespace: each folder others cannot traverse on the way to them (pyenv in
+    a mode-700 /root, a checkout in a mode-700 mktemp folder) is covered by a tmpfs that shows only
+    the subfolder needed."""
+    needed = [Path(os.path.realpath(sys.executable)), Path(sys.prefix).resolve(),
+              Path(__file__).resolve().parents[2]]
+    keeps: dict[Path, Path] = {}
+    for path in needed:
+        blocked = [p for p in reversed(path.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001]
+        if not blocked:
+            continue
+        if len(blocked) > 1:
+            pytest.skip(f"{path} is behind several folders others cannot traverse: {blocked}")
+        top = blocked[0]
+        keep = top / path.relative_to(top).parts[0]
+        if keeps.setdefault(top, keep) != keep:
+            pytest.skip(f"{top} would have to show both {keeps[top]} and {keep}")
+    lines = []
+    for i, (top, keep) in enumerate(sorted(keeps.items())):
+        slot = hold / str(i)
+        slot.mkdir()
+        lines.append(f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
+                     f"mkdir -p {keep}\nmount --bind {slot} {keep}\n")
+    return "".join(lines)
 
 
 class UnixServer:
