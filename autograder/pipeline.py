@@ -20,8 +20,12 @@ from typing import Any, Callable
 from .assignment import Assignment
 from .environment import environment_versions
 from .errors import SandboxUnavailableError
+from .judge import judge
 from .measure.context import MeasureContext
 from .probe_format import read_probe_result
+from .report.feedback import feedback_markdown
+from .report.gradescope_results import failure_results_json, results_json
+from .report.gradescope_results import write_json_atomic as _write_json
 
 EXECUTION_FILE = "execution.json"
 MEASUREMENTS_FILE = "measurements.json"
@@ -30,12 +34,6 @@ RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
 
 StageCallback = Callable[[str], None]
-
-
-def _write_json(path: Path, data: Any) -> None:
-    from .report.gradescope_results import write_json_atomic
-
-    write_json_atomic(path, data)
 
 
 NOT_RUN_STATUSES = ("unreadable", "startup_failed", "sandbox_error")
@@ -112,11 +110,11 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
 
 def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = None,
             rubric: Path | None = None, execution_time: float | None = None) -> dict[str, Any]:
-    """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed."""
-    from .judge import judge
-    from .report.feedback import feedback_markdown
-    from .report.gradescope_results import results_json
+    """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed.
 
+    ``grade_notebook`` also judges from the file it just wrote, not from the dict in memory, so
+    a first grade and any later ``rescore`` judge exactly the same (JSON-normalised) data.
+    """
     measurements = json.loads((out_dir / MEASUREMENTS_FILE).read_text())
     grade = judge(assignment.rubric(rubric), assignment.tolerances(tolerances), measurements)
     if execution_time is None:
@@ -136,8 +134,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
     absent); by default a temporary one is used and removed.
     """
-    from .report.gradescope_results import failure_results_json
-    from .sandbox import prepared_workspace
+    from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
