@@ -31,7 +31,10 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 
 
 def _register_all() -> None:
-    from . import cli_authoring, cli_batch, cli_grade, cli_gradescope
+    from . import cli_grade
+    from .authoring import cli as cli_authoring
+    from .batch import cli as cli_batch
+    from .gradescope import cli as cli_gradescope
 
     for module in (cli_grade, cli_batch, cli_authoring, cli_gradescope):
         module.register(app)

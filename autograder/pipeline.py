@@ -25,7 +25,7 @@ from .measure.context import MeasureContext
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.gradescope_results import failure_results_json, results_json
-from .report.gradescope_results import write_json_atomic as _write_json
+from .safe_files import write_json_atomic as _write_json
 
 EXECUTION_FILE = "execution.json"
 MEASUREMENTS_FILE = "measurements.json"

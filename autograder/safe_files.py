@@ -6,6 +6,9 @@ file (no FIFO, device or socket: opened with ``O_NONBLOCK`` so a FIFO cannot blo
 size is checked before and while reading. ``.npz`` files are read with ``allow_pickle=False``
 and object arrays are refused. Every failure is an :class:`UnsafeFileError` with a message fit to
 show a student.
+
+The grader's own files (stage files, results.json) are written with :func:`write_json_atomic`:
+a reader sees the old file or the whole new one, never a torn one.
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ from __future__ import annotations
 import errno
 import io
 import json
+import math
 import os
 import stat
+import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +128,56 @@ def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
         raise
     except Exception as e:  # zipfile.BadZipFile, ValueError (pickled), OSError...
         raise UnsafeFileError(f"{relpath} is not a valid .npz of plain arrays ({type(e).__name__}: {e})"[:300]) from None
+
+
+# ── writing the grader's own files ──────────────────────────────────────────────────────────
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically: a temp file in the same folder, then os.replace.
+
+    A reader (Gradescope, a batch run) sees the old file or the whole new one, never a torn one.
+    A new file is 0644; a replaced one keeps its permission bits.
+    Non-finite floats and numpy values are made plain first (see ``json_safe``).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _mode_of(path, default=0o644))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def _mode_of(path: Path, *, default: int) -> int:
+    """The permission bits of an existing ``path`` (a caller may have restricted them), else ``default``."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return default
+
+
+def json_safe(value: Any) -> Any:
+    """A deep copy that ``json.dumps(..., allow_nan=False)`` accepts: numpy values become numbers
+    and lists, non-finite floats the strings "nan", "inf", "-inf" (Gradescope's parser rejects bare NaN)."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return json_safe(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return str(value)

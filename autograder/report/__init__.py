@@ -5,13 +5,11 @@ are separate modules of this package.
 """
 
 from .feedback import failure_feedback_markdown, feedback_markdown
-from .gradescope_results import failure_results_json, json_safe, results_json, write_json_atomic
+from .gradescope_results import failure_results_json, results_json
 
 __all__ = [
     "failure_feedback_markdown",
     "failure_results_json",
     "feedback_markdown",
-    "json_safe",
     "results_json",
-    "write_json_atomic",
 ]

@@ -13,15 +13,12 @@ become the strings "nan", "inf", "-inf" (Gradescope's parser rejects bare NaN).
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..safe_files import json_safe
 from . import markdown as md
 
 MAX_TEST_OUTPUT_CHARS = 20_000
@@ -91,56 +88,6 @@ def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)
     return json_safe(result)
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` atomically: a temp file in the same folder, then os.replace.
-
-    A reader (Gradescope, a batch run) sees the old file or the whole new one, never a torn one.
-    A new file is 0644; a replaced one keeps its permission bits.
-    Non-finite floats and numpy values are made plain first (see ``json_safe``).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _mode_of(path, default=0o644))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
-
-
-def _mode_of(path: Path, *, default: int) -> int:
-    """The permission bits of an existing ``path`` (a caller may have restricted them), else ``default``."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        return default
-
-
-def json_safe(value: Any) -> Any:
-    """A deep copy that ``json.dumps(..., allow_nan=False)`` accepts."""
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        return json_safe(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (str, int, float)):
-        return value
-    return str(value)
 
 
 # ── pieces ────────────────────────────────────────────────────────────────────────────────────

@@ -161,7 +161,7 @@ def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNod
 
 if __name__ == "__main__":
     from autograder.assignment import load_assignment
-    from autograder.build import build_assignment
+    from autograder.authoring.build import build_assignment
 
     for path in build_assignment(load_assignment("07-quantization")).changed:
         print("wrote", path)

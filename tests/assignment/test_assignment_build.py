@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.build import (INIT_MARKER, build_assignment, build_notebooks, normalize, stale_files,
+from autograder.authoring.build import (INIT_MARKER, build_assignment, build_notebooks, normalize, stale_files,
                               strip_solution_markup)
 
 SOLUTION_SNIPPETS = (  # lines only the solution has (one per graded part)
@@ -131,7 +131,7 @@ def test_master_is_the_only_source(assignment07):
     assert nb.cells[0].cell_type == "raw" and nb.cells[0].source.startswith("# ASSIGNMENT CONFIG")
     config = nb.cells[0].source
     for setting in ("run_tests: false", "generate: false", "init_cell: false", "files: true"):
-        assert setting in config, f"the master's config needs {setting!r} (see autograder/build.py)"
+        assert setting in config, f"the master's config needs {setting!r} (see autograder/authoring/build.py)"
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1 and "MODEL_SEED = 0" in params[0].source and "CALIBRATION_SEED = 0" in params[0].source
     assert Path(assignment07.folder / "07-quantization.ipynb").is_file()
@@ -141,7 +141,7 @@ def test_cli_build_check_reports_up_to_date():
     import typer
     from typer.testing import CliRunner
 
-    from autograder.cli_authoring import register
+    from autograder.authoring.cli import register
 
     app = typer.Typer()
     register(app)

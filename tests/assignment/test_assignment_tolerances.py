@@ -1,5 +1,5 @@
 """tolerances.toml carries its provenance and every value follows from its recorded worst case;
-the derivation rules of autograder.calibrate on small, known samples."""
+the derivation rules of autograder.authoring.calibrate on small, known samples."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import nbformat
 import pytest
 
-from autograder.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
+from autograder.authoring.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
                                   tolerance_specs)
 from autograder.judge import lookup
 
@@ -128,7 +128,7 @@ def test_render_tolerances_is_valid_toml_the_judge_can_read():
 @pytest.mark.slow
 def test_calibrate_one_run_end_to_end(assignment07, tmp_path):
     """The real command on one seed: the jail, the probe, two hidden seeds, a complete file."""
-    from autograder.calibrate import calibrate
+    from autograder.authoring.calibrate import calibrate
 
     messages: list[str] = []
     path = calibrate(assignment07, runs=1, output=tmp_path / "tolerances.toml", progress=messages.append)

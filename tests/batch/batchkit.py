@@ -144,7 +144,7 @@ def fake_stages(log: Path):
     def execute_and_measure(notebook, assignment, out_dir, workspace, *, unsafe_no_sandbox=False,
                             slot=0, on_stage=None):
         from autograder.errors import SandboxUnavailableError
-        from autograder.report.gradescope_results import write_json_atomic
+        from autograder.safe_files import write_json_atomic
 
         fake = json.loads(Path(notebook).read_text())["metadata"]["fake"]
         with open(log, "a") as f:

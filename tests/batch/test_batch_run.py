@@ -179,7 +179,7 @@ def test_cli_batch_then_rescore(tmp_path, fake_root, exec_log):
     import typer
     from typer.testing import CliRunner
 
-    from autograder import cli_batch
+    from autograder.batch import cli as cli_batch
 
     app = typer.Typer()
     cli_batch.register(app)
@@ -203,7 +203,7 @@ def test_progress_bar_shows_count_and_eta_on_a_terminal_only():
 
     from rich.console import Console
 
-    from autograder.batch_pool import _progress_bar
+    from autograder.batch.pool import _progress_bar
 
     buf = io.StringIO()
     with _progress_bar(True, 2, 2, console=Console(file=buf, force_terminal=True, width=120)) as bar:

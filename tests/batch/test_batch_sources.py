@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from batchkit import make_export_zip, notebook_json
 
-from autograder.sources import SourceError, discover, parse_metadata, sanitize_name
+from autograder.batch.sources import SourceError, discover, parse_metadata, sanitize_name
 
 METADATA = """\
 submission_101:
@@ -153,7 +153,7 @@ def test_unpacked_export_folder_is_read_like_the_zip(tmp_path):
 
 
 def test_oversized_notebook_is_a_problem_not_a_crash(tmp_path, monkeypatch):
-    import autograder.sources as sources
+    import autograder.batch.sources as sources
 
     monkeypatch.setattr(sources, "MAX_NOTEBOOK_BYTES", 100)
     src = make_export_zip(tmp_path / "e.zip", {"submission_1": {"big.ipynb": "x" * 500}}, None)

@@ -14,7 +14,7 @@ from gradescope_testlib import ASSIGNMENT
 @pytest.fixture(scope="session")
 def gradescope_zip(tmp_path_factory) -> Path:
     """The real project's autograder zip, built once per session (per xdist worker)."""
-    from autograder.gradescope_build import build_zip
+    from autograder.gradescope.build import build_zip
 
     return build_zip(ASSIGNMENT, tmp_path_factory.mktemp("gradescope-zip") / "autograder.zip").zip_path
 

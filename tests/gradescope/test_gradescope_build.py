@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from autograder.gradescope_build import build_wheel, build_zip
+from autograder.gradescope.build import build_wheel, build_zip
 
 from gradescope_testlib import ASSIGNMENT
 
@@ -170,7 +170,7 @@ def test_dockerfile_builds_on_a_pinned_gradescope_base_and_installs_the_zip():
 def test_cli_build_writes_the_zip_and_rejects_unknown_assignments(tmp_path):
     import typer
 
-    from autograder.cli_gradescope import register
+    from autograder.gradescope.cli import register
 
     app = typer.Typer()
     register(app)

@@ -13,7 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from autograder import gradescope, pipeline
+from autograder import pipeline
+from autograder.gradescope import run as gradescope
 from autograder.report.gradescope_results import results_json
 
 from gradescope_testlib import mode_of
@@ -276,7 +277,7 @@ def test_a_broken_assignment_folder_is_a_zero_not_a_missing_file(root, fake, res
 def test_cli_exits_0_when_it_wrote_a_failure_result(root, monkeypatch):
     monkeypatch.setattr(pipeline, "grade_notebook", FakeGrader(root, error=ValueError("boom")))
     notebook(root / "submission" / "a.ipynb")
-    from autograder.cli_gradescope import register
+    from autograder.gradescope.cli import register
 
     app = typer.Typer()
     register(app)

@@ -12,7 +12,8 @@ from judge_report_fixtures import (HIDDEN_IDS, HIDDEN_TITLES, MEASUREMENTS, RUBR
                                    failing_measurements, with_values)
 
 from autograder.judge import judge
-from autograder.report import failure_results_json, results_json, write_json_atomic
+from autograder.report import failure_results_json, results_json
+from autograder.safe_files import write_json_atomic
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "schemas", "gradescope_results.schema.json")
 

@@ -28,8 +28,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from .errors import AutograderError, UnsafeFileError
-from .safe_files import read_bytes
+from ..errors import AutograderError, UnsafeFileError
+from ..safe_files import read_bytes
 
 MiB = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * MiB      # one submitted notebook (outputs with images included)

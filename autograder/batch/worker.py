@@ -26,12 +26,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import pipeline
-from .assignment import Assignment, load_assignment
+from .. import pipeline
+from ..assignment import Assignment, load_assignment
 from .cache import ExecutionCache
-from .environment import environment_versions
-from .errors import SandboxUnavailableError
-from .report.gradescope_results import write_json_atomic
+from ..environment import environment_versions
+from ..errors import SandboxUnavailableError
+from ..safe_files import write_json_atomic
 
 SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
@@ -161,7 +161,7 @@ def _restore(cache: ExecutionCache, key: str, out: Path) -> bool:
 
 def _judge_own(out: Path, assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
     """rejudge, with a failure results.json left behind when it raises."""
-    from .report.gradescope_results import failure_results_json
+    from ..report.gradescope_results import failure_results_json
 
     try:
         pipeline.rejudge(out, assignment, tolerances=tolerances, rubric=rubric)

@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from .assignment import DEFAULT_ASSIGNMENT, load_assignment
-from .errors import AutograderError, SandboxUnavailableError
+from ..assignment import DEFAULT_ASSIGNMENT, load_assignment
+from ..errors import AutograderError, SandboxUnavailableError
 
 
 def batch(
@@ -28,8 +28,8 @@ def batch(
     execution.json), OUT/gradebook.csv and OUT/summary.html. One failing submission never stops
     the batch; identical notebooks run once (cache by content hash).
     """
-    from .batch import run_batch
-    from .report.console import print_scores_table
+    from .run import run_batch
+    from ..report.console import print_scores_table
 
     try:
         a = load_assignment(assignment)
@@ -60,8 +60,8 @@ def rescore(
 
     Rewrites each results.json, feedback.md and grade.json, then gradebook.csv and summary.html.
     """
-    from .batch import rescore as rescore_batch
-    from .report.console import print_scores_table
+    from .run import rescore as rescore_batch
+    from ..report.console import print_scores_table
 
     try:
         summary = rescore_batch(out, tolerances=tolerances, rubric=rubric)

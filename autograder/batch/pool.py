@@ -25,10 +25,11 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from .assignment import Assignment
-from .batch_worker import GRADER_ERROR, SUBMISSION_FILE, Task, init_worker, run_task
-from .errors import SandboxUnavailableError
-from .report.gradescope_results import failure_results_json, write_json_atomic
+from ..assignment import Assignment
+from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, init_worker, run_task
+from ..errors import SandboxUnavailableError
+from ..report.gradescope_results import failure_results_json
+from ..safe_files import write_json_atomic
 
 STOP_GRACE_S = 30.0
 MAX_BREAKS = 3  # a task in flight for this many pool breaks fails, alone or not

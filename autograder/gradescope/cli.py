@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from .assignment import DEFAULT_ASSIGNMENT
-from .errors import AutograderError
+from ..assignment import DEFAULT_ASSIGNMENT
+from ..errors import AutograderError
 
 gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
                              no_args_is_help=True)
@@ -20,7 +20,7 @@ def build(
     output: Path = typer.Option(Path("autograder.zip"), "--output", "-o", help="Where to write the zip."),
 ) -> None:
     """Build the zip to upload on Gradescope's "Configure Autograder" page (Ubuntu 22.04 base)."""
-    from .gradescope_build import build_zip
+    from .build import build_zip
 
     try:
         report = build_zip(assignment, output)
@@ -41,7 +41,7 @@ def run(
 
     Exits 0 whenever a valid results.json was written, even when it reports the grader's own failure.
     """
-    from .gradescope import run as run_gradescope
+    from .run import run as run_gradescope
 
     results = run_gradescope(root, assignment)
     typer.echo(f"score {results.get('score', 0):g} · wrote {root / 'results' / 'results.json'}")

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .assignment import Assignment, load_assignment
-from .errors import AssignmentError, UnsafeFileError
-from .judge import lookup
-from .report.gradescope_results import failure_results_json, write_json_atomic
-from .safe_files import MiB, read_bytes
+from ..assignment import Assignment, load_assignment
+from ..errors import AssignmentError, UnsafeFileError
+from ..judge import lookup
+from ..report.gradescope_results import failure_results_json
+from ..safe_files import MiB, read_bytes, write_json_atomic
 
 DEFAULT_ROOT = Path("/autograder")
-MANIFEST = "gradescope.json"                    # written by gradescope_build into the zip
+MANIFEST = "gradescope.json"                    # written by gradescope.build into the zip
 NOTEBOOK_MAX_BYTES = 64 * MiB                   # notebooks with outputs and images stay well below
 METADATA_MAX_BYTES = 16 * MiB                   # previous_submissions carries earlier results
 SCAN_LIMIT = 10_000                             # entries of the submission folder looked at
@@ -216,7 +216,7 @@ def _with_extras(results: dict[str, Any], extra: dict[str, Any], note: str,
 
 def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, Any]:
     """Grade the submission under ``root`` and return its results.json content (not written)."""
-    from . import pipeline
+    from .. import pipeline
 
     source = source_dir(root)
     if source.resolve() == (root / "source").resolve():  # never a developer's checkout via $AUTOGRADER_ROOT

@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from .assignment import DEFAULT_ASSIGNMENT, load_assignment
-from .errors import AssignmentError, SandboxUnavailableError
+from ..assignment import DEFAULT_ASSIGNMENT, load_assignment
+from ..errors import AssignmentError, SandboxUnavailableError
 
 
 def build(

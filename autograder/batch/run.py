@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import pipeline
-from .assignment import Assignment, load_assignment, project_root
-from .batch_pool import run_tasks
-from .batch_worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
+from .. import pipeline
+from ..assignment import Assignment, load_assignment, project_root
+from .pool import run_tasks
+from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
 from .cache import cache_key, sha256_bytes
-from .environment import environment_fingerprint
-from .errors import AssignmentError, AutograderError
-from .report.gradescope_results import write_json_atomic
+from ..environment import environment_fingerprint
+from ..errors import AssignmentError, AutograderError
+from ..safe_files import write_json_atomic
 from .sources import discover
 
 BATCH_FILE = "batch.json"
@@ -146,7 +146,7 @@ def read_batch_file(out: Path) -> dict[str, Any] | None:
 
 def validate_grading(assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
     """Fail loudly, before any submission, on a broken rubric or tolerances file (instructor input)."""
-    from .judge import validate_rubric
+    from ..judge import validate_rubric
 
     for path in (tolerances, rubric):
         if path is not None and not path.is_file():
@@ -247,8 +247,8 @@ def _rescore_one(sub: Path, assignment: Assignment, tolerances: Path | None, rub
 
 def _finish(out: Path, assignment: Assignment, tasks: list[Task], rubric_path: Path | None,
             tolerances_path: Path | None, warnings: list[str]) -> list[dict[str, Any]]:
-    from .report.gradebook import write_gradebook
-    from .report.summary import write_summary
+    from ..report.gradebook import write_gradebook
+    from ..report.summary import write_summary
 
     rubric = assignment.rubric(rubric_path)
     rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())

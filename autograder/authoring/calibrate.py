@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 import nbformat
 
-from .assignment import Assignment, load_toml
-from .environment import environment_versions
-from .errors import AssignmentError
+from ..assignment import Assignment, load_toml
+from ..environment import environment_versions
+from ..errors import AssignmentError
 
 CALIBRATION_FILE = "calibration.toml"
 SOLUTION_FILE = "solution.ipynb"
@@ -87,7 +87,7 @@ def tolerance_specs(rubric: dict[str, Any], config: dict[str, Any]) -> list[Spec
 
 def lookup(data: Any, path: str) -> Any:
     """The value at a dotted path (keys may contain dots; longest key first), or None."""
-    from .judge import lookup as judge_lookup
+    from ..judge import lookup as judge_lookup
 
     value, reason = judge_lookup(data, path)
     return None if reason is not None else value
@@ -112,7 +112,7 @@ def inject_parameters(nb: nbformat.NotebookNode, values: dict[str, int]) -> nbfo
 def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, extra_seed: int,
                   unsafe_no_sandbox: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """(measurements.json of one run, its models measured on ``extra_seed``)."""
-    from .pipeline import execute_and_measure
+    from ..pipeline import execute_and_measure
 
     notebook = workdir / "reference.ipynb"
     nbformat.write(nb, notebook)
@@ -260,7 +260,7 @@ def run_parameters(config: dict[str, Any], i: int) -> dict[str, int]:
 def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = None,
               unsafe_no_sandbox: bool = False, progress: Progress | None = None) -> Path:
     """Run the reference ``runs`` times, derive every tolerance, write tolerances.toml; returns its path."""
-    from .judge import judge
+    from ..judge import judge
 
     say = progress or (lambda _msg: None)
     if runs < 1:

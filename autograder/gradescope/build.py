@@ -25,8 +25,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .assignment import load_assignment, load_toml
-from .errors import AutograderError
+from ..assignment import load_assignment, load_toml
+from ..errors import AutograderError
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # the earliest date a zip can hold: reproducible bytes
 MANIFEST = "gradescope.json"
@@ -46,7 +46,7 @@ class BuildReport:
 
 def checkout_root() -> Path:
     """The source checkout this package runs from; building needs one (not an installed wheel)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file() or not (root / "gradescope").is_dir():
         raise AutograderError(
             f"cannot build the Gradescope zip: {root} is not a source checkout (no pyproject.toml "
@@ -133,7 +133,7 @@ def build_wheel(root: Path) -> tuple[str, bytes]:
     files = _package_files(root, name, list(data_globs))
     info = f"{dist}.dist-info"
     files[f"{info}/METADATA"] = _metadata(project).encode()
-    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: autograder.gradescope_build\n"
+    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: autograder.gradescope.build\n"
                               b"Root-Is-Purelib: true\nTag: py3-none-any\n")
     scripts = project.get("scripts", {})
     if scripts:

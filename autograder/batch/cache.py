@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .pipeline import EXECUTION_FILE, MEASUREMENTS_FILE
+from ..pipeline import EXECUTION_FILE, MEASUREMENTS_FILE
 
 CACHED_FILES = (EXECUTION_FILE, MEASUREMENTS_FILE)
 ENTRY_FILE = "entry.json"

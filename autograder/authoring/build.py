@@ -42,8 +42,8 @@ from types import ModuleType
 
 import nbformat
 
-from .assignment import Assignment
-from .errors import AssignmentError
+from ..assignment import Assignment
+from ..errors import AssignmentError
 
 MASTER_NAME = "master.ipynb"
 SOLUTION_NAME = "solution.ipynb"
