@@ -60,7 +60,8 @@ class Spec:
     measure: str
     direction: str               # "upper" | "lower"
     margin: float
-    step_from: str | None = None
+    step_from: str | None = None  # the measurement whose observed values reveal the granularity
+    step: float | None = None     # or the granularity itself, when it is known (1 / number of rows)
 
 
 # ── what to derive ────────────────────────────────────────────────────────────────────────────
@@ -78,8 +79,12 @@ def tolerance_specs(rubric: dict[str, Any], config: dict[str, Any]) -> list[Spec
             op = part.get("op")
             if op not in _UPPER_OPS + _LOWER_OPS:
                 raise AssignmentError(f"rubric part '{part.get('name')}': a tolerance needs an ordering op, not {op!r}")
+            step = steps.get(key)
+            if step is not None and (isinstance(step, bool) or not isinstance(step, (str, int, float))):
+                raise AssignmentError(f"{CALIBRATION_FILE} [steps] '{key}': a measurement path or a number, not {step!r}")
             spec = Spec(key, part["measure"], "upper" if op in _UPPER_OPS else "lower",
-                        float(margins.get(key, default)), steps.get(key))
+                        float(margins.get(key, default)), step if isinstance(step, str) else None,
+                        float(step) if isinstance(step, (int, float)) else None)
             if key in specs and specs[key] != spec:
                 raise AssignmentError(f"tolerance '{key}' is used by parts with different measures or directions")
             specs[key] = spec
@@ -186,13 +191,15 @@ def derive(spec: Spec, samples: list[Any], step: float) -> dict[str, Any]:
     entry.update(value=value, rule=rule)
     if spec.step_from:
         entry["step_from"] = spec.step_from
+    elif spec.step is not None:
+        entry["step"] = spec.step
     return {"value": entry.pop("value"), **entry}
 
 
 def derive_all(specs: list[Spec], runs: list[Run]) -> dict[str, dict[str, Any]]:
     derived = {}
     for spec in specs:
-        step = step_of(samples_for(spec.step_from, runs)) if spec.step_from else 0.0
+        step = spec.step if spec.step is not None else step_of(samples_for(spec.step_from, runs)) if spec.step_from else 0.0
         derived[spec.key] = derive(spec, samples_for(spec.measure, runs), step)
     return derived
 
