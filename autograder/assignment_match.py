@@ -9,7 +9,7 @@ Rules (every command: grade, demo, batch, build, calibrate, gradescope build):
 3. Several: the notebook's own metadata decides (``metadata.autograder.assignment``, written into
    the student notebook by ``autograder build``, else otter-assign's
    ``metadata.otter.assignment_name``), else its file name (the assignment's notebook name, or a
-   name containing the assignment id, as in ``Copy of 07-quantization.ipynb``). A batch takes
+   name containing the assignment id, as in ``Copy of <id>.ipynb``). A batch takes
    the one assignment its notebooks agree on.
 4. Otherwise: an error that lists the choices.
 
@@ -87,11 +87,12 @@ def matching_ids(name: str, data: bytes, notebooks: dict[str, str]) -> tuple[lis
 
 
 def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, bytes]] = (), *,
-                       root: Path | None = None, what: str = "") -> Assignment:
+                       root: Path | None = None, what: str = "", option: str = "--assignment") -> Assignment:
     """The assignment to use (the rules above); raises AssignmentError with one line otherwise.
 
     ``notebooks``: ``(file name, bytes)`` of what will be graded (none for build, calibrate, …);
-    ``what`` names them in messages ("submission.ipynb", "the notebooks of subs/").
+    ``what`` names them in messages ("the notebooks of subs/"); ``option`` is how the command
+    takes an id ("--assignment", or "the ID argument").
     """
     root = root or project_root()
     ids = assignment_ids(root)
@@ -108,7 +109,7 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, byt
         raise AssignmentError(f"no assignment under {root / 'assignments'} (a folder with an assignment.toml)")
     if len(ids) == 1:
         return load_assignment(ids[0], root)
-    choices = f"pass --assignment with one of: {', '.join(ids)}"
+    choices = f"choose one with {option}: {', '.join(ids)}"
     names = {i: _notebook_name(root, i) for i in ids}
     votes: Counter[str] = Counter()
     for name, data in notebooks:

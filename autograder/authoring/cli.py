@@ -21,7 +21,7 @@ def build(
     from .build import build_assignment, stale_files
 
     try:
-        a = resolve_assignment(assignment)
+        a = resolve_assignment(assignment, option="the ID argument")
         if check:
             stale = stale_files(a)
             for rel in stale:
@@ -51,7 +51,7 @@ def calibrate(
     from .calibrate import calibrate as run_calibration
 
     try:
-        a = resolve_assignment(assignment)
+        a = resolve_assignment(assignment, option="the ID argument")
         path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox,
                                progress=typer.echo)
     except (AssignmentError, SandboxUnavailableError) as e:

@@ -25,7 +25,7 @@ def build(
 
     try:
         root = checkout_root()
-        report = build_zip(resolve_assignment(assignment, root=root).id, output, root=root)
+        report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
     except AutograderError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)
