@@ -122,8 +122,9 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, byt
     if not notebooks:
         raise AssignmentError(f"there are {len(ids)} assignments; {choices}")
     if not votes:
-        raise AssignmentError(f"cannot tell which assignment {subject} is for (no metadata names one and no "
-                              f"file name matches one); {choices}")
+        why = ("it could not be read" if len(notebooks) == 1 and not notebooks[0][1]
+               else "no metadata names one and no file name matches one")
+        raise AssignmentError(f"cannot tell which assignment {subject} is for ({why}); {choices}")
     counts = ", ".join(f"{i}: {n}" for i, n in votes.most_common())
     raise AssignmentError(f"{subject} are for different assignments ({counts}); {choices}")
 
