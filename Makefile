@@ -33,8 +33,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	@touch $(STAMP)
 
+# the lesson 07 examples; `autograder demo` without --assignment grades every assignment's
 demo: setup
-	$(VENV)/bin/autograder demo
+	$(VENV)/bin/autograder demo --assignment 07-quantization
 
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -q

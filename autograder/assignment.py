@@ -4,35 +4,33 @@ An assignment is two folders:
 
 - ``assignments/<id>/``: ``assignment.toml`` (config), the student notebook, ``rubric.toml``,
   ``README.md``, ``examples/`` and ``grading/`` (a Python package of trusted, assignment-specific
-  measurement code exposing ``probe_cases(assignment)`` and ``measure(ctx)``);
-- ``reference/<id>/``: the master and solution notebooks and ``tolerances.toml``.
+  measurement code behind the interface of :mod:`autograder.grading_plugin`);
+- ``reference/<id>/``: the solution (and an otter-assign master, if any), ``tolerances.toml``.
 
-A second lesson is a new pair of folders; nothing in the core names an assignment.
-The project root is ``$AUTOGRADER_ROOT`` when set, else the checkout this package lives in.
+A second lesson is a new pair of folders; nothing in the core names an assignment, and there is
+no default one: :mod:`autograder.assignment_match` decides which assignment a command or a
+notebook is for. The project root is ``$AUTOGRADER_ROOT`` when set, else the checkout this
+package lives in. docs/ADDING-AN-ASSIGNMENT.md walks through adding one.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import importlib.util
 import os
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from .environment import environment_fingerprint, environment_versions
 from .errors import AssignmentError
+from .grading_plugin import GradingPlugin, load_plugin
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-DEFAULT_ASSIGNMENT = "07-quantization"
-
 
 def project_root() -> Path:
     env = os.environ.get("AUTOGRADER_ROOT")
@@ -121,22 +119,27 @@ class Assignment:
     def tolerances(self, path: Path | None = None) -> dict[str, Any]:
         return load_toml(path or self.tolerances_path)
 
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """Python packages whose versions change this assignment's grades (``[environment]
+        packages``), recorded beside the core's own in every measurement and cache key."""
+        packages = self.config.get("environment", {}).get("packages", [])
+        if not isinstance(packages, list) or not all(isinstance(p, str) for p in packages):
+            raise AssignmentError(f"{self.folder / 'assignment.toml'}: [environment] packages must be a list of names")
+        return tuple(packages)
+
+    def environment(self) -> dict[str, str]:
+        """Versions of everything that changes a grade of this assignment (see autograder.environment)."""
+        return environment_versions(self.packages)
+
+    def environment_fingerprint(self) -> str:
+        return environment_fingerprint(self.packages)
+
     @cached_property
-    def grading(self) -> ModuleType:
-        """The assignment's trusted grading package (``assignments/<id>/grading``)."""
-        pkg = self.folder / "grading"
-        init = pkg / "__init__.py"
-        if not init.is_file():
-            raise AssignmentError(f"{init} is missing: an assignment needs a grading package")
+    def grading(self) -> GradingPlugin:
+        """The assignment's trusted grading package (``assignments/<id>/grading``), its interface checked."""
         name = "autograder_assignment_" + "".join(ch if ch.isalnum() else "_" for ch in self.id)
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(pkg)])
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
+        return load_plugin(self.folder / "grading", name)
 
     def fingerprint(self) -> str:
         """A hash of everything that changes how a notebook is executed and measured.
@@ -154,11 +157,18 @@ class Assignment:
         return h.hexdigest()[:16]
 
 
-def load_assignment(assignment_id: str = DEFAULT_ASSIGNMENT, root: Path | None = None) -> Assignment:
+def assignment_ids(root: Path | None = None) -> list[str]:
+    """The assignments of a project: every folder under ``assignments/`` with an assignment.toml."""
+    folder = (root or project_root()) / "assignments"
+    return sorted(p.name for p in folder.glob("*") if (p / "assignment.toml").is_file())
+
+
+def load_assignment(assignment_id: str, root: Path | None = None) -> Assignment:
     root = root or project_root()
     folder = root / "assignments" / assignment_id
-    if not folder.is_dir():
-        known = sorted(p.name for p in (root / "assignments").glob("*") if p.is_dir())
-        raise AssignmentError(f"no assignment '{assignment_id}' under {root / 'assignments'} (known: {', '.join(known) or 'none'})")
+    if not assignment_id or "/" in assignment_id or assignment_id.startswith(".") or not folder.is_dir():
+        known = assignment_ids(root)
+        raise AssignmentError(f"no assignment {assignment_id!r} under {root / 'assignments'} "
+                              f"(known: {', '.join(known) or 'none'})")
     config = load_toml(folder / "assignment.toml")
     return Assignment(id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id, config=config)

@@ -31,7 +31,8 @@ Without ``:fmt`` other values are formatted ``auto`` (ints with thousands separa
 four significant digits). A missing or errored value renders as ``?``.
 
 Formats: ``text``, ``int`` (66,817), ``float3`` (0.031), ``percent`` (3.1%), ``bytes``
-(262.4 KiB (268,674 bytes)), ``ratio`` (0.27×). A value of the wrong kind falls back to text.
+(262.4 KiB (268,674 bytes)), ``ratio`` (0.27×), ``auto`` (four significant digits: 5.907e-07 for
+values too small for float3). A value of the wrong kind falls back to text.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from typing import Any
 from .errors import AssignmentError
 
 OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
-FORMATS = ("text", "int", "float3", "percent", "bytes", "ratio")
+FORMATS = ("text", "int", "float3", "percent", "bytes", "ratio", "auto")
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 OP_TEXT = {"==": "=", "!=": "≠", "<=": "≤", "<": "<", ">=": "≥", ">": ">", "in": "one of",
            "is_true": "=", "is_false": "="}

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .assignment import Assignment
-from .environment import environment_versions
 from .errors import SandboxUnavailableError
 from .judge import judge
 from .measure.context import MeasureContext
@@ -100,7 +99,7 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
         "schema": 1,
         "assignment": {"id": assignment.id, "version": assignment.version,
                        "fingerprint": assignment.fingerprint()},
-        "environment": environment_versions(),
+        "environment": assignment.environment(),
         "execution": _execution_summary(execution),
         **sections,
     }

@@ -1,8 +1,20 @@
-"""``autograder build ID``: the student notebook, the solution and the examples, from the master.
+"""``autograder build ID``: the student notebook, the solution and the examples.
 
-The master notebook ``reference/<id>/master.ipynb`` is in otter-assign format (``# ASSIGNMENT
-CONFIG``, ``# BEGIN QUESTION`` / ``SOLUTION`` / ``TESTS`` raw cells). The build is a thin wrapper
-around ``otter assign``, run in a temporary folder, plus three deterministic steps of our own:
+Two ways to author an assignment:
+
+- **otter-assign master** (``reference/<id>/master.ipynb`` exists): the steps below make the
+  student notebook and the solution from it;
+- **plain notebooks** (no master): the student notebook ``assignments/<id>/<notebook>`` and the
+  solution ``reference/<id>/solution.ipynb`` are written by hand; the build normalises both (step
+  3) and makes the examples. Self-checks, if any, are plain ``assert`` cells.
+
+Either way the build writes ``metadata.autograder.assignment = <id>`` into the student notebook
+and the solution (so the examples carry it too): the grader uses it to tell which assignment a
+notebook is for (autograder/assignment_match.py).
+
+The master notebook is in otter-assign format (``# ASSIGNMENT CONFIG``, ``# BEGIN QUESTION`` /
+``SOLUTION`` / ``TESTS`` raw cells). The build is a thin wrapper around ``otter assign``, run in a
+temporary folder, plus three deterministic steps of our own:
 
 1. **Self-checks that work anywhere.** otter keeps public tests either in the notebook's metadata
    (read back from the ``.ipynb`` file, which breaks on Colab and when the file is renamed) or in a
@@ -43,6 +55,7 @@ from types import ModuleType
 import nbformat
 
 from ..assignment import Assignment
+from ..assignment_match import METADATA_KEY
 from ..errors import AssignmentError
 
 MASTER_NAME = "master.ipynb"
@@ -177,11 +190,8 @@ def _load_examples_script(path: Path) -> ModuleType:
     return module
 
 
-def build_notebooks(assignment: Assignment) -> dict[str, str]:
-    """Everything the build writes, as ``{path relative to the project root: text}``."""
-    master = assignment.reference_folder / MASTER_NAME
-    if not master.is_file():
-        raise AssignmentError(f"{master} is missing: the build needs an otter-assign master notebook")
+def otter_notebooks(assignment: Assignment, master: Path) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """(student notebook, solution) from an otter-assign master."""
     name = assignment.notebook.name
     with tempfile.TemporaryDirectory(prefix="autograder-build-") as tmp:
         dist = run_otter_assign(master, name, Path(tmp))
@@ -191,6 +201,35 @@ def build_notebooks(assignment: Assignment) -> dict[str, str]:
     replace_init_cell(student, tests)
     replace_init_cell(solution, tests)
     clean_solution(solution)
+    return student, solution
+
+
+def plain_notebooks(assignment: Assignment) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """(student notebook, solution) as written by hand, when there is no master."""
+    solution_path = assignment.reference_folder / SOLUTION_NAME
+    missing = [p for p in (assignment.notebook, solution_path) if not p.is_file()]
+    if missing:
+        raise AssignmentError(f"cannot build {assignment.id}: {', '.join(map(str, missing))} missing. The build "
+                              f"needs {assignment.reference_folder / MASTER_NAME} (otter assign), or a student "
+                              f"notebook {assignment.notebook} and a solution {solution_path} written by hand")
+    try:
+        return (nbformat.read(assignment.notebook, as_version=4), nbformat.read(solution_path, as_version=4))
+    except Exception as e:  # nbformat raises several kinds on malformed files
+        raise AssignmentError(f"cannot build {assignment.id}: a notebook is not valid nbformat 4: {e}") from None
+
+
+def mark_assignment(nb: nbformat.NotebookNode, assignment_id: str) -> None:
+    """Record in ``nb``'s metadata which assignment it is for (read by autograder.assignment_match)."""
+    nb.metadata[METADATA_KEY] = {"assignment": assignment_id}
+
+
+def build_notebooks(assignment: Assignment) -> dict[str, str]:
+    """Everything the build writes, as ``{path relative to the project root: text}``."""
+    master = assignment.reference_folder / MASTER_NAME
+    student, solution = otter_notebooks(assignment, master) if master.is_file() else plain_notebooks(assignment)
+    for nb in (student, solution):
+        mark_assignment(nb, assignment.id)
+    name = assignment.notebook.name
     rel_a = Path("assignments") / assignment.id
     rel_r = Path("reference") / assignment.id
     files = {

@@ -2,15 +2,18 @@
 
 Nothing in tolerances.toml is typed by hand. For each run ``i`` the reference solution
 (``reference/<id>/solution.ipynb``) gets one injected cell after its parameter cell that sets
-each parameter of ``calibration.toml`` to ``value + i`` (new seeds), and goes through the real
-pipeline, jail included (``pipeline.execute_and_measure``): the measurements are exactly what a
-student's notebook would get. Its artifacts are then measured once more on another hidden data
-seed (``grading.models.measure_models(..., hidden_seed=...)``), so each ``models.*`` tolerance
-sees two hidden test sets per run.
+each parameter of ``calibration.toml``'s ``[parameters]`` to ``value + i`` (new seeds; without
+the table every run is the unchanged solution), and goes through the real pipeline, jail included
+(``pipeline.execute_and_measure``): the measurements are exactly what a student's notebook would
+get. The assignment's optional ``calibration_samples(ctx)`` hook (autograder/grading_plugin.py)
+may then add more samples from the same run, e.g. its artifacts measured on the hidden data seed
+``[hidden] first_extra_seed + i``; a tolerance whose measure path starts with a section of such a
+sample gets it as well (lesson 07: every ``models.*`` tolerance sees two hidden test sets per run).
 
 Which tolerances, from which measurements and in which direction comes from the rubric: every
 part with ``tolerance = "key"`` names its ``measure`` path and its ``op``. How a worst case
-becomes a bound (margins, granularity steps) is stated in ``reference/<id>/calibration.toml``.
+becomes a bound (margins, granularity steps) is stated in ``reference/<id>/calibration.toml``;
+without that file the defaults hold (margin 2, no steps, no parameters, extra seeds from 10000).
 Each tolerance is written as ``{value = …, worst = …, rule = "…", …}`` (the judge reads
 ``value``), with a ``[provenance]`` table: runs, seeds, versions, date, margins, command.
 
@@ -36,11 +39,12 @@ from typing import Any, Callable
 import nbformat
 
 from ..assignment import Assignment, load_toml
-from ..environment import environment_versions
 from ..errors import AssignmentError
+from ..grading_plugin import CalibrationContext
 
 CALIBRATION_FILE = "calibration.toml"
 SOLUTION_FILE = "solution.ipynb"
+DEFAULT_FIRST_EXTRA_SEED = 10_000
 SIGNIFICANT_DIGITS = 4
 _UPPER_OPS = ("<=", "<")
 _LOWER_OPS = (">=", ">")
@@ -56,7 +60,8 @@ class Spec:
     measure: str
     direction: str               # "upper" | "lower"
     margin: float
-    step_from: str | None = None
+    step_from: str | None = None  # the measurement whose observed values reveal the granularity
+    step: float | None = None     # or the granularity itself, when it is known (1 / number of rows)
 
 
 # ── what to derive ────────────────────────────────────────────────────────────────────────────
@@ -74,8 +79,12 @@ def tolerance_specs(rubric: dict[str, Any], config: dict[str, Any]) -> list[Spec
             op = part.get("op")
             if op not in _UPPER_OPS + _LOWER_OPS:
                 raise AssignmentError(f"rubric part '{part.get('name')}': a tolerance needs an ordering op, not {op!r}")
+            step = steps.get(key)
+            if step is not None and (isinstance(step, bool) or not isinstance(step, (str, int, float))):
+                raise AssignmentError(f"{CALIBRATION_FILE} [steps] '{key}': a measurement path or a number, not {step!r}")
             spec = Spec(key, part["measure"], "upper" if op in _UPPER_OPS else "lower",
-                        float(margins.get(key, default)), steps.get(key))
+                        float(margins.get(key, default)), step if isinstance(step, str) else None,
+                        float(step) if isinstance(step, (int, float)) else None)
             if key in specs and specs[key] != spec:
                 raise AssignmentError(f"tolerance '{key}' is used by parts with different measures or directions")
             specs[key] = spec
@@ -109,9 +118,12 @@ def inject_parameters(nb: nbformat.NotebookNode, values: dict[str, int]) -> nbfo
     return nb
 
 
-def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, extra_seed: int,
-                  unsafe_no_sandbox: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(measurements.json of one run, its models measured on ``extra_seed``)."""
+Run = tuple[dict[str, Any], list[dict[str, Any]]]   # (measurements.json, calibration_samples)
+
+
+def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, run: int, extra_seed: int,
+                  unsafe_no_sandbox: bool) -> Run:
+    """(measurements.json of one run, the assignment's extra samples of that run)."""
     from ..pipeline import execute_and_measure
 
     notebook = workdir / "reference.ipynb"
@@ -119,17 +131,18 @@ def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Pa
     out, workspace = workdir / "out", workdir / "workspace"
     out.mkdir()
     measurements = execute_and_measure(notebook, assignment, out, workspace, unsafe_no_sandbox=unsafe_no_sandbox)
-    extra = assignment.grading.models.measure_models(assignment, workspace, hidden_seed=extra_seed)
-    return measurements, {"models": extra}
+    ctx = CalibrationContext(assignment=assignment, workspace=workspace, run=run, hidden_seed=extra_seed,
+                             measurements=measurements)
+    return measurements, assignment.grading.calibration_samples(ctx)
 
 
-def samples_for(path: str, runs: list[tuple[dict, dict]]) -> list[Any]:
-    """Every run's value at ``path`` (and the extra hidden seed's, for models.* paths)."""
+def samples_for(path: str, runs: list[Run]) -> list[Any]:
+    """Every run's value at ``path``, and every extra sample's whose sections hold the path's first key."""
     values = []
-    for main, extra in runs:
+    section = path.split(".", 1)[0]
+    for main, extras in runs:
         values.append(lookup(main, path))
-        if path.startswith("models."):
-            values.append(lookup(extra, path))
+        values.extend(lookup(extra, path) for extra in extras if section in extra)
     missing = sum(v is None for v in values)
     if missing:
         raise AssignmentError(f"the reference solution has no measurement {path} in {missing} of "
@@ -178,13 +191,15 @@ def derive(spec: Spec, samples: list[Any], step: float) -> dict[str, Any]:
     entry.update(value=value, rule=rule)
     if spec.step_from:
         entry["step_from"] = spec.step_from
+    elif spec.step is not None:
+        entry["step"] = spec.step
     return {"value": entry.pop("value"), **entry}
 
 
-def derive_all(specs: list[Spec], runs: list[tuple[dict, dict]]) -> dict[str, dict[str, Any]]:
+def derive_all(specs: list[Spec], runs: list[Run]) -> dict[str, dict[str, Any]]:
     derived = {}
     for spec in specs:
-        step = step_of(samples_for(spec.step_from, runs)) if spec.step_from else 0.0
+        step = spec.step if spec.step is not None else step_of(samples_for(spec.step_from, runs)) if spec.step_from else 0.0
         derived[spec.key] = derive(spec, samples_for(spec.measure, runs), step)
     return derived
 
@@ -242,7 +257,7 @@ def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], 
                  "rounded down; lower count: worst (see calibration.toml)",
         "solution_sha256": hashlib.sha256(solution.read_bytes()).hexdigest(),
         "assignment_fingerprint": assignment.fingerprint(),
-        "versions": dict(environment_versions()),
+        "versions": assignment.environment(),
         "duration_s": round(duration_s, 1),
         "reference_scores": scores,
     }
@@ -251,10 +266,17 @@ def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], 
 # ── the command ───────────────────────────────────────────────────────────────────────────────
 
 def run_parameters(config: dict[str, Any], i: int) -> dict[str, int]:
+    """The parameter cell of run ``i``: each ``[parameters]`` value + i (empty: the solution as it is)."""
     params = config.get("parameters", {})
-    if not params:
-        raise AssignmentError(f"{CALIBRATION_FILE} needs a [parameters] table (the seeds to vary)")
+    if not isinstance(params, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
+        raise AssignmentError(f"{CALIBRATION_FILE}: [parameters] maps the notebook's seed names to integers")
     return {str(k): int(v) + i for k, v in params.items()}
+
+
+def load_calibration_config(assignment: Assignment) -> dict[str, Any]:
+    """reference/<id>/calibration.toml, or the defaults when there is none."""
+    path = assignment.reference_folder / CALIBRATION_FILE
+    return load_toml(path) if path.is_file() else {}
 
 
 def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = None,
@@ -265,15 +287,16 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
     say = progress or (lambda _msg: None)
     if runs < 1:
         raise AssignmentError("calibrate needs at least one run")
-    config = load_toml(assignment.reference_folder / CALIBRATION_FILE)
+    config = load_calibration_config(assignment)
     specs = tolerance_specs(assignment.rubric(), config)
     solution = assignment.reference_folder / SOLUTION_FILE
     if not solution.is_file():
         raise AssignmentError(f"{solution} is missing: run `autograder build {assignment.id}` first")
     base_nb = nbformat.read(solution, as_version=4)
-    first_extra = int(config.get("hidden", {}).get("first_extra_seed", 10_000))
-    default_seed = int(assignment.config.get("hidden", {}).get("data_seed", 0))
-    results, params, hidden_seeds = [], [], [default_seed]
+    first_extra = int(config.get("hidden", {}).get("first_extra_seed", DEFAULT_FIRST_EXTRA_SEED))
+    data_seed = assignment.config.get("hidden", {}).get("data_seed")
+    results, params = [], []
+    hidden_seeds = [] if data_seed is None else [int(data_seed)]
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="autograder-calibrate-"))
     try:
@@ -282,10 +305,11 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
             t0 = time.monotonic()
             workdir = tmp / f"run{i}"
             workdir.mkdir()
-            results.append(run_reference(assignment, inject_parameters(base_nb, values), workdir,
-                                         first_extra + i, unsafe_no_sandbox))
+            nb = inject_parameters(base_nb, values) if values else base_nb
+            results.append(run_reference(assignment, nb, workdir, i, first_extra + i, unsafe_no_sandbox))
             params.append(values)
-            hidden_seeds.append(first_extra + i)
+            if results[-1][1]:
+                hidden_seeds.append(first_extra + i)
             say(f"run {i + 1}/{runs} {values}: {time.monotonic() - t0:.1f} s")
             shutil.rmtree(workdir, ignore_errors=True)
     finally:

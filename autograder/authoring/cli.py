@@ -7,19 +7,21 @@ from typing import Optional
 
 import typer
 
-from ..assignment import DEFAULT_ASSIGNMENT, load_assignment
+from ..assignment_match import resolve_assignment
 from ..errors import AssignmentError, SandboxUnavailableError
 
 
 def build(
-    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
+                                                          "may be left out when there is only one."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a built file is out of date."),
 ) -> None:
-    """Build the student notebook, the solution and the examples from reference/ID/master.ipynb (otter assign)."""
+    """Build the student notebook, the solution and the examples (from reference/ID/master.ipynb with
+    otter assign, or from a hand-written student notebook and reference/ID/solution.ipynb)."""
     from .build import build_assignment, stale_files
 
     try:
-        a = load_assignment(assignment)
+        a = resolve_assignment(assignment, option="the ID argument")
         if check:
             stale = stale_files(a)
             for rel in stale:
@@ -38,7 +40,8 @@ def build(
 
 
 def calibrate(
-    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
+                                                          "may be left out when there is only one."),
     runs: int = typer.Option(10, "--runs", "-n", min=1, help="Runs of the reference solution, each with its own seeds."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write tolerances.toml (default: reference/ID/tolerances.toml)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
@@ -48,7 +51,7 @@ def calibrate(
     from .calibrate import calibrate as run_calibration
 
     try:
-        a = load_assignment(assignment)
+        a = resolve_assignment(assignment, option="the ID argument")
         path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox,
                                progress=typer.echo)
     except (AssignmentError, SandboxUnavailableError) as e:

@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from ..assignment import DEFAULT_ASSIGNMENT, load_assignment
 from ..errors import AutograderError, SandboxUnavailableError
 
 
@@ -15,7 +14,9 @@ def batch(
     source: Path = typer.Argument(..., help="A folder of .ipynb files or a Gradescope 'Export Submissions' zip."),
     out: Path = typer.Option(..., "--out", "-o", help="Where each submission's results, gradebook.csv and summary.html go."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel submissions (0: the number of cores)."),
-    assignment: str = typer.Option(DEFAULT_ASSIGNMENT, "--assignment", "-a", help="Assignment id (a folder under assignments/)."),
+    assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
+                                             help="Assignment id (a folder under assignments/). Default: the only "
+                                                  "one, else the one the notebooks' metadata or names agree on."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
                                            help="Run even when no isolation layer is available. Only for trusted notebooks."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Share the execution cache across batches (default: OUT/.cache)."),
@@ -29,10 +30,12 @@ def batch(
     the batch; identical notebooks run once (cache by content hash).
     """
     from .run import run_batch
+    from ..assignment_match import resolve_assignment, source_notebooks
     from ..report.console import print_scores_table
 
     try:
-        a = load_assignment(assignment)
+        notebooks = () if assignment else source_notebooks(source)
+        a = resolve_assignment(assignment, notebooks, what=f"the notebooks of {source}")
         summary = run_batch(source, out, assignment=a, jobs=jobs or None, unsafe_no_sandbox=unsafe_no_sandbox,
                             progress=progress, cache_dir=cache_dir, use_cache=not no_cache)
     except (AutograderError, SandboxUnavailableError) as e:

@@ -27,10 +27,10 @@ from typing import Any
 
 from .. import pipeline
 from ..assignment import Assignment, load_assignment, project_root
+from ..assignment_match import mismatch_reason
 from .pool import run_tasks
 from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
 from .cache import cache_key, sha256_bytes
-from ..environment import environment_fingerprint
 from ..errors import AssignmentError, AutograderError
 from ..safe_files import write_json_atomic
 from .sources import discover
@@ -94,7 +94,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
     batch = {
         "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
-        "fingerprint": assignment.fingerprint(), "environment": environment_fingerprint(),
+        "fingerprint": assignment.fingerprint(), "environment": assignment.environment_fingerprint(),
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
         "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
@@ -212,17 +212,21 @@ def check_ids(rubric: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
 
 def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache_root: Path | None,
                 tolerances: Path | None, rubric: Path | None, unsafe: bool) -> list[Task]:
-    a_fp, env_fp = assignment.fingerprint(), environment_fingerprint()
+    a_fp, env_fp = assignment.fingerprint(), assignment.environment_fingerprint()
     tasks = []
     for sub in submissions:
+        problem = sub.problem
         if sub.notebook is not None:
-            sha = sha256_bytes(Path(sub.notebook).read_bytes())
+            data = Path(sub.notebook).read_bytes()
+            problem = mismatch_reason("The notebook", data, assignment)  # made for another assignment
+        if problem is None:
+            sha = sha256_bytes(data)
             key = cache_key(sha, a_fp, env_fp)
         else:
-            sha = "problem:" + sha256_bytes(str(sub.problem).encode())
+            sha = "problem:" + sha256_bytes(str(problem).encode())
             key = "none"
-        tasks.append(Task(name=sub.name, notebook=str(sub.notebook) if sub.notebook else None,
-                          problem=sub.problem, sha256=sha, key=key, out_dir=str(out / sub.name),
+        tasks.append(Task(name=sub.name, notebook=str(sub.notebook) if sub.notebook and not problem else None,
+                          problem=problem, sha256=sha, key=key, out_dir=str(out / sub.name),
                           origin=sub.origin, submitters=sub.submitters,
                           cache_dir=str(cache_root) if cache_root else None,
                           tolerances=str(tolerances) if tolerances else None,

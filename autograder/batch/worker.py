@@ -29,7 +29,6 @@ from typing import Any
 from .. import pipeline
 from ..assignment import Assignment, load_assignment
 from .cache import ExecutionCache
-from ..environment import environment_versions
 from ..errors import SandboxUnavailableError
 from ..safe_files import write_json_atomic
 
@@ -187,7 +186,7 @@ def _grade_problem(problem: str, assignment: Assignment, out: Path, tolerances: 
         "error": problem,  # at the root: every measurement path yields this reason (see judge.lookup)
         "assignment": {"id": assignment.id, "version": assignment.version,
                        "fingerprint": assignment.fingerprint()},
-        "environment": environment_versions(),
+        "environment": assignment.environment(),
         "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": False},
     }
     write_json_atomic(out / pipeline.MEASUREMENTS_FILE, measurements)

@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from ..assignment import DEFAULT_ASSIGNMENT
 from ..errors import AutograderError
 
 gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
@@ -16,14 +15,17 @@ gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, 
 
 @gradescope_app.command()
 def build(
-    assignment: str = typer.Argument(DEFAULT_ASSIGNMENT, help="Assignment id (a folder under assignments/)."),
+    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
+                                                          "may be left out when there is only one."),
     output: Path = typer.Option(Path("autograder.zip"), "--output", "-o", help="Where to write the zip."),
 ) -> None:
     """Build the zip to upload on Gradescope's "Configure Autograder" page (Ubuntu 22.04 base)."""
-    from .build import build_zip
+    from ..assignment_match import resolve_assignment
+    from .build import build_zip, checkout_root
 
     try:
-        report = build_zip(assignment, output)
+        root = checkout_root()
+        report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
     except AutograderError as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..assignment import Assignment, load_assignment
+from ..assignment_match import mismatch_reason
 from ..errors import AssignmentError, UnsafeFileError
-from ..judge import lookup
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
 
@@ -143,33 +143,9 @@ def read_submission_metadata(root: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------------- leaderboard
 
 def leaderboard(assignment: Assignment, grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:
-    """Gradescope leaderboard entries: the smallest quantized model that kept its accuracy.
-
-    A model qualifies when the rubric part measuring its ``accuracy_drop`` passed. An assignment's
-    grading package may define ``leaderboard(grade, measurements)`` to replace this rule.
-    """
-    hook = getattr(assignment.grading, "leaderboard", None)
-    if callable(hook):
-        return list(hook(grade, measurements))
-    passed = {(c.get("id"), p.get("name")) for c in grade.get("checks", [])
-              for p in c.get("parts", []) if p.get("passed")}
-    kept: list[tuple[int, str, Any]] = []
-    for check in assignment.rubric().get("checks", []):
-        for part in check.get("parts", []):
-            model_path, _, metric = str(part.get("measure", "")).rpartition(".")
-            if metric != "accuracy_drop" or (check.get("id"), part.get("name")) not in passed:
-                continue
-            model, _missing = lookup(measurements, model_path)
-            if isinstance(model, dict) and isinstance(model.get("size_bytes"), int):
-                kept.append((model["size_bytes"], model_path.rpartition(".")[2], model.get("accuracy")))
-    if not kept:
-        return []
-    size, _name, accuracy = min(kept)
-    entries: list[dict[str, Any]] = [{"name": "Smallest int8 model (KB)", "value": round(size / 1024, 1),
-                                      "order": "asc"}]
-    if isinstance(accuracy, (int, float)):
-        entries.append({"name": "int8 accuracy", "value": round(float(accuracy), 4)})
-    return entries
+    """Gradescope leaderboard entries: the assignment's ``leaderboard(grade, measurements)`` hook
+    (see autograder.grading_plugin), or none. The core ranks nothing by itself."""
+    return assignment.grading.leaderboard(grade, measurements)
 
 
 # ----------------------------------------------------------------------------------- grading
@@ -232,6 +208,11 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
         data = read_bytes(root / "submission", choice.relpath, NOTEBOOK_MAX_BYTES)
     except UnsafeFileError as e:
         return failure_results_json(f"Your notebook could not be read: {e}.", extra={"gradescope": extra})
+    other = mismatch_reason("Your notebook", data, assignment)
+    if other:
+        log(f"nothing graded: {other}")
+        return failure_results_json(f"{other}. Submit the notebook of this assignment "
+                                    f"(`{assignment.notebook.name}`).", extra={"gradescope": extra})
     log(f"grading submission/{choice.relpath} for {assignment.id}")
     with tempfile.TemporaryDirectory(prefix="autograder-gradescope-", ignore_cleanup_errors=True) as private, \
          tempfile.TemporaryDirectory(prefix="autograder-gradescope-ws-", ignore_cleanup_errors=True) as ws:

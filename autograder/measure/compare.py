@@ -10,12 +10,18 @@ and returns ``{"agree": bool, "reason": None | "missing" | "raised" | "type" | "
 Values
 ------
 - Integer results are compared exactly, bit for bit.
-- Float results are compared to float32 rounding:
-  ``|got - expected| <= FLOAT_ATOL + FLOAT_RTOL * |expected|`` with ``FLOAT_RTOL = 4 * eps``
-  and ``FLOAT_ATOL = tiny`` of ``np.finfo(np.float32)``. An honest float32 result differs from
-  ONNX Runtime's by at most a few float32 roundings (the scale stored as float32, the product or
-  quotient, a float64 path rounded once more at the end), each at most eps/2 relative; 4·eps covers
-  them with margin and is still ~10^4 times smaller than one quantization step of a real bug.
+- Float results are compared with a :class:`Tolerance`:
+  ``|got - expected| <= atol + rtol * |expected|``. The default, :data:`FLOAT32_ROUNDING`, is
+  float32 rounding: ``rtol = FLOAT_RTOL = 4 * eps`` and ``atol = FLOAT_ATOL = tiny`` of
+  ``np.finfo(np.float32)``. An honest float32 result differs from ONNX Runtime's by at most a few
+  float32 roundings (the scale stored as float32, the product or quotient, a float64 path rounded
+  once more at the end), each at most eps/2 relative; 4·eps covers them with margin and is still
+  ~10^4 times smaller than one quantization step of a real bug.
+- Another tolerance is set per returned value (``Expect(..., tolerance=Tolerance(...))``), per call
+  (``compare_output(..., tolerance=...)``), or per group of cases
+  (:func:`autograder.measure.functions.measure_function`'s ``tolerances``): e.g. a result computed
+  in float64 from float64 inputs may be held to float64 rounding, and an exact softmax rounded to
+  float32 needs more than 4 eps against ONNX Runtime's.
 
 Fairness at near-ties
 ---------------------
@@ -58,19 +64,40 @@ _NUMERIC_KINDS = "biufc"
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """How far a float result may be from the reference: ``|got - expected| <= atol + rtol·|expected|``."""
+
+    rtol: float = FLOAT_RTOL
+    atol: float = FLOAT_ATOL
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.rtol) and np.isfinite(self.atol) and self.rtol >= 0 and self.atol >= 0):
+            raise ValueError(f"a tolerance needs finite rtol, atol >= 0, got {self}")
+
+    def text(self) -> str:
+        rel = f"{self.rtol:.2g}·|expected|"
+        return rel if self == FLOAT32_ROUNDING else f"{self.atol:.2g} + {rel}"
+
+
+FLOAT32_ROUNDING = Tolerance()
+
+
+@dataclass(frozen=True)
 class Expect:
     """The reference's answer for one returned value.
 
     ``dtype_kinds``: None when the dtype must equal ``value.dtype``; else the NumPy kinds accepted
     (``"f"`` any float, ``"iu"`` any integer). ``ambiguous``: per element 0, or the offset (+1/-1)
     to the other neighbour accepted at a near-tie (see :func:`tie_offsets`). ``label`` names the
-    value inside a tuple ("scale", "zero_point").
+    value inside a tuple ("scale", "zero_point"). ``tolerance``: for a float value, how close it
+    must be (None: the call's, else float32 rounding).
     """
 
     value: np.ndarray
     dtype_kinds: str | None = None
     ambiguous: np.ndarray | None = None
     label: str = ""
+    tolerance: Tolerance | None = None
 
 
 def near_tie(quotients: Sequence, exact=None) -> np.ndarray:
@@ -214,9 +241,10 @@ def _dtype_wanted(p: Expect) -> str:
     return str(p.value.dtype) if p.dtype_kinds is None else names.get(p.dtype_kinds, p.dtype_kinds) + " dtype"
 
 
-def _value_mismatch(p: Expect, g: np.ndarray) -> str | None:
+def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> str | None:
     """None when the values agree, else a short account of where and by how much they differ."""
     e = p.value
+    tol = p.tolerance or tolerance
     with np.errstate(invalid="ignore", over="ignore"):
         if e.dtype.kind in "iub":
             diff = g.astype(np.int64) - e.astype(np.int64)
@@ -226,8 +254,8 @@ def _value_mismatch(p: Expect, g: np.ndarray) -> str | None:
         else:
             g64, e64 = g.astype(np.float64), e.astype(np.float64)
             diff = g64 - e64
-            ok = (g64 == e64) | (np.abs(diff) <= FLOAT_ATOL + FLOAT_RTOL * np.abs(e64))
-            allowed = f"{FLOAT_RTOL:.2g}·|expected|"
+            ok = (g64 == e64) | (np.abs(diff) <= tol.atol + tol.rtol * np.abs(e64))
+            allowed = tol.text()
     if bool(np.all(ok)):
         return None
     bad = np.flatnonzero(~ok.reshape(-1))
@@ -242,11 +270,13 @@ def _value_mismatch(p: Expect, g: np.ndarray) -> str | None:
             f"(max |diff| {max_diff}, allowed {allowed})")
 
 
-def compare_output(expected, output: CaseOutput, *, ambiguous=None) -> dict:
+def compare_output(expected, output: CaseOutput, *, ambiguous=None,
+                   tolerance: Tolerance | None = None) -> dict:
     """Compare the reference's ``expected`` with one probe ``output``; facts as described above.
 
     ``expected``: an ndarray (one returned array), an :class:`Expect`, or a tuple of them (a
     returned tuple). ``ambiguous`` (only with a plain ndarray): the near-tie offsets.
+    ``tolerance``: for float values whose Expect sets none (default: float32 rounding).
     """
     parts, is_tuple = _as_parts(expected, ambiguous)
     want = _describe_parts(parts)
@@ -272,7 +302,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None) -> dict:
             label = f"{p.label}: " if p.label else ""
             return _fact(False, "dtype", want, f"{label}{describe(g)}, expected {_dtype_wanted(p)}")
     for p, g in zip(parts, got):
-        mismatch = _value_mismatch(p, g)
+        mismatch = _value_mismatch(p, g, tolerance or FLOAT32_ROUNDING)
         if mismatch:
             label = f"{p.label}: " if p.label else ""
             return _fact(False, "values", want, f"{label}{describe(g)}; {mismatch}")

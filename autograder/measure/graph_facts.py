@@ -179,33 +179,50 @@ def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
     return dict(sorted(Counter(n.op_type for n in model.graph.node).items()))
 
 
-def graph_facts(model: onnx.ModelProto, interface=None) -> dict[str, Any]:
-    """All facts of one model that need no other model and no execution.
+FACT_GROUPS = ("graph", "quantization")
+GRAPH_FACTS = ("op_histogram", "opset", "param_count")
+QUANTIZATION_FACTS = ("classification", "classification_detail", "weight_dtypes", "quantized_weights",
+                      "float_weights_left", "per_channel", "per_channel_weights", "activation_dtypes",
+                      "calibrated_input_range")
 
-    With ``interface`` (a :class:`~autograder.measure.model_interface.ModelInterface`), also
-    ``interface_ok`` and ``problems`` (its deviations from the assignment's contract).
+
+def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> dict[str, Any]:
+    """The facts of one model that need no other model and no execution, for the chosen ``groups``.
+
+    ``"graph"``: :data:`GRAPH_FACTS` (operators, opsets, parameters); ``"quantization"``:
+    :data:`QUANTIZATION_FACTS` (classification, weight and activation types, per-channel, the
+    calibrated input range). With ``interface`` (a
+    :class:`~autograder.measure.model_interface.ModelInterface`), also ``interface_ok`` and
+    ``problems`` (its deviations from the assignment's contract).
     """
+    unknown = sorted(set(groups) - set(FACT_GROUPS))
+    if unknown:
+        raise ValueError(f"unknown model fact groups {unknown}; known: {', '.join(FACT_GROUPS)}")
     ix = GraphIndex(model)
-    classification, detail = classify(ix)
-    weights = quantized_weights(ix)
     out: dict[str, Any] = {}
     if interface is not None:
         problems = interface.problems(model)
         out.update(interface_ok=not problems, problems=problems)
-    return out | {
-        "classification": classification,
-        "classification_detail": detail,
-        "op_histogram": op_histogram(model),
-        "opset": {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
-        "param_count": param_count(ix),
-        "weight_dtypes": sorted({dtype_name(w.elem_type) for w in weights}),
-        "quantized_weights": len(weights),
-        "float_weights_left": len(float_weight_nodes(ix)),
-        "per_channel": bool(weights) and all(w.per_channel for w in weights),
-        "per_channel_weights": sum(1 for w in weights if w.per_channel),
-        "activation_dtypes": activation_dtypes(ix),
-        "calibrated_input_range": calibrated_input_range(ix),
-    }
+    quant = "quantization" in groups
+    weights = quantized_weights(ix) if quant else []
+    if quant:
+        classification, detail = classify(ix)
+        out.update(classification=classification, classification_detail=detail)
+    if "graph" in groups:
+        out.update(op_histogram=op_histogram(model),
+                   opset={(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
+                   param_count=param_count(ix))
+    if quant:
+        out.update(
+            weight_dtypes=sorted({dtype_name(w.elem_type) for w in weights}),
+            quantized_weights=len(weights),
+            float_weights_left=len(float_weight_nodes(ix)),
+            per_channel=bool(weights) and all(w.per_channel for w in weights),
+            per_channel_weights=sum(1 for w in weights if w.per_channel),
+            activation_dtypes=activation_dtypes(ix),
+            calibrated_input_range=calibrated_input_range(ix),
+        )
+    return out
 
 
 # ── derived from ───────────────────────────────────────────────────────────────────────────────

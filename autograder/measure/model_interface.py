@@ -6,9 +6,18 @@ An assignment declares its contract as data, e.g. assignment 07::
                    outputs=(TensorSpec("label", "int64", (None,)),
                             TensorSpec("probabilities", "float32", (None, 2))))
 
-``None`` is the free batch dimension N. :meth:`ModelInterface.problems` reads the declared types
-of a graph (before anything runs); :meth:`ModelInterface.output_problem` checks one array that
-ONNX Runtime returned for a batch of ``n`` rows. Both return sentences for the student.
+``None`` is the free batch dimension N; a model may have several inputs (each fed by name).
+:meth:`ModelInterface.problems` reads the declared types of a graph (before anything runs);
+:meth:`ModelInterface.output_problem` checks one array that ONNX Runtime returned for a batch of
+``n`` rows. Both return sentences for the student.
+
+``adapt=True`` lets the model worker still run a model that deviates from the contract in a way
+that does not change what it computes, so that the deviation costs the points of the interface
+check and nothing else: float inputs are cast to the float type the model declares (a float64
+export gets float64 data), float outputs of another precision are accepted, outputs missing by
+name are taken by position when the model has exactly as many, and a sequence of
+``{class: probability}`` maps (scikit-learn's ZipMap) becomes an ``[N, classes]`` array. The
+interface facts still report every deviation, and the worker lists what it adapted.
 """
 
 from __future__ import annotations
@@ -33,15 +42,20 @@ class TensorSpec:
 class ModelInterface:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    adapt: bool = False               # run what deviates harmlessly (see the module's docstring)
 
     def to_json(self) -> dict[str, Any]:
-        return {side: [[s.name, s.dtype, list(s.shape)] for s in getattr(self, side)] for side in ("inputs", "outputs")}
+        data: dict[str, Any] = {side: [[s.name, s.dtype, list(s.shape)] for s in getattr(self, side)]
+                                for side in ("inputs", "outputs")}
+        if self.adapt:
+            data["adapt"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ModelInterface":
         def specs(side):
             return tuple(TensorSpec(n, d, tuple(shape)) for n, d, shape in data[side])
-        return cls(specs("inputs"), specs("outputs"))
+        return cls(specs("inputs"), specs("outputs"), bool(data.get("adapt", False)))
 
     # ── the graph's declared types ──────────────────────────────────────────────────────────────
 
@@ -75,7 +89,9 @@ class ModelInterface:
             return f"output {spec.name} is missing on a batch of {n} rows, expected {spec.dtype} of shape {want}"
         if not isinstance(value, np.ndarray):
             return f"output {spec.name} is a {type(value).__name__}, expected {spec.dtype} of shape {want}"
-        if value.dtype != np.dtype(spec.dtype) or value.shape != want:
+        same_type = value.dtype == np.dtype(spec.dtype) or (
+            self.adapt and value.dtype.kind == "f" and np.dtype(spec.dtype).kind == "f")
+        if not same_type or value.shape != want:
             return (f"output {spec.name} is {value.dtype} of shape {tuple(value.shape)} on a batch of {n} rows, "
                     f"expected {spec.dtype} of shape {want}")
         return None

@@ -1,10 +1,12 @@
 """The child process that checks and runs one untrusted ONNX model (see onnx_load).
 
 Started by ``onnx_load`` as ``python -I -c <bootstrap> PACKAGE_PARENT JOB_DIR`` (equivalent to
-``python -I -m autograder.measure.model_worker JOB_DIR``); ``JOB_DIR/job.json`` holds::
+``python -I -m autograder.measure.model_worker JOB_DIR``); ``JOB_DIR/job.json`` describes the whole
+job (nothing else is read, so a long-lived child could run many jobs)::
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
+     "facts": ["graph", "quantization"] | null,        # graph_facts groups (null: all)
      "latency_input": "public_test" | null, "latency_rounds": 50, "latency_baseline": bool,
      "limits": {...LoadLimits...}}
 
@@ -13,15 +15,16 @@ It sets its own resource limits before importing onnx or ONNX Runtime, then writ
 
     {"ok": false, "stage": "check" | "session" | "worker", "reason": "..."}
     {"ok": true, "facts": {...graph_facts...}, "derived": {...} | null,
-     "run_error": null | "...", "latency": {"model_ms", "baseline_ms"?, "rounds"} | null,
-     "latency_error": null | "..."}
+     "run_error": null | "...", "adapted": [...],          # what an ``adapt`` interface adapted
+     "latency": {"model_ms", "baseline_ms"?, "rounds"} | null, "latency_error": null | "..."}
 
-and, when the model ran, ``outputs.npz`` with ``<input set>__<output name>`` for every array of
-``inputs.npz`` (fed to the one input, each set in one call, as the contract measures) and every
-output of the interface (without one: every numeric output). The baseline (the student's fp32
-model, already checked by its own worker) is used for ``derived_from`` and, when
-``latency_baseline`` (its outputs are usable), for latency, timed interleaved with the model
-(A B A B …, medians).
+``inputs.npz`` holds input *sets*: key ``<set>`` feeds a model's only input, keys
+``<set>__<input name>`` feed the named inputs of a model with several (a set name has no
+``__``). Each set runs in one call, as the contracts measure. When the model ran, ``outputs.npz``
+holds ``<set>__<output name>`` for every set and every output of the interface (without one:
+every numeric output). The baseline (e.g. the student's fp32 model, already checked by its own
+worker) is used for ``derived_from`` and, when ``latency_baseline`` (its outputs are usable), for
+latency, timed interleaved with the model (A B A B …, medians).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import sys
 from pathlib import Path
 
 MiB = 1024 * 1024
+SET_SEPARATOR = "__"
+_FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 
 
 def _set_limits(limits: dict) -> None:
@@ -43,32 +48,91 @@ def _set_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
-def _run_all(session, inputs: dict, interface) -> tuple[dict, str | None]:
-    """Run each input set in one call; return the arrays to keep, or why none can be kept."""
+def input_sets(arrays: dict) -> dict[str, dict]:
+    """``{set: {input name or None: array}}`` from the keys of inputs.npz."""
+    sets: dict[str, dict] = {}
+    for key, value in arrays.items():
+        name, sep, inp = key.partition(SET_SEPARATOR)
+        sets.setdefault(name, {})[inp if sep else None] = value
+    return sets
+
+
+def _feeds(session, sets: dict, interface) -> tuple[dict, str | None, list[str]]:
+    """The feed dict of every set, or why the sets cannot be fed; and what was adapted."""
+    declared = {i.name: i.type for i in session.get_inputs()}
+    want = [s.name for s in interface.inputs] if interface else list(declared)
+    if sorted(declared) != sorted(want):
+        return {}, f"cannot feed the test set: the model's inputs are {list(declared)[:5]}, not {want}", []
+    adapt = bool(interface and interface.adapt)
+    feeds, adapted = {}, []
+    for key, arrays in sets.items():
+        if set(arrays) == {None}:
+            if len(want) != 1:
+                return {}, f"cannot feed the test set: the model's inputs are {list(declared)[:5]}, not {want}", []
+            arrays = {want[0]: arrays[None]}
+        missing = [n for n in want if n not in arrays]
+        if missing:
+            return {}, f"the grader has no data for the inputs {missing} (input set '{key}')", []
+        feed = {}
+        for name in want:
+            x = arrays[name]
+            declared_float = _FLOAT_TYPES.get(declared[name])
+            if adapt and declared_float and x.dtype.kind == "f" and x.dtype.name != declared_float:
+                note = f"input {name} fed as {declared_float}, the type the model declares"
+                if note not in adapted:
+                    adapted.append(note)
+                x = x.astype(declared_float)
+            feed[name] = x
+        feeds[key] = feed
+    return feeds, None, adapted
+
+
+def _as_array(value):
+    """A ZipMap output (a list of {class: probability}) as an [N, classes] array; anything else unchanged."""
+    import numpy as np
+
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        keys = sorted(value[0])
+        if all(sorted(v) == keys for v in value):
+            return np.array([[v[k] for k in keys] for v in value], dtype=np.float64), True
+    return value, False
+
+
+def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[str]]:
+    """Run each input set in one call; return the arrays to keep (or why none), and what was adapted."""
     import numpy as np
 
     names = [o.name for o in session.get_outputs()]
-    feeds = [i.name for i in session.get_inputs()]
-    want = [s.name for s in interface.inputs] if interface else feeds[:1]
-    if feeds != want or len(want) != 1:
-        return {}, f"cannot feed the test set: the model's inputs are {feeds[:5]}, not {want}"
-    kept = {}
-    for key, x in inputs.items():
+    adapt = bool(interface and interface.adapt)
+    kept, adapted = {}, []
+    for key, feed in feeds.items():
+        n = len(next(iter(feed.values())))
         try:
-            values = session.run(None, {want[0]: x})
+            values = session.run(None, feed)
         except Exception as e:
-            return {}, f"ONNX Runtime failed to run it on a batch of {len(x)} rows: {' '.join(str(e).split())[:240]}"
+            return {}, f"ONNX Runtime failed to run it on a batch of {n} rows: {' '.join(str(e).split())[:240]}", []
         got = dict(zip(names, values))
         if interface is None:
             kept.update({f"{key}__{n}": v for n, v in got.items()
                          if isinstance(v, np.ndarray) and v.dtype.kind in "biuf"})
             continue
-        for spec in interface.outputs:
-            problem = interface.output_problem(spec, got.get(spec.name), len(x))
+        by_position = adapt and any(s.name not in got for s in interface.outputs) \
+            and len(names) == len(interface.outputs)
+        for i, spec in enumerate(interface.outputs):
+            source = names[i] if by_position else spec.name
+            value = got.get(source)
+            if adapt:
+                value, converted = _as_array(value)
+                notes = ([f"output {spec.name} read from the model's output {source} (by position)"]
+                         if source != spec.name else [])
+                notes += [f"output {spec.name} converted from a sequence of maps (ZipMap) to an array"] \
+                    if converted else []
+                adapted += [a for a in notes if a not in adapted]
+            problem = interface.output_problem(spec, value, n)
             if problem:
-                return {}, problem
-            kept[f"{key}__{spec.name}"] = got[spec.name]
-    return kept, None
+                return {}, problem, adapted
+            kept[f"{key}__{spec.name}"] = value
+    return kept, None, adapted
 
 
 def _latency(session, baseline, feed: dict, rounds: int) -> dict:
@@ -90,7 +154,7 @@ def work(job_dir: Path) -> dict:
 
     import numpy as np
 
-    from .graph_facts import derived_from, graph_facts
+    from .graph_facts import FACT_GROUPS, derived_from, graph_facts
     from .model_interface import ModelInterface
     from .onnx_load import InvalidModel, LoadLimits, make_session, parse_and_check
 
@@ -100,7 +164,11 @@ def work(job_dir: Path) -> dict:
         model = parse_and_check((job_dir / job["model"]).read_bytes(), limits)
     except InvalidModel as e:
         return {"ok": False, "stage": "check", "reason": str(e)}
-    facts = graph_facts(model, interface)
+    groups = FACT_GROUPS if job.get("facts") is None else tuple(job["facts"])
+    try:
+        facts = graph_facts(model, interface, groups)
+    except ValueError as e:    # unknown fact groups: the grader's own mistake, reported as such
+        return {"ok": False, "stage": "worker", "reason": str(e)}
     baseline_model = None
     derived = None
     if job.get("baseline"):
@@ -114,20 +182,26 @@ def work(job_dir: Path) -> dict:
     except InvalidModel as e:
         return {"ok": False, "stage": "session", "reason": str(e)}
     with np.load(job_dir / job["inputs"], allow_pickle=False) as npz:
-        inputs = {k: npz[k] for k in npz.files}
-    kept, run_error = _run_all(session, inputs, interface)
+        sets = input_sets({k: npz[k] for k in npz.files})
+    feeds, run_error, adapted = _feeds(session, sets, interface)
+    kept = {}
+    if run_error is None:
+        kept, run_error, ran_adapted = _run_all(session, feeds, interface)
+        adapted += ran_adapted
     latency, latency_error = None, None
     if run_error is None and job.get("latency_input"):
         try:
             base = make_session(baseline_model) if baseline_model is not None and job.get("latency_baseline") else None
-            feed = {session.get_inputs()[0].name: inputs[job["latency_input"]]}
-            latency = _latency(session, base, feed, int(job["latency_rounds"]))
+            latency = _latency(session, base, feeds[job["latency_input"]], int(job["latency_rounds"]))
         except Exception as e:
             latency_error = " ".join(str(e).split())[:240]
     if kept:
         np.savez(job_dir / "outputs.npz", **kept)
-    return {"ok": True, "facts": facts, "derived": derived, "run_error": run_error,
-            "latency": latency, "latency_error": latency_error}
+    result = {"ok": True, "facts": facts, "derived": derived, "run_error": run_error,
+              "latency": latency, "latency_error": latency_error}
+    if adapted:
+        result["adapted"] = adapted
+    return result
 
 
 def main(argv: list[str]) -> int:

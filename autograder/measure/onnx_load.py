@@ -35,8 +35,9 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
@@ -255,14 +256,36 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
-def run_model_worker(model: bytes, *, inputs: dict[str, np.ndarray], interface: ModelInterface | None = None,
-                     baseline: bytes | None = None,
+InputSet = Union[np.ndarray, Mapping[str, np.ndarray]]
+
+
+def _flatten_sets(inputs: Mapping[str, InputSet]) -> dict[str, np.ndarray]:
+    """inputs.npz's keys: ``<set>`` for one array, ``<set>__<input name>`` for named inputs."""
+    from .model_worker import SET_SEPARATOR
+
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in inputs.items():
+        if SET_SEPARATOR in key or not key:
+            raise ValueError(f"input set name {key!r} must be non-empty and contain no {SET_SEPARATOR!r}")
+        if isinstance(value, Mapping):
+            arrays.update({f"{key}{SET_SEPARATOR}{name}": np.asarray(a) for name, a in value.items()})
+        else:
+            arrays[key] = np.asarray(value)
+    return arrays
+
+
+def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface: ModelInterface | None = None,
+                     facts: Sequence[str] | None = None, baseline: bytes | None = None,
                      latency_input: str | None = None, latency_rounds: int = 50,
                      latency_baseline: bool = False, limits: LoadLimits = LoadLimits()) -> WorkerRun:
     """Check and run ``model`` in a limited child; see :mod:`autograder.measure.model_worker`.
 
-    Without ``interface``, each input set is fed to the model's only input and every numeric
-    output is kept, with no interface facts.
+    ``inputs``: input set name → one array (a model with one input) or ``{input name: array}``
+    (several inputs); each set runs in one call. ``facts``: the groups of
+    :func:`autograder.measure.graph_facts.graph_facts` to compute (default: all). ``baseline``:
+    another model (already checked) for ``derived_from`` and, with ``latency_baseline``, latency.
+    Without ``interface``, each set feeds the model's inputs by name (one array: its only input)
+    and every numeric output is kept, with no interface facts.
     """
     job_dir = Path(tempfile.mkdtemp(prefix="autograder-model-"))
     start = time.monotonic()
@@ -270,9 +293,10 @@ def run_model_worker(model: bytes, *, inputs: dict[str, np.ndarray], interface: 
         (job_dir / "model.onnx").write_bytes(model)
         if baseline is not None:
             (job_dir / "baseline.onnx").write_bytes(baseline)
-        np.savez(job_dir / "inputs.npz", **inputs)
+        np.savez(job_dir / "inputs.npz", **_flatten_sets(inputs))
         job = {"model": "model.onnx", "baseline": "baseline.onnx" if baseline is not None else None,
                "inputs": "inputs.npz", "interface": interface.to_json() if interface else None,
+               "facts": None if facts is None else list(facts),
                "latency_input": latency_input, "latency_rounds": latency_rounds,
                "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits)}
         (job_dir / "job.json").write_text(json.dumps(job))

@@ -7,10 +7,10 @@ came from a submission (names, file names, error messages, measured strings) goe
 
 Sections: overview (counts by status, mean/median), warnings about the source, score distribution,
 pass rate per check, a scatter of two measurements per submission with the rubric's thresholds as
-lines (default: int8 size ratio vs max |Δp|, configurable in assignment.toml as
-``[summary.scatter]`` with ``x``, ``y``, ``series`` (name → measurement prefix), ``x_label``,
-``y_label``), failed and slowest submissions with reasons, the most common failures, and the full
-table.
+lines (only when the assignment asks for one in assignment.toml: ``[summary.scatter]`` with ``x``,
+``y``, ``series`` (name → measurement prefix) and optionally ``title``, ``x_label``, ``y_label``;
+the core has no default), failed and slowest submissions with reasons, the most common failures,
+and the full table.
 """
 
 from __future__ import annotations
@@ -32,12 +32,6 @@ from matplotlib.figure import Figure
 from ..judge import lookup
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-DEFAULT_SCATTER = {
-    "title": "Size vs drift of the int8 models",
-    "x": "size_ratio", "y": "max_abs_dp",
-    "series": {"dynamic": "models.int8_dynamic", "static QDQ": "models.int8_qdq"},
-    "x_label": "size ratio (int8 file / fp32 file)", "y_label": "max |Δp| vs fp32 (grader's test set)",
-}
 MAX_CELL = 300
 TOP = 15
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
@@ -56,14 +50,15 @@ def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignme
 def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
                  tolerances: dict[str, Any], warnings: list[str]) -> str:
     titles = {str(c["id"]): str(c.get("title", c["id"])) for c in rubric.get("checks", []) if "id" in c}
-    scatter = dict(DEFAULT_SCATTER, **(assignment.config.get("summary", {}).get("scatter", {})))
+    scatter = scatter_config(assignment)
     sections = [
         _overview(rows),
         _warnings(warnings),
         _figure_section("Score distribution", _score_histogram(rows)),
         _figure_section("Pass rate per check", _pass_rates(rows, titles), caption="; ".join(
             f"<b>{_e(i)}</b>: {_e(t)}" for i, t in titles.items())),
-        _figure_section(scatter["title"], _scatter(rows, out, scatter, rubric, tolerances), optional=True),
+        _figure_section(scatter["title"], _scatter(rows, out, scatter, rubric, tolerances), optional=True)
+        if scatter else "",
         _table_section("Failed submissions", ["submission", "status", "score", "what happened"],
                        [[_sub(r), r["status"], _pts(r), _what_happened(r)] for r in rows if _failed(r)],
                        empty="Every notebook ran to the end without an error."),
@@ -215,6 +210,20 @@ def _pass_rates(rows: list[dict[str, Any]], titles: dict[str, str]) -> str | Non
     for yi, rate in zip(y, rates):
         ax.text(min(rate, 1.0) + 0.01, yi, f"{rate:.0%}", va="center", fontsize=8)
     return _img(fig, "Pass rate per check")
+
+
+def scatter_config(assignment: Any) -> dict[str, Any] | None:
+    """The assignment's ``[summary.scatter]`` with its labels filled in, or None when it has none."""
+    cfg = assignment.config.get("summary", {}).get("scatter")
+    if not cfg:
+        return None
+    from ..errors import AssignmentError
+
+    if not (isinstance(cfg, dict) and isinstance(cfg.get("x"), str) and isinstance(cfg.get("y"), str)
+            and isinstance(cfg.get("series"), dict) and cfg["series"]):
+        raise AssignmentError(f"{assignment.folder / 'assignment.toml'}: [summary.scatter] needs x, y "
+                              "(measurement names) and a [summary.scatter.series] table (label → path prefix)")
+    return {"title": f"{cfg['y']} against {cfg['x']}", "x_label": cfg["x"], "y_label": cfg["y"], **cfg}
 
 
 def _scatter(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any],

@@ -27,6 +27,13 @@ notebook = "fake.ipynb"
 [execution]
 cell_timeout_s = 5
 notebook_timeout_s = 10
+[summary.scatter]
+title = "Size vs drift of the int8 models"
+x = "size_ratio"
+y = "max_abs_dp"
+[summary.scatter.series]
+dynamic = "models.int8_dynamic"
+"static QDQ" = "models.int8_qdq"
 """
 
 RUBRIC_TOML = """

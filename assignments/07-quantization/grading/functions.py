@@ -30,9 +30,10 @@ import numpy as np
 from autograder.errors import AutograderError
 from autograder.measure import compare
 from autograder.measure.compare import Expect
+from autograder.measure.functions import measure_functions as measure_all
 from autograder.measure.reference_ops import (ort_choose_qparams, ort_dequantize, ort_quantize,
                                               qrange)
-from autograder.probe_format import Arg, CaseOutput, ProbeCase, ProbeResult
+from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
 FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
 SEED = 707   # the seeded random inputs; changing it changes the hidden cases (and the fingerprint)
@@ -243,39 +244,9 @@ EXPECTATIONS: dict[str, Callable[[ProbeCase], Any]] = {
 
 # ---------------------------------------------------------------- the measurement
 
-def measure_function(name: str, cases: list[ProbeCase], probe: ProbeResult) -> dict[str, Any]:
-    """One function's facts: counts, per-group counts and the first mismatch (or why it has none)."""
-    outputs = [probe.cases.get(c.id) for c in cases]
-    state = probe.functions.get(name)
-    if state == "not callable":
-        return {"defined": False,
-                "error": f"the notebook defines {name} at its top level, but it is not a function (not callable)"}
-    if state == "missing" or all(o is None or o.status == "missing_function" for o in outputs):
-        return {"defined": False, "error": f"the notebook does not define {name} at its top level"}
-    expect = EXPECTATIONS.get(name)
-    if expect is None:
-        raise AutograderError(f"no reference for probe function {name!r}")
-    groups: dict[str, dict[str, int]] = {}
-    agree = raised = 0
-    first = None
-    for case, output in zip(cases, outputs):
-        fact = compare.compare_output(expect(case), output or CaseOutput("not_run"))
-        g = groups.setdefault(case.group or "other", {"cases": 0, "agree": 0})
-        g["cases"] += 1
-        g["agree"] += int(fact["agree"])
-        agree += int(fact["agree"])
-        raised += int(fact["reason"] == "raised")
-        if not fact["agree"] and first is None:
-            first = {"case": case.id, "group": case.group, "call": compare.describe_call(case),
-                     "expected": fact["expected"], "got": fact["got"], "reason": fact["reason"]}
-    return {"defined": True, "cases": len(cases), "agree": agree, "agree_share": agree / len(cases) if cases else 0.0,
-            "raised": raised, "groups": groups, "first_mismatch": first}
-
-
 def measure_functions(cases: list[ProbeCase], probe: ProbeResult) -> dict[str, Any]:
     """The ``functions`` section of measurements.json (see docs/ARCHITECTURE.md)."""
-    if not probe.ran:
-        return {"error": probe.error or "the probe did not run"}
-    names = [n for n in FUNCTIONS if any(c.function == n for c in cases)]
-    names += [n for n in dict.fromkeys(c.function for c in cases) if n not in names]
-    return {n: measure_function(n, [c for c in cases if c.function == n], probe) for n in names}
+    unknown = sorted({c.function for c in cases} - set(EXPECTATIONS))
+    if unknown:
+        raise AutograderError(f"no reference for probe function(s) {unknown}")
+    return measure_all(cases, probe, EXPECTATIONS)

@@ -33,6 +33,7 @@ from . import data
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))))
+FACTS = ("graph", "quantization")   # the model worker's fact groups this assignment needs
 BASELINE = "fp32"
 LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
 LATENCY_ROUNDS = 50             # as many calls as the contract asks of the notebook
@@ -96,7 +97,7 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
         return art
     usable_base = baseline is not None and baseline.error is None
     art.run = run_model_worker(
-        art.data, inputs=inputs, interface=INTERFACE, baseline=baseline.data if usable_base else None,
+        art.data, inputs=inputs, interface=INTERFACE, facts=FACTS, baseline=baseline.data if usable_base else None,
         latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
         latency_baseline=usable_base and baseline.outputs_error is None, limits=limits)
     if not art.run.ok:

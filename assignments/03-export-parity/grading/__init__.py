@@ -1,0 +1,33 @@
+"""Assignment 03's trusted grading code (the interface: autograder/grading_plugin.py).
+
+``probe_cases()``: parity_report on the grader's inputs, then sklearn_probabilities on the hidden
+parity sets and X_test. ``measure(ctx)``: the ``functions``, ``models``, ``parity`` and
+``reported`` sections. ``prepare`` builds the data while the kernel runs. No
+``calibration_samples`` (the student's scikit-learn outputs exist only for the sets the probe
+passed, so there is nothing to re-measure on other seeds) and no leaderboard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import data
+from .functions import measure_functions
+from .functions import probe_cases as probe_cases
+from .parity import measure_model, measure_parity, measure_reported
+
+
+def prepare(assignment) -> None:
+    data.public_split()
+    data.hidden_sets()
+
+
+def measure(ctx) -> dict[str, Any]:
+    model, run = measure_model(ctx.assignment, ctx.workspace)
+    parity = measure_parity(ctx.cases, ctx.probe, model, run)
+    return {
+        "functions": measure_functions(ctx.cases, ctx.probe),
+        "models": {"pipeline": model},
+        "parity": parity,
+        "reported": measure_reported(ctx.probe.reported, ctx.probe.reported_error, parity),
+    }

@@ -1,0 +1,190 @@
+"""The ``models``, ``parity`` and ``reported`` sections of measurements.json for assignment 03.
+
+``models.pipeline``: the exported file, checked and run in the limited child of
+autograder.measure.onnx_load on the grader's parity sets (the hidden ones and the contract's
+X_test, each in one call), with the graph facts and the contract's interface. The interface is
+declared with ``adapt=True``: a model that computes the right thing behind the wrong interface (a
+float64 export, ZipMap left on) still runs, so it loses the interface points and nothing else.
+
+``parity``: the student's ONNX model against the student's own scikit-learn pipeline
+(``sklearn_probabilities``, called by the probe in the kernel on the same arrays): the largest
+probability difference and the label agreement on the hidden sets, and the accuracy of both on
+X_test. The accuracy guards the comparison: it is measured by the grader alone, so a notebook whose
+``sklearn_probabilities`` merely echoes its ONNX model still needs a model that classifies.
+
+``reported``: is each number of ``RESULTS`` what the grader measures on X_test?
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autograder.errors import UnsafeFileError
+from autograder.measure import metrics
+from autograder.measure.model_interface import ModelInterface, TensorSpec
+from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
+from autograder.probe_format import ProbeResult
+
+from . import data
+from .functions import SKLEARN_FUNCTION, SKLEARN_SETS
+
+ARTIFACT = "pipeline"
+FACTS = ("graph",)                  # operators, opsets, parameter count; no quantization facts
+INTERFACE = ModelInterface(
+    inputs=(TensorSpec("X", "float32", (None, 30)),),
+    outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
+    adapt=True)
+REPORTED_FIELDS = {"max_abs_diff": "public_max_abs_diff", "label_agreement": "public_label_agreement",
+                   "onnx_accuracy": "onnx_accuracy"}
+# The notebook and the grader run the same model on the same X_test and get the same outputs, bit
+# for bit (measured: multi-threaded and single-threaded sessions agree exactly; predict_proba is
+# deterministic), then the same float64 arithmetic. 1e-6 relative leaves room for another order
+# of summation in a mean; a wrong definition or unit is off by far more.
+REPORT_RTOL = 1e-6
+REPORT_ATOL = 1e-12
+
+
+# ── models ─────────────────────────────────────────────────────────────────────────────────────
+
+def measure_model(assignment, workspace: Path, limits: LoadLimits = LoadLimits()) -> tuple[dict[str, Any], WorkerRun | None]:
+    """``models.pipeline`` and the worker's run (None when the file could not be checked)."""
+    path = assignment.artifacts[ARTIFACT]
+    try:
+        model = read_model_bytes(workspace, path, limits)
+    except UnsafeFileError as e:
+        return {"error": str(e)}, None
+    hidden, public = data.hidden_sets(), data.public_split()
+    run = run_model_worker(model, inputs={"hidden": hidden.X, "hidden_edge": hidden.X_edge,
+                                          "public_test": public.X_test},
+                           interface=INTERFACE, facts=FACTS, limits=limits)
+    if not run.ok:
+        return {"error": f"invalid model: {run.reason}"}, None
+    facts: dict[str, Any] = {"path": path, "size_bytes": len(model), "valid": True, **run.result["facts"],
+                             "adapted": list(run.result.get("adapted", []))}
+    if run.result.get("run_error"):
+        facts["run_error"] = run.result["run_error"]
+    return facts, run
+
+
+# ── parity ─────────────────────────────────────────────────────────────────────────────────────
+
+def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
+    """The student's scikit-learn probabilities per parity set, or why there are none."""
+    if not probe.ran:
+        return probe.error or "the probe did not run"
+    state = probe.functions.get(SKLEARN_FUNCTION)
+    if state != "defined":
+        what = "is not a function" if state == "not callable" else "is not defined at the notebook's top level"
+        return f"{SKLEARN_FUNCTION} {what}"
+    out: dict[str, np.ndarray] = {}
+    for case in (c for c in cases if c.function == SKLEARN_FUNCTION):
+        got = probe.cases.get(case.id)
+        n = len(case.raw(0))
+        if got is None or got.status != "ok":
+            err = (got.error or {}) if got else {}
+            return (f"{SKLEARN_FUNCTION} failed on {n} rows of the grader's data: "
+                    f"{err.get('type', 'no result')}: {str(err.get('message', ''))[:200]}")
+        if got.is_tuple or len(got.values) != 1:
+            return f"{SKLEARN_FUNCTION} returned a tuple, expected one [N, 2] array of probabilities"
+        p = got.values[0]
+        if p.dtype.kind != "f" or p.shape != (n, 2):
+            return f"{SKLEARN_FUNCTION} returned {p.dtype} of shape {p.shape} for {n} rows, expected floats of shape ({n}, 2)"
+        if not np.all(np.isfinite(p)):
+            return f"{SKLEARN_FUNCTION} returned NaN or infinite probabilities"
+        out[case.group] = p
+    missing = [s for s in SKLEARN_SETS if s not in out]
+    return out if not missing else f"{SKLEARN_FUNCTION} was not called on {missing}"
+
+
+def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None) -> dict[str, Any]:
+    """The ``parity`` section (see the module's docstring)."""
+    if "error" in model:
+        return {"error": f"the ONNX model cannot be compared: {model['error']}"}
+    if model.get("run_error"):
+        return {"error": f"the ONNX model could not be run on the grader's data: {model['run_error']}"}
+    sk = sklearn_outputs(cases, probe)
+    if isinstance(sk, str):
+        return {"error": f"no scikit-learn outputs to compare with: {sk}"}
+    onnx = {s: run.outputs[f"{s}__probabilities"] for s in SKLEARN_SETS}
+    bad = next((p for s in SKLEARN_SETS for p in metrics.probability_problems(onnx[s])[:1] if "NaN" in p), None)
+    if bad:
+        return {"error": f"the ONNX model's probabilities are unusable: {bad}"}
+    y_test = data.public_split().y_test
+    return {
+        "rows": len(onnx["hidden"]), "edge_rows": len(onnx["hidden_edge"]),
+        "max_abs_diff": metrics.max_abs_dp(onnx["hidden"], sk["hidden"]),
+        "label_agreement": metrics.label_agreement(onnx["hidden"], sk["hidden"]),
+        "edge_max_abs_diff": metrics.max_abs_dp(onnx["hidden_edge"], sk["hidden_edge"]),
+        "edge_label_agreement": metrics.label_agreement(onnx["hidden_edge"], sk["hidden_edge"]),
+        "public_max_abs_diff": metrics.max_abs_dp(onnx["public_test"], sk["public_test"]),
+        "public_label_agreement": metrics.label_agreement(onnx["public_test"], sk["public_test"]),
+        "onnx_accuracy": metrics.accuracy(onnx["public_test"], y_test),
+        "sklearn_accuracy": metrics.accuracy(sk["public_test"], y_test),
+    }
+
+
+# ── reported ───────────────────────────────────────────────────────────────────────────────────
+
+def _number(v: Any) -> bool:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
+def _plain(v: Any) -> Any:
+    if _number(v) or v is None or isinstance(v, bool):
+        return v
+    return v[:80] if isinstance(v, str) else repr(v)[:80]
+
+
+def _check(field: str, reported: Any, measured: float) -> str | None:
+    """None when ``reported`` is an honest report of ``measured``, else what is wrong."""
+    if not _number(reported):
+        return f"reported {_plain(reported)!r}, not a finite number"
+    if abs(reported - measured) <= REPORT_ATOL + REPORT_RTOL * abs(measured):
+        return None
+    msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's X_test"
+    if measured and abs(reported - 100 * measured) <= 1e-6 * abs(100 * measured):
+        return msg + " (a percentage? the contract asks for a share in [0, 1])"
+    if field == "max_abs_diff":
+        return msg + " (the largest |difference| of any probability, in float64)"
+    return msg
+
+
+def measure_reported(reported: Any, reported_error: str | None, parity: dict[str, Any]) -> dict[str, Any]:
+    """The ``reported`` section: is each number of RESULTS what the grader measures?"""
+    if reported is None:
+        return {"present": False, "problems": [reported_error or "RESULTS was not found"],
+                "checked": 0, "honest": 0, "honest_share": 0.0, "fields": {}}
+    problems: list[str] = []
+    if not isinstance(reported, dict):
+        problems.append(f"RESULTS is a {type(reported).__name__}, expected a dict with {', '.join(REPORTED_FIELDS)}")
+        reported = {}
+    extra = sorted(set(map(str, reported)) - set(REPORTED_FIELDS))
+    if extra:
+        problems.append(f"RESULTS has unexpected keys {extra[:5]} (expected {list(REPORTED_FIELDS)})")
+    fields: dict[str, Any] = {}
+    for field, source in REPORTED_FIELDS.items():
+        measured = parity.get(source) if "error" not in parity else None
+        record: dict[str, Any] = {"reported": _plain(reported.get(field)), "measured": measured}
+        if field not in reported:
+            reason = "missing from RESULTS"
+        elif measured is None:
+            reason = f"cannot be re-measured: {parity.get('error', 'not measured')}"
+        else:
+            reason = _check(field, reported[field], measured)
+        record["ok"] = reason is None
+        if reason:
+            record["reason"] = reason
+            problems.append(f"{field}: {reason}")
+        fields[field] = record
+    honest = sum(1 for r in fields.values() if r["ok"])
+    return {"present": True, "problems": problems, "checked": len(fields), "honest": honest,
+            "honest_share": honest / len(fields), "fields": fields}

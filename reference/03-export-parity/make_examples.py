@@ -1,0 +1,108 @@
+"""Example submissions of assignment 03, made from the solution by small code edits.
+
+``autograder build 03-export-parity`` calls :func:`make_examples` and writes the notebooks to
+``assignments/03-export-parity/examples/``, so the examples always follow the current solution.
+Each mistake is one realistic edit of one cell of the solution (each ``old`` must match exactly
+once, so a changed solution makes the build fail loudly), and each mistake notebook's first cell
+says what it gets wrong and which single check loses points.
+``tests/assignment/expected_examples_03.toml`` states every example's score per check.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import nbformat
+from nbformat.v4 import new_markdown_cell
+
+
+@dataclass(frozen=True)
+class Mistake:
+    file: str
+    check: str          # the one check id that loses points
+    title: str
+    what: str           # what the submission gets wrong, for the first cell
+    edits: tuple        # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+
+
+MISTAKES = (
+    Mistake(
+        "float64_export.ipynb", "onnx_model", "a float64 export",
+        "The pipeline is converted with a float64 example input (`X_train[:1].astype(np.float64)`), "
+        "so the model's input `X` and its probabilities are float64: it computes the right thing, "
+        "but a float32 caller cannot feed it. The notebook feeds it float64 itself.",
+        (
+            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+             'onx = to_onnx(pipe, X_train[:1].astype(np.float64), options={"zipmap": False}, '
+             'name="breast_cancer_pipeline")'),
+            ('    return session.run(["probabilities"], {"X": X})[0]',
+             '    return session.run(["probabilities"], {"X": X.astype(np.float64)})[0]'),
+        ),
+    ),
+    Mistake(
+        "zipmap_left_on.ipynb", "onnx_model", "ZipMap left on",
+        "The pipeline is converted without `options={\"zipmap\": False}`: the probabilities come out "
+        "as a list of `{class: probability}` dicts named `output_probability`, which the notebook "
+        "turns back into an array itself.",
+        (
+            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+             'onx = to_onnx(pipe, X_train[:1], name="breast_cancer_pipeline")'),
+            ('    return session.run(["probabilities"], {"X": X})[0]',
+             '    rows = session.run(["output_probability"], {"X": X})[0]\n'
+             '    return np.array([[row[0], row[1]] for row in rows])'),
+        ),
+    ),
+    Mistake(
+        "scaler_left_out.ipynb", "parity", "the scaler left out",
+        "Only the pipeline's last step, the classifier, is converted (`pipe[-1]`): the ONNX model "
+        "applies coefficients learnt on scaled features to raw measurements, so its probabilities "
+        "have nothing to do with the pipeline's. The notebook reports this honestly.",
+        (('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+          'onx = to_onnx(pipe[-1], X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")'),),
+    ),
+    Mistake(
+        "binary_only_agreement.ipynb", "parity_report", "label agreement for two classes only",
+        "`parity_report` compares `p[:, 1] > 0.5` instead of the argmax: the same on this data set's "
+        "two classes, wrong as soon as there are three.",
+        (("    label_agreement = float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))",
+          "    label_agreement = float(np.mean((a[:, 1] > 0.5) == (b[:, 1] > 0.5)))"),),
+    ),
+    Mistake(
+        "accuracy_in_percent.ipynb", "reported_results", "accuracy reported in percent",
+        "`RESULTS[\"onnx_accuracy\"]` is a percentage (95.8) instead of a share in [0, 1], so it no "
+        "longer matches the grader's re-measurement.",
+        (('    "onnx_accuracy": float(np.mean(p_onnx.argmax(axis=1) == y_test)),',
+          '    "onnx_accuracy": float(100 * np.mean(p_onnx.argmax(axis=1) == y_test)),'),),
+    ),
+)
+
+
+def first_cell(m: Mistake) -> nbformat.NotebookNode:
+    return new_markdown_cell(
+        f"**Example submission · {m.title}.** This is the reference solution with one realistic "
+        f"mistake. {m.what}\n\n"
+        f"Expected grade: loses points at the `{m.check}` check only; every other check passes.")
+
+
+def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
+    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+    count = sum(c.source.count(old) for c in hits)
+    if count != 1:
+        raise ValueError(f"example edit must match exactly once in the solution's code, matched {count}: {old!r}")
+    hits[0].source = hits[0].source.replace(old, new)
+
+
+def make_mistake(solution: nbformat.NotebookNode, m: Mistake) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(solution)
+    for old, new in m.edits:
+        apply_edit(nb, old, new)
+    nb.cells.insert(0, first_cell(m))
+    return nb
+
+
+def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    examples = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
+    for m in MISTAKES:
+        examples[m.file] = make_mistake(solution, m)
+    return examples

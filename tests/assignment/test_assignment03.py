@@ -1,0 +1,227 @@
+"""Assignment 03 without running notebooks: the plain (no otter) build, the examples, the rubric and
+tolerances, and its grading code on known inputs. The real-jail runs are in test_assignment03_graded.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder.assignment import load_assignment
+from autograder.authoring.build import build_assignment, build_notebooks, stale_files
+from autograder.authoring.calibrate import round_outward, tolerance_specs
+from autograder.judge import validate_rubric
+from autograder.probe_format import CaseOutput, ProbeResult
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[2]
+ID = "03-export-parity"
+EXAMPLES = ROOT / "assignments" / ID / "examples"
+EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_03.toml").read_text())
+STUBS = ("sklearn_probabilities", "onnx_probabilities", "parity_report")
+
+
+@pytest.fixture(scope="module")
+def a03():
+    return load_assignment(ID, ROOT)
+
+
+@pytest.fixture(scope="module")
+def make_examples():
+    path = ROOT / "reference" / ID / "make_examples.py"
+    spec = importlib.util.spec_from_file_location("make_examples_03_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _code(nb) -> str:
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+# ── the plain build ──────────────────────────────────────────────────────────────────────────
+
+def test_there_is_no_otter_master(a03):
+    assert not (a03.reference_folder / "master.ipynb").exists(), "assignment 03 proves the build without otter"
+
+
+def test_committed_notebooks_are_up_to_date(a03):
+    stale = stale_files(a03)
+    assert not stale, f"out of date: {stale}; run `autograder build {ID}`"
+
+
+def test_the_build_is_deterministic_and_marks_the_assignment(a03, tmp_path):
+    first = build_notebooks(a03)
+    assert first == build_notebooks(a03)
+    for rel, text in first.items():
+        assert _read_text(text).metadata["autograder"] == {"assignment": ID}, rel
+    written = build_assignment(a03, out_root=tmp_path)
+    assert len(written.written) == len(first) and build_assignment(a03, out_root=tmp_path).changed == []
+
+
+def _read_text(text: str) -> nbformat.NotebookNode:
+    return nbformat.reads(text, as_version=4)
+
+
+def test_student_notebook_has_stubs_and_the_solution_fills_them(a03):
+    student, solution = _read(a03.notebook), _read(a03.reference_folder / "solution.ipynb")
+    assert [c.cell_type for c in student.cells] == [c.cell_type for c in solution.cells]
+    assert [c.source for c in student.cells if c.cell_type == "markdown"] == \
+           [c.source for c in solution.cells if c.cell_type == "markdown"]
+    for name in STUBS:
+        assert f'raise NotImplementedError("{name}")' in _code(student)
+    assert "NotImplementedError" not in _code(solution) and "TODO" not in _code(solution)
+    for snippet in ('options={"zipmap": False}', "np.argmax(a, axis=1) == np.argmax(b, axis=1)", "pipe.predict_proba(X)"):
+        assert snippet in _code(solution) and snippet not in _code(student)
+    params = [c for c in student.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and params[0].source.startswith("MODEL_SEED = 0")
+
+
+def test_self_checks_print_instead_of_raising(a03):
+    """A failing self-check must never cost the execution check: they go through self_check()."""
+    checks = [c.source for c in _read(a03.notebook).cells if c.cell_type == "code" and "self_check(" in c.source]
+    assert len(checks) >= 4
+    assert not any(re.search(r"^\s*assert\b", src, re.M) for src in checks)
+
+
+def test_plain_build_needs_both_notebooks(tmp_path):
+    from autograder.errors import AssignmentError
+
+    folder = tmp_path / "assignments" / "plain-01"
+    (folder / "grading").mkdir(parents=True)
+    (folder / "assignment.toml").write_text('id = "plain-01"\nnotebook = "plain.ipynb"\n')
+    (tmp_path / "reference" / "plain-01").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), folder / "plain.ipynb")
+    a = load_assignment("plain-01", tmp_path)
+    with pytest.raises(AssignmentError, match="solution.ipynb"):
+        build_notebooks(a)
+    solution = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 2", execution_count=3)])
+    nbformat.write(solution, tmp_path / "reference" / "plain-01" / "solution.ipynb")
+    built = build_notebooks(a)
+    assert sorted(built) == ["assignments/plain-01/plain.ipynb", "reference/plain-01/solution.ipynb"]
+    sol = _read_text(built["reference/plain-01/solution.ipynb"])
+    assert sol.cells[0].execution_count is None and sol.metadata["autograder"] == {"assignment": "plain-01"}
+
+
+# ── the examples ─────────────────────────────────────────────────────────────────────────────
+
+def test_expected_examples_list_exactly_the_bundled_notebooks(a03):
+    assert sorted(EXPECTED) == sorted(p.name for p in EXAMPLES.glob("*.ipynb"))
+    checks = {c["id"]: c["points"] for c in a03.rubric()["checks"]}
+    assert EXPECTED["reference.ipynb"]["scores"] == checks
+    mistakes = {k: v for k, v in EXPECTED.items() if "loses" in v}
+    assert len(mistakes) >= 3 and {"float64_export.ipynb", "zipmap_left_on.ipynb", "scaler_left_out.ipynb"} <= set(mistakes)
+    for name, v in mistakes.items():
+        lost = {c for c, points in checks.items() if v["scores"][c] < points}
+        assert lost == {v["loses"]}, f"{name}: the expected scores lose points at {lost}, not only at {v['loses']}"
+
+
+def test_the_script_and_the_expectations_agree(make_examples):
+    assert {m.file: m.check for m in make_examples.MISTAKES} == \
+           {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "loses" in v))
+def test_each_mistake_states_its_check_and_is_the_solution_with_one_cell_edited(name):
+    reference, example = _read(EXAMPLES / "reference.ipynb"), _read(EXAMPLES / name)
+    assert example.cells[0].cell_type == "markdown" and f"`{EXPECTED[name]['loses']}`" in example.cells[0].source
+    changed = [i for i, (a, b) in enumerate(zip(reference.cells, example.cells[1:])) if a.source != b.source]
+    assert len(example.cells) == len(reference.cells) + 1 and len(changed) == 1, f"{name}: edited cells {changed}"
+
+
+def test_untouched_and_reference_are_the_shipped_notebooks(a03):
+    assert [c.source for c in _read(EXAMPLES / "untouched.ipynb").cells] == [c.source for c in _read(a03.notebook).cells]
+    solution = _read(a03.reference_folder / "solution.ipynb")
+    assert [c.source for c in _read(EXAMPLES / "reference.ipynb").cells] == [c.source for c in solution.cells]
+
+
+# ── rubric and tolerances ────────────────────────────────────────────────────────────────────
+
+def test_rubric_and_tolerances_are_valid_and_calibrated(a03):
+    tolerances = a03.tolerances()
+    validate_rubric(a03.rubric(), tolerances)
+    assert sum(c["points"] for c in a03.rubric()["checks"]) == 100
+    prov = tolerances["provenance"]
+    assert prov["command"] == f"autograder calibrate {ID} --runs {prov['runs']}" and prov["runs"] >= 10
+    assert len(set(prov["parameters"]["MODEL_SEED"])) == prov["runs"]
+    assert prov["reference_scores"] == [100.0] * prov["runs"]
+    assert prov["versions"]["skl2onnx"] != "missing" and prov["versions"]["scikit-learn"] != "missing"
+    config = tomllib.loads((a03.reference_folder / "calibration.toml").read_text())
+    specs = tolerance_specs(a03.rubric(), config)
+    for spec in specs:
+        entry = tolerances
+        for part in spec.key.split("."):
+            entry = entry[part]
+        assert entry["measure"] == spec.measure and entry["samples"] == prov["runs"]
+        step = spec.step or 0.0
+        if entry["rule"].startswith("worst count"):
+            assert entry["value"] == entry["worst"]
+        elif spec.direction == "upper":
+            assert entry["value"] == round_outward((entry["worst"] + step) * spec.margin, "upper")
+        else:
+            assert entry["value"] == max(0.0, round_outward(1 - ((1 - entry["worst"]) + step) * spec.margin, "lower"))
+
+
+# ── the grading code on known inputs ─────────────────────────────────────────────────────────
+
+def test_parity_report_reference_and_its_per_group_tolerances(a03):
+    fn = a03.grading.functions
+    cases = [c for c in fn.probe_cases() if c.function == "parity_report"]
+    honest = {c.id: CaseOutput("ok", [np.array(v) for v in fn.reference_parity(c.raw(0), c.raw(1))], is_tuple=True)
+              for c in cases}
+
+    def float32_version(c):   # subtract in float32: honest for float32 inputs only
+        a, b = np.asarray(c.raw(0), np.float32), np.asarray(c.raw(1), np.float32)
+        return CaseOutput("ok", [np.array(float(np.max(np.abs(a - b)))),
+                                 np.array(fn.reference_parity(a, b)[1])], is_tuple=True)
+
+    functions = {"parity_report": "defined"}
+    ok = fn.measure_functions(cases, ProbeResult(True, None, honest, functions, None, None))["parity_report"]
+    assert ok["agree"] == ok["cases"] == len(cases)
+    f32 = fn.measure_functions(cases, ProbeResult(True, None, {c.id: float32_version(c) for c in cases},
+                                                  functions, None, None))["parity_report"]
+    assert f32["groups"]["float32_inputs"]["agree"] == f32["groups"]["float32_inputs"]["cases"]
+    assert f32["groups"]["float64_inputs"]["agree"] < f32["groups"]["float64_inputs"]["cases"]
+
+
+def test_reported_numbers_are_checked_against_the_graders(a03):
+    parity = a03.grading.parity
+    measured = {"public_max_abs_diff": 4.4e-07, "public_label_agreement": 1.0, "onnx_accuracy": 0.958041958041958}
+    honest = parity.measure_reported({"max_abs_diff": 4.4e-07, "label_agreement": 1.0,
+                                      "onnx_accuracy": 0.958041958041958}, None, measured)
+    assert honest["honest_share"] == 1.0 and honest["problems"] == []
+    percent = parity.measure_reported({"max_abs_diff": 4.4e-07, "label_agreement": 1.0, "onnx_accuracy": 95.8041958041958},
+                                      None, measured)
+    assert percent["honest"] == 2 and "a percentage?" in percent["fields"]["onnx_accuracy"]["reason"]
+    mean = parity.measure_reported({"max_abs_diff": 4.0e-08, "label_agreement": 1.0, "onnx_accuracy": 0.958041958041958},
+                                   None, measured)
+    assert not mean["fields"]["max_abs_diff"]["ok"], "a mean difference is not the largest one"
+    missing = parity.measure_reported(None, "RESULTS is not defined", measured)
+    assert missing["present"] is False and missing["problems"] == ["RESULTS is not defined"]
+    cannot = parity.measure_reported({"max_abs_diff": 0.0}, None, {"error": "no model"})
+    assert "cannot be re-measured: no model" in cannot["fields"]["max_abs_diff"]["reason"]
+
+
+def test_hidden_parity_sets_are_new_points_of_the_data(a03):
+    data = a03.grading.data
+    hidden, public = data.hidden_sets(), data.public_split()
+    assert hidden.X.shape == (1000, 30) and hidden.X_edge.shape == (500, 30) and hidden.X.dtype == np.float32
+    assert not hidden.X.flags.writeable and data.hidden_sets() is hidden
+    train = {tuple(r) for r in public.X_train.tolist()}
+    assert not any(tuple(r) in train for r in hidden.X.tolist()), "hidden rows are not copies of training rows"
+    lo, hi = public.X_train.min(axis=0), public.X_train.max(axis=0)
+    assert np.mean((hidden.X_edge < lo) | (hidden.X_edge > hi)) > 0.05, "the edge set leaves the training range"
