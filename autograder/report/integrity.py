@@ -1,0 +1,303 @@
+"""Integrity report: pairs of submissions whose student-written code overlaps, for a human to read.
+
+Every submission re-executes in the grader, and honest students who keep ``MODEL_SEED = 0`` train
+identical models: identical weights prove nothing. The signal is the code. Each notebook's code
+cells are fingerprinted with copydetect (winnowing over a token stream in which comments and
+whitespace are dropped and every variable, function and class name is replaced by one letter, so
+renaming and reformatting change nothing), the starter notebook's code is removed as boilerplate
+(cells equal to a starter cell are dropped; the remaining starter fingerprints are ignored), and
+every pair is compared.
+
+- ``overlap share`` of a pair: the larger of the two copydetect similarities (the part of one
+  notebook's own code found in the other), so a copy padded with extra code is still seen. Pairs
+  where either side has less than ``MIN_OWN_TOKENS`` tokens of its own code are not compared
+  (an untouched notebook has none): they are listed as such.
+- All pairs are screened at once with a sparse product of the fingerprint sets (shared
+  fingerprints per pair); only pairs that could reach ``SCREEN`` are compared token by token.
+- ``THRESHOLD`` (``[integrity] threshold`` in assignment.toml replaces it) is set from data:
+  independently written solutions of lesson 07 (the reference against a second solution written
+  separately, and the examples' cells that differ from the reference) stay below it; see
+  tests/integrity/test_integrity_threshold.py for the figures.
+
+A flag is a lead for a human, never a verdict: the report costs no execution and ``rescore``
+recomputes it from the staged notebooks (``OUT/.sources``).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+NOISE_T = 25            # copydetect's defaults: k-grams of 25 tokens ...
+GUARANTEE_T = 30        # ... any shared run of 30 tokens is found (window 6)
+THRESHOLD = 0.60        # see the module docstring and the threshold test
+SCREEN = 0.25           # a pair sharing fewer fingerprints than this share is not compared in full
+MIN_OWN_TOKENS = 60     # less own code than this (after the starter is removed): nothing to compare
+MAX_CODE_CHARS = 200_000
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+TOP = 10                # pairs shown with their code in summary.html
+CSV_TOP = 100           # pairs written to integrity.csv (flagged ones always)
+CONTEXT_LINES = 2
+SNIPPET_CHARS = 4000
+CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b", "flagged",
+               "cells_a", "cells_b"]
+
+
+@dataclass
+class Pair:
+    a: str
+    b: str
+    share: float
+    share_a: float
+    share_b: float
+    cells_a: list[int] = field(default_factory=list)
+    cells_b: list[int] = field(default_factory=list)
+    snippet_a: str = ""             # HTML: the involved code with <mark> around the overlap
+    snippet_b: str = ""
+    flagged: bool = False
+
+
+@dataclass
+class IntegrityReport:
+    threshold: float
+    compared: int = 0               # submissions compared
+    pairs_screened: int = 0
+    pairs: list[Pair] = field(default_factory=list)      # best first
+    too_little_code: list[str] = field(default_factory=list)   # names: nothing of their own to compare
+    error: str | None = None
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [p for p in self.pairs if p.flagged]
+
+
+# ── code of a notebook ────────────────────────────────────────────────────────────────────────
+
+@dataclass
+class _Code:
+    text: str
+    cells: list[tuple[int, int, int]]     # (start, end, notebook cell index) in text
+
+
+def code_cells(notebook: Path) -> list[tuple[int, str]]:
+    """(cell index, source) of each code cell; [] for a file that is not a notebook."""
+    try:
+        if notebook.is_symlink() or not notebook.is_file() or notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
+            return []
+        nb = json.loads(notebook.read_bytes())
+    except (OSError, ValueError):
+        return []
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    out = []
+    for i, cell in enumerate(cells if isinstance(cells, list) else []):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            src = cell.get("source", "")
+            src = "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else str(src)
+            out.append((i, src))
+    return out
+
+
+def _normalise(source: str) -> str:
+    """IPython magics and shell lines are not Python: dropped. Trailing blanks are not code."""
+    lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return "\n".join(ln.rstrip() for ln in lines).strip("\n")
+
+
+def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
+    """The notebook's code cells that are not a starter cell verbatim, each under a comment line
+    naming its cell (comments are not fingerprinted: it only serves the highlighted view)."""
+    parts, cells, pos = [], [], 0
+    for index, source in code_cells(notebook):
+        src = _normalise(source)
+        if not src or src in starter_cells:
+            continue
+        block = f"# ── cell {index} ──\n{src}\n"
+        if pos + len(block) > MAX_CODE_CHARS:
+            break
+        parts.append(block)
+        cells.append((pos, pos + len(block), index))
+        pos += len(block)
+    return _Code("".join(parts), cells)
+
+
+# ── the report ────────────────────────────────────────────────────────────────────────────────
+
+def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
+                     threshold: float | None = None) -> IntegrityReport:
+    """Compare every pair of ``notebooks`` (name → staged .ipynb); never raises for a student's file."""
+    import copydetect
+
+
+    threshold = _threshold(assignment) if threshold is None else threshold
+    report = IntegrityReport(threshold=threshold)
+    starter = _starter(assignment)
+    starter_cells = {_normalise(s) for _, s in code_cells(starter)} if starter else set()
+    boilerplate = np.array([], dtype=np.int64)
+    if starter_cells:
+        text = "\n".join(sorted(starter_cells))
+        boilerplate = np.array(sorted(_fingerprint(copydetect, text, []).hashes), dtype=np.int64)
+    names, codes, prints = [], [], []
+    for name in sorted(notebooks):
+        code = own_code(Path(notebooks[name]), starter_cells)
+        fp = _fingerprint(copydetect, code.text, boilerplate) if code.text else None
+        if fp is None or fp.token_coverage < MIN_OWN_TOKENS:
+            report.too_little_code.append(name)
+            continue
+        names.append(name)
+        codes.append(code)
+        prints.append(fp)
+    report.compared = len(names)
+    candidates = _screen(prints)
+    report.pairs_screened = len(names) * (len(names) - 1) // 2
+    pairs = []
+    for i, j in candidates:
+        pair = _compare(copydetect, names, codes, prints, i, j)
+        if pair is not None:
+            pairs.append(pair)
+    pairs.sort(key=lambda p: (-p.share, p.a, p.b))
+    for rank, pair in enumerate(pairs):
+        pair.flagged = pair.share >= threshold
+        if rank >= TOP and not pair.flagged:
+            pair.snippet_a = pair.snippet_b = ""
+    report.pairs = [p for k, p in enumerate(pairs) if k < CSV_TOP or p.flagged]
+    return report
+
+
+def _threshold(assignment: Any) -> float:
+    config = getattr(assignment, "config", {}) or {}
+    value = config.get("integrity", {}).get("threshold") if isinstance(config.get("integrity"), dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else THRESHOLD
+
+
+def _starter(assignment: Any) -> Path | None:
+    path = getattr(assignment, "notebook", None)
+    return Path(path) if path is not None and Path(path).is_file() else None
+
+
+def _fingerprint(copydetect: Any, text: str, boilerplate: Any) -> Any:
+    return copydetect.CodeFingerprint("code.py", NOISE_T, GUARANTEE_T - NOISE_T + 1, boilerplate=boilerplate,
+                                      filter=True, language="python", fp=io.StringIO(text))
+
+
+def _screen(prints: list[Any]) -> list[tuple[int, int]]:
+    """Pairs (i < j) sharing at least SCREEN of the smaller fingerprint set: one sparse product."""
+    from scipy import sparse
+
+    if len(prints) < 2:
+        return []
+    vocab: dict[int, int] = {}
+    rows, cols = [], []
+    for i, fp in enumerate(prints):
+        for h in fp.hashes:
+            rows.append(i)
+            cols.append(vocab.setdefault(int(h), len(vocab)))
+    m = sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(prints), len(vocab)))
+    shared = sparse.triu(m @ m.T, k=1).tocoo()
+    sizes = np.array([max(1, len(fp.hashes)) for fp in prints])
+    smaller = np.minimum(sizes[shared.row], sizes[shared.col])
+    keep = shared.data >= SCREEN * smaller
+    return sorted(zip(shared.row[keep].tolist(), shared.col[keep].tolist()))
+
+
+def _compare(copydetect: Any, names: list[str], codes: list[_Code], prints: list[Any], i: int, j: int) -> Pair | None:
+    _overlap, (sim_a, sim_b), (slices_a, slices_b) = copydetect.compare_files(prints[i], prints[j])
+    share = float(max(sim_a, sim_b))
+    if share <= 0:
+        return None
+    slices_a, slices_b = _as_slices(slices_a), _as_slices(slices_b)
+    return Pair(a=names[i], b=names[j], share=round(share, 4), share_a=round(float(sim_a), 4),
+                share_b=round(float(sim_b), 4), cells_a=_cells(codes[i], slices_a), cells_b=_cells(codes[j], slices_b),
+                snippet_a=highlight(codes[i].text, slices_a), snippet_b=highlight(codes[j].text, slices_b))
+
+
+def _as_slices(slices: Any) -> list[tuple[int, int]]:
+    arr = np.asarray(slices)
+    if arr.ndim != 2 or arr.shape[0] != 2:
+        return []
+    return [(int(s), int(e)) for s, e in zip(arr[0], arr[1]) if e > s]
+
+
+def _cells(code: _Code, slices: list[tuple[int, int]]) -> list[int]:
+    return sorted({index for start, end, index in code.cells for s, e in slices if s < end and e > start})
+
+
+def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> str:
+    """The lines around the overlap, escaped, with ``<mark>`` around the shared code; ``…`` for
+    lines left out. Bounded to about ``budget`` characters of code."""
+    if not slices:
+        return ""
+    starts = [0]
+    for k, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(k + 1)
+    line_of = np.searchsorted(np.array(starts), np.arange(len(text) + 1), side="right") - 1
+    keep: set[int] = set()
+    for s, e in slices:
+        first, last = int(line_of[min(s, len(text))]), int(line_of[min(max(e - 1, s), len(text))])
+        keep.update(range(max(0, first - CONTEXT_LINES), last + CONTEXT_LINES + 1))
+    marked = np.zeros(len(text), dtype=bool)
+    for s, e in slices:
+        marked[s:e] = True
+    out, used, previous = [], 0, -2
+    lines = text.split("\n")
+    for n in sorted(k for k in keep if k < len(lines)):
+        if used > budget:
+            out.append("…")
+            break
+        if n != previous + 1:
+            out.append("…")
+        start = starts[n]
+        out.append(_mark_line(lines[n], marked[start:start + len(lines[n])]))
+        used += len(lines[n])
+        previous = n
+    return "\n".join(out)
+
+
+def _mark_line(line: str, marked: Any) -> str:
+    out, k = [], 0
+    while k < len(line):
+        j = k
+        while j < len(line) and bool(marked[j]) == bool(marked[k]):
+            j += 1
+        piece = html.escape(line[k:j], quote=False)
+        out.append(f"<mark>{piece}</mark>" if marked[k] else piece)
+        k = j
+    return "".join(out)
+
+
+# ── integrity.csv ─────────────────────────────────────────────────────────────────────────────
+
+def integrity_csv(report: IntegrityReport) -> str:
+    from .gradebook import number_cell, text_cell
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for rank, p in enumerate(report.pairs, start=1):
+        writer.writerow([rank, text_cell(p.a), text_cell(p.b), number_cell(p.share), number_cell(p.share_a),
+                         number_cell(p.share_b), "yes" if p.flagged else "no", _cell_list(p.cells_a),
+                         _cell_list(p.cells_b)])
+    return buf.getvalue()
+
+
+def write_integrity_csv(path: Path, report: IntegrityReport) -> Path:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(integrity_csv(report))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def _cell_list(cells: Iterable[int]) -> str:
+    return " ".join(str(c) for c in cells)
