@@ -109,6 +109,17 @@ def check_out_dir(path: Path, *, what: str = "--out") -> Path:
     return path
 
 
+def create_out_dir(path: Path, *, what: str = "--out") -> Path:
+    """The last check before a command runs: make the folder (a mount can refuse what the
+    permission bits allow)."""
+    check_out_dir(path, what=what)
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CommandError(f"{what} {path} cannot be created: {e.strerror or e}") from None
+    return Path(path)
+
+
 def check_empty_or_absent(path: Path, *, what: str) -> Path:
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):

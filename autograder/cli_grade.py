@@ -11,7 +11,7 @@ import typer
 
 from .assignment import DEFAULT_ASSIGNMENT, load_assignment
 from .cli_checks import (check_empty_or_absent, check_file, check_grading_files, check_notebook, check_out_dir,
-                         command_errors, one_line)
+                         command_errors, create_out_dir, one_line)
 from .errors import SandboxUnavailableError
 
 ASSIGNMENT_OPT = typer.Option(DEFAULT_ASSIGNMENT, "--assignment", "-a", help="Assignment id (a folder under assignments/).")
@@ -43,6 +43,7 @@ def grade(
         a = load_assignment(assignment)
         tolerances = check_file(tolerances, what="--tolerances")
         check_grading_files(a, tolerances, None)
+        create_out_dir(out)
     with command_errors(SandboxUnavailableError):
         grade_ = grade_notebook(notebook, a, out, workspace=workspace, tolerances=tolerances,
                                 unsafe_no_sandbox=unsafe_no_sandbox)

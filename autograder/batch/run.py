@@ -120,7 +120,10 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
     validate_grading(assignment, tolerances, rubric)
     created = [p for p in (out, out / SOURCES_DIR) if not p.exists()]
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BatchError(f"--out {out} cannot be created: {e.strerror or e}") from None
     try:
         discovery = discover(Path(source), out / SOURCES_DIR)
         if not allow_empty and not any(sub.notebook is not None for sub in discovery.submissions):

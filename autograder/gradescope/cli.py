@@ -8,10 +8,10 @@ from typing import Optional
 import typer
 
 from ..assignment import DEFAULT_ASSIGNMENT
-from ..errors import AutograderError
+from ..cli_checks import CommandError, check_out_dir, command_errors
 
 gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
-                             no_args_is_help=True)
+                             no_args_is_help=True, rich_markup_mode=None)
 
 
 @gradescope_app.command()
@@ -22,11 +22,11 @@ def build(
     """Build the zip to upload on Gradescope's "Configure Autograder" page (Ubuntu 22.04 base)."""
     from .build import build_zip
 
-    try:
+    with command_errors():
+        check_out_dir(output.parent, what="--output folder")
+        if output.is_dir():
+            raise CommandError(f"--output {output} is a folder: give the path of the zip to write")
         report = build_zip(assignment, output)
-    except AutograderError as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
     typer.echo(f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, "
                f"{report.wheel_name})")
 
@@ -44,6 +44,9 @@ def run(
     from .run import run as run_gradescope
 
     results = run_gradescope(root, assignment)
+    extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
+    for warning in extra.get("version_drift") or []:  # stdout: shown to instructors only
+        typer.echo(f"[autograder] warning: {warning}")
     typer.echo(f"score {results.get('score', 0):g} · wrote {root / 'results' / 'results.json'}")
 
 
