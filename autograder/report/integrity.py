@@ -72,7 +72,8 @@ class IntegrityReport:
     compared: int = 0               # submissions compared
     pairs_screened: int = 0
     pairs: list[Pair] = field(default_factory=list)      # best first
-    too_little_code: list[str] = field(default_factory=list)   # names: nothing of their own to compare
+    too_little_code: list[str] = field(default_factory=list)   # names: too little of their own to compare
+    no_own_code: list[str] = field(default_factory=list)       # names: only the starter's code (or none)
     error: str | None = None
 
     @property
@@ -151,6 +152,8 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
         fp = _fingerprint(copydetect, code.text, boilerplate) if code.text else None
         if fp is None or fp.token_coverage < MIN_OWN_TOKENS:
             report.too_little_code.append(name)
+            if not code.text:
+                report.no_own_code.append(name)
             continue
         names.append(name)
         codes.append(code)
@@ -247,7 +250,7 @@ def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET
     marked = np.zeros(len(text), dtype=bool)
     for s, e in slices:
         marked[s:e] = True
-    out, used, previous = [], 0, -2
+    out, used, previous = [], 0, -1
     lines = text.split("\n")
     for n in sorted(k for k in keep if k < len(lines)):
         if used > budget:

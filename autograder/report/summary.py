@@ -91,7 +91,7 @@ def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubr
 def do_nothing(rows: list[dict[str, Any]], integrity: Any) -> set[str]:
     """Notebooks that ran but hold no code of their own (the starter as handed out) or scored 0:
     their failures say nothing about what the class finds hard."""
-    empty = set(getattr(integrity, "too_little_code", []) or [])
+    empty = set(getattr(integrity, "no_own_code", []) or [])
     return {r["name"] for r in rows if r["status"] == RAN and (r["name"] in empty or r["score"] <= 0)}
 
 

@@ -142,6 +142,7 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
                          f'x2="{WIDTH - right}" y2="{y:.1f}" stroke="{color}" stroke-dasharray="{dash}" '
                          f'stroke-width="2"/></g>')
     labelled = 0
+    taken: list[tuple[float, float, float]] = []
     for k, (label, pts) in enumerate(points.items()):
         color = SERIES_COLORS[k % len(SERIES_COLORS)]
         groups: dict[tuple[float, float], list[str]] = {}
@@ -152,18 +153,33 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
             title = f"{label}: {', '.join(names[:12])}{' …' if len(names) > 12 else ''} · x = {x:g}, y = {y:g}" + (
                 " · beyond a limit" if beyond else "")
             r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
-            shape = (f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r:.1f}"' if k % 2 == 0 else
-                     f'<rect x="{px(x) - r:.1f}" y="{py(y) - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}"')
+            cx, cy = _free_spot(px(x), py(y), r, taken)
+            shape = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}"' if k % 2 == 0 else
+                     f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}"')
             parts.append(f'<a href="{_e(feedback_href(names[0]))}"><g class="pt"><title>{_e(title)}</title>'
                          f'{shape} fill="{color}" fill-opacity="0.75" stroke="#fff" stroke-width="1.5"/>'
-                         + (f'<text x="{px(x):.1f}" y="{py(y) + 4:.1f}" text-anchor="middle" class="count">'
+                         + (f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" class="count">'
                             f'{len(names)}</text>' if len(names) > 1 else "")
-                         + (f'<text x="{px(x) + r + 4:.1f}" y="{py(y) - r:.1f}" class="name">'
+                         + (f'<text x="{cx + r + 4:.1f}" y="{cy - r:.1f}" class="name">'
                             f'{_e(_short(names[0], 24))}{" +" + str(len(names) - 1) if len(names) > 1 else ""}</text>'
                             if beyond and labelled < 15 else "")
                          + "</g></a>")
             labelled += beyond
     return _svg(height, parts, f"{x_label} against {y_label} per submission")
+
+
+def _free_spot(x: float, y: float, r: float, taken: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """(x, y), or the nearest nudged place where the mark covers no mark drawn before (marks of
+    two series at the same values stay both visible and clickable)."""
+    for step in range(0, 12):
+        for angle in ((0,) if step == 0 else range(-45, 315, 45)):
+            cx = x + step * 5 * math.cos(math.radians(angle))
+            cy = y - step * 5 * math.sin(math.radians(angle))
+            if all(math.hypot(cx - tx, cy - ty) >= r + tr + 2 for tx, ty, tr in taken):
+                taken.append((cx, cy, r))
+                return cx, cy
+    taken.append((x, y, r))
+    return x, y
 
 
 def _beyond(lim: dict[str, Any], x: float, y: float) -> bool:
