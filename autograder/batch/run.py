@@ -120,6 +120,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
     validate_grading(assignment, tolerances, rubric)
     created = [p for p in (out, out / SOURCES_DIR) if not p.exists()]
+    existed = {p.name for p in out.iterdir()} if out.is_dir() else set()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -149,7 +150,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
             write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
             raise
     except BaseException:
-        _remove_unused(out, created)
+        _remove_unused(out, created, existed)
         raise
     rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
     write_json_atomic(out / BATCH_FILE, {**batch, "state": "finished", "finished_at": _now()})
@@ -167,20 +168,20 @@ def _empty_message(source: Path, discovery: Any) -> str:
             "Gradescope export zip), or pass --allow-empty to write an empty gradebook")
 
 
-def _remove_unused(out: Path, created: list[Path]) -> None:
-    """After a failed or interrupted run: remove the staging folder and the output folder this run
-    created, and empty submission folders; finished submissions (the resume state) stay."""
-    for path in created[::-1]:
-        if path.name == SOURCES_DIR:
-            shutil.rmtree(path, ignore_errors=True)
+def _remove_unused(out: Path, created: list[Path], existed: set[str]) -> None:
+    """After a failed or interrupted run: remove what this run created for nothing (the staging
+    folder, submission folders it did not finish, an empty cache, and the output folder when
+    nothing was finished); finished submissions and an earlier run's files stay (resume state)."""
     with contextlib.suppress(OSError):
         for child in out.iterdir():
-            if child.is_dir() and not child.is_symlink() and not any(child.iterdir()):
-                child.rmdir()
+            if child.name in existed or not child.is_dir() or child.is_symlink():
+                continue
+            if child.name == SOURCES_DIR or (child.name != CACHE_DIR and not (child / SUBMISSION_FILE).is_file()) \
+                    or not any(child.iterdir()):
+                shutil.rmtree(child, ignore_errors=True)
     if out in created:
         with contextlib.suppress(OSError):
-            leftovers = {p.name for p in out.iterdir()}
-            if leftovers <= {BATCH_FILE}:
+            if {p.name for p in out.iterdir()} <= {BATCH_FILE}:
                 shutil.rmtree(out)
 
 

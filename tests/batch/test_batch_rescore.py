@@ -92,11 +92,14 @@ def test_rescore_with_another_rubric(tmp_path, graded, monkeypatch):
 def test_rescore_refuses_a_broken_tolerances_file_before_touching_anything(tmp_path, graded, monkeypatch):
     forbid_execution(monkeypatch)
     grade = (graded / "alice" / "grade.json").read_bytes()
-    bad = tmp_path / "bad.toml"
-    bad.write_text("[size]\nratio_max = 0.3\n")  # drift and functions tolerances missing
-    with pytest.raises(AssignmentError):
-        rescore(graded, tolerances=bad)
+    for text, why in [("[size\n", "not valid TOML"), ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
+                      ("[size]\nratio_max = 'small'\n", "not of the kind"), ("size = 0.3\n", "a table of tolerances")]:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        with pytest.raises(AssignmentError, match=why):
+            rescore(graded, tolerances=bad)
     assert (graded / "alice" / "grade.json").read_bytes() == grade
+    assert not (graded / "rescore-diff.csv").exists()
     with pytest.raises(BatchError, match="does not exist"):
         rescore(graded, tolerances=tmp_path / "missing.toml")
 
