@@ -4,20 +4,23 @@ Every submission re-executes in the grader, and honest students who keep ``MODEL
 identical models: identical weights prove nothing. The signal is the code. Each notebook's code
 cells are fingerprinted with copydetect (winnowing over a token stream in which comments and
 whitespace are dropped and every variable, function and class name is replaced by one letter, so
-renaming and reformatting change nothing), the starter notebook's code is removed as boilerplate
+renaming and reformatting change nothing; each cell is first printed back in canonical form by
+``ast.unparse``, so the code shown is that form), the starter notebook's code is removed as boilerplate
 (cells equal to a starter cell are dropped; the remaining starter fingerprints are ignored), and
 every pair is compared.
 
-- ``overlap share`` of a pair: the larger of the two copydetect similarities (the part of one
-  notebook's own code found in the other), so a copy padded with extra code is still seen. Pairs
-  where either side has less than ``MIN_OWN_TOKENS`` tokens of its own code are not compared
-  (an untouched notebook has none): they are listed as such.
-- All pairs are screened at once with a sparse product of the fingerprint sets (shared
-  fingerprints per pair); only pairs that could reach ``SCREEN`` are compared token by token.
-- ``THRESHOLD`` (``[integrity] threshold`` in assignment.toml replaces it) is set from data:
-  independently written solutions of lesson 07 (the reference against a second solution written
-  separately, and the examples' cells that differ from the reference) stay below it; see
-  tests/integrity/test_integrity_threshold.py for the figures.
+- ``overlap share`` of a pair: the larger of the two shares of fingerprints (the part of one
+  notebook's own fingerprints found in the other), so a copy padded with extra code is still
+  seen. All pairs at once, from one sparse product of the notebooks × fingerprints matrix;
+  copydetect's token-level comparison then gives the cells involved and the highlighted code of
+  the pairs listed. Notebooks with less than ``MIN_OWN_TOKENS`` tokens of their own code are not
+  compared (an untouched notebook has none): they are listed as such.
+- ``THRESHOLD`` (``[integrity] threshold`` in assignment.toml replaces it) is set from data, on
+  lesson 07: a second solution written separately from the reference shares at most 0.11 with
+  the reference and with each of the 11 examples (independent authors); the examples, each the
+  reference with one cell changed, share 0.91 to 1.0 with it and with each other, and the
+  reference with every name, comment and space changed shares 1.0. 0.60 keeps 0.3 from both
+  sides (tests/integrity/test_integrity_report.py measures them again).
 
 A flag is a lead for a human, never a verdict: the report costs no execution and ``rescore``
 recomputes it from the staged notebooks (``OUT/.sources``).
@@ -25,12 +28,14 @@ recomputes it from the staged notebooks (``OUT/.sources``).
 
 from __future__ import annotations
 
+import ast
 import csv
 import html
 import io
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,8 +44,9 @@ import numpy as np
 
 NOISE_T = 25            # copydetect's defaults: k-grams of 25 tokens ...
 GUARANTEE_T = 30        # ... any shared run of 30 tokens is found (window 6)
-THRESHOLD = 0.60        # see the module docstring and the threshold test
-SCREEN = 0.25           # a pair sharing fewer fingerprints than this share is not compared in full
+THRESHOLD = 0.60        # from data: see the module docstring
+LISTED_MIN = 0.25       # pairs sharing less than this are not listed in integrity.csv
+MAX_LISTED = 1000       # flagged pairs listed at most (more means the threshold does not fit the lesson)
 MIN_OWN_TOKENS = 60     # less own code than this (after the starter is removed): nothing to compare
 MAX_CODE_CHARS = 200_000
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
@@ -70,7 +76,9 @@ class Pair:
 class IntegrityReport:
     threshold: float
     compared: int = 0               # submissions compared
-    pairs_screened: int = 0
+    pairs_screened: int = 0         # every pair of compared notebooks
+    flagged_total: int = 0          # flagged pairs, listed or not
+    seconds: dict[str, float] = field(default_factory=dict)   # fingerprints, pairs
     pairs: list[Pair] = field(default_factory=list)      # best first
     too_little_code: list[str] = field(default_factory=list)   # names: too little of their own to compare
     no_own_code: list[str] = field(default_factory=list)       # names: only the starter's code (or none)
@@ -108,9 +116,33 @@ def code_cells(notebook: Path) -> list[tuple[int, str]]:
 
 
 def _normalise(source: str) -> str:
-    """IPython magics and shell lines are not Python: dropped. Trailing blanks are not code."""
+    """A cell's code in a canonical form: IPython magics and shell lines dropped, then parsed and
+    printed back by Python itself (``ast.unparse``), so comments, blank lines, spacing, line breaks
+    inside brackets and the choice of quotes leave no trace. Code that does not parse is kept as
+    written, without trailing blanks."""
     lines = [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
-    return "\n".join(ln.rstrip() for ln in lines).strip("\n")
+    text = "\n".join(ln.rstrip() for ln in lines).strip("\n")
+    try:
+        return ast.unparse(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return text
+
+
+def _skeleton(code: str) -> str:
+    """The code with every name it binds or reads replaced by ``_``: a starter cell whose
+    variables were renamed is still the starter's."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            node.id = "_"
+        elif isinstance(node, ast.arg):
+            node.arg = "_"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.name = "_"
+    return ast.unparse(tree)
 
 
 def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
@@ -119,7 +151,7 @@ def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
     parts, cells, pos = [], [], 0
     for index, source in code_cells(notebook):
         src = _normalise(source)
-        if not src or src in starter_cells:
+        if not src or src in starter_cells or _skeleton(src) in starter_cells:
             continue
         block = f"# ── cell {index} ──\n{src}\n"
         if pos + len(block) > MAX_CODE_CHARS:
@@ -133,19 +165,14 @@ def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
 # ── the report ────────────────────────────────────────────────────────────────────────────────
 
 def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
-                     threshold: float | None = None) -> IntegrityReport:
+                     threshold: float | None = None, listed_min: float = LISTED_MIN) -> IntegrityReport:
     """Compare every pair of ``notebooks`` (name → staged .ipynb); never raises for a student's file."""
     import copydetect
 
-
     threshold = _threshold(assignment) if threshold is None else threshold
     report = IntegrityReport(threshold=threshold)
-    starter = _starter(assignment)
-    starter_cells = {_normalise(s) for _, s in code_cells(starter)} if starter else set()
-    boilerplate = np.array([], dtype=np.int64)
-    if starter_cells:
-        text = "\n".join(sorted(starter_cells))
-        boilerplate = np.array(sorted(_fingerprint(copydetect, text, []).hashes), dtype=np.int64)
+    starter_cells, boilerplate = _starter_code(_starter(assignment))
+    started = time.perf_counter()
     names, codes, prints = [], [], []
     for name in sorted(notebooks):
         code = own_code(Path(notebooks[name]), starter_cells)
@@ -159,20 +186,66 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
         codes.append(code)
         prints.append(fp)
     report.compared = len(names)
-    candidates = _screen(prints)
     report.pairs_screened = len(names) * (len(names) - 1) // 2
-    pairs = []
-    for i, j in candidates:
-        pair = _compare(copydetect, names, codes, prints, i, j)
-        if pair is not None:
-            pairs.append(pair)
-    pairs.sort(key=lambda p: (-p.share, p.a, p.b))
-    for rank, pair in enumerate(pairs):
-        pair.flagged = pair.share >= threshold
-        if rank >= TOP and not pair.flagged:
-            pair.snippet_a = pair.snippet_b = ""
-    report.pairs = [p for k, p in enumerate(pairs) if k < CSV_TOP or p.flagged]
+    report.seconds["fingerprints"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    shares = pair_shares(prints)
+    report.flagged_total = sum(1 for *_ij, a, b in shares if max(a, b) >= threshold)
+    ranked = sorted(shares, key=lambda t: (-max(t[2], t[3]), names[t[0]], names[t[1]]))
+    listed = [t for k, t in enumerate(ranked) if max(t[2], t[3]) >= listed_min and
+              (k < CSV_TOP or (max(t[2], t[3]) >= threshold and k < MAX_LISTED))]
+    for rank, (i, j, share_a, share_b) in enumerate(listed):
+        pair = Pair(a=names[i], b=names[j], share=round(max(share_a, share_b), 4), share_a=round(share_a, 4),
+                    share_b=round(share_b, 4), flagged=max(share_a, share_b) >= threshold)
+        _details(copydetect, pair, codes[i], codes[j], prints[i], prints[j],
+                 snippets=rank < TOP or (pair.flagged and rank < TOP + 20))   # the pairs the page shows
+        report.pairs.append(pair)
+    report.seconds["pairs"] = round(time.perf_counter() - started, 3)
     return report
+
+
+def pair_shares(prints: list[Any]) -> list[tuple[int, int, float, float]]:
+    """(i, j, share of i's fingerprints found in j, share of j's found in i) for every pair i < j
+    that shares any fingerprint: one sparse product of the notebooks × fingerprints matrix."""
+    from scipy import sparse
+
+    if len(prints) < 2:
+        return []
+    vocab: dict[int, int] = {}
+    rows, cols = [], []
+    for i, fp in enumerate(prints):
+        for h in fp.hashes:
+            rows.append(i)
+            cols.append(vocab.setdefault(int(h), len(vocab)))
+    m = sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(prints), len(vocab)))
+    shared = sparse.triu(m @ m.T, k=1).tocoo()
+    sizes = np.array([max(1, len(fp.hashes)) for fp in prints], dtype=np.float64)
+    share_a, share_b = shared.data / sizes[shared.row], shared.data / sizes[shared.col]
+    return list(zip(shared.row.tolist(), shared.col.tolist(), share_a.tolist(), share_b.tolist()))
+
+
+def _details(copydetect: Any, pair: Pair, code_a: _Code, code_b: _Code, fp_a: Any, fp_b: Any, *,
+             snippets: bool) -> None:
+    """The cells involved (and, for the pairs shown, the highlighted code) from copydetect's
+    token-level comparison."""
+    _overlap, _sims, (slices_a, slices_b) = copydetect.compare_files(fp_a, fp_b)
+    slices_a, slices_b = _as_slices(slices_a), _as_slices(slices_b)
+    pair.cells_a, pair.cells_b = _cells(code_a, slices_a), _cells(code_b, slices_b)
+    if snippets:
+        pair.snippet_a, pair.snippet_b = highlight(code_a.text, slices_a), highlight(code_b.text, slices_b)
+
+
+def _starter_code(starter: Path | None) -> tuple[set[str], set[int]]:
+    """The starter's cells (canonical and as skeletons) and every k-gram hash of its code (not
+    only its winnowed ones: a student's notebook winnows other k-grams of the same code)."""
+    from copydetect.utils import filter_code, hashed_kgrams
+
+    cells = {c for c in (_normalise(s) for _, s in code_cells(starter)) if c} if starter else set()
+    cells |= {_skeleton(c) for c in cells}
+    boilerplate: set[int] = set()
+    for cell in cells:
+        boilerplate.update(int(h) for h in hashed_kgrams(filter_code(cell, "code.py", "python")[0], NOISE_T))
+    return cells, boilerplate
 
 
 def _threshold(assignment: Any) -> float:
@@ -186,40 +259,19 @@ def _starter(assignment: Any) -> Path | None:
     return Path(path) if path is not None and Path(path).is_file() else None
 
 
-def _fingerprint(copydetect: Any, text: str, boilerplate: Any) -> Any:
-    return copydetect.CodeFingerprint("code.py", NOISE_T, GUARANTEE_T - NOISE_T + 1, boilerplate=boilerplate,
-                                      filter=True, language="python", fp=io.StringIO(text))
+def _fingerprint(copydetect: Any, text: str, boilerplate: set[int]) -> Any:
+    """copydetect's fingerprint of ``text``, without the starter's k-grams. (Removed here rather
+    than by its ``boilerplate`` argument, whose ``intersect1d(..., assume_unique=True)`` misses
+    k-grams that occur more than once in a notebook.)"""
+    from copydetect.utils import get_token_coverage
 
-
-def _screen(prints: list[Any]) -> list[tuple[int, int]]:
-    """Pairs (i < j) sharing at least SCREEN of the smaller fingerprint set: one sparse product."""
-    from scipy import sparse
-
-    if len(prints) < 2:
-        return []
-    vocab: dict[int, int] = {}
-    rows, cols = [], []
-    for i, fp in enumerate(prints):
-        for h in fp.hashes:
-            rows.append(i)
-            cols.append(vocab.setdefault(int(h), len(vocab)))
-    m = sparse.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(prints), len(vocab)))
-    shared = sparse.triu(m @ m.T, k=1).tocoo()
-    sizes = np.array([max(1, len(fp.hashes)) for fp in prints])
-    smaller = np.minimum(sizes[shared.row], sizes[shared.col])
-    keep = shared.data >= SCREEN * smaller
-    return sorted(zip(shared.row[keep].tolist(), shared.col[keep].tolist()))
-
-
-def _compare(copydetect: Any, names: list[str], codes: list[_Code], prints: list[Any], i: int, j: int) -> Pair | None:
-    _overlap, (sim_a, sim_b), (slices_a, slices_b) = copydetect.compare_files(prints[i], prints[j])
-    share = float(max(sim_a, sim_b))
-    if share <= 0:
-        return None
-    slices_a, slices_b = _as_slices(slices_a), _as_slices(slices_b)
-    return Pair(a=names[i], b=names[j], share=round(share, 4), share_a=round(float(sim_a), 4),
-                share_b=round(float(sim_b), 4), cells_a=_cells(codes[i], slices_a), cells_b=_cells(codes[j], slices_b),
-                snippet_a=highlight(codes[i].text, slices_a), snippet_b=highlight(codes[j].text, slices_b))
+    fp = copydetect.CodeFingerprint("code.py", NOISE_T, GUARANTEE_T - NOISE_T + 1, filter=True,
+                                    language="python", fp=io.StringIO(text))
+    if boilerplate:
+        fp.hash_idx = {h: idx for h, idx in fp.hash_idx.items() if int(h) not in boilerplate}
+        fp.hashes = set(fp.hash_idx)
+        fp.token_coverage = get_token_coverage(fp.hash_idx, NOISE_T, len(fp.filtered_code))
+    return fp
 
 
 def _as_slices(slices: Any) -> list[tuple[int, int]]:
