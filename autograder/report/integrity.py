@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import hashlib
 import html
 import io
 import json
@@ -238,13 +239,13 @@ def _details(copydetect: Any, pair: Pair, code_a: _Code, code_b: _Code, fp_a: An
 def _starter_code(starter: Path | None) -> tuple[set[str], set[int]]:
     """The starter's cells (canonical and as skeletons) and every k-gram hash of its code (not
     only its winnowed ones: a student's notebook winnows other k-grams of the same code)."""
-    from copydetect.utils import filter_code, hashed_kgrams
+    from copydetect.utils import filter_code
 
     cells = {c for c in (_normalise(s) for _, s in code_cells(starter)) if c} if starter else set()
     cells |= {_skeleton(c) for c in cells}
     boilerplate: set[int] = set()
     for cell in cells:
-        boilerplate.update(int(h) for h in hashed_kgrams(filter_code(cell, "code.py", "python")[0], NOISE_T))
+        boilerplate.update(_kgram_hashes(filter_code(cell, "code.py", "python")[0]).tolist())
     return cells, boilerplate
 
 
@@ -259,19 +260,44 @@ def _starter(assignment: Any) -> Path | None:
     return Path(path) if path is not None and Path(path).is_file() else None
 
 
-def _fingerprint(copydetect: Any, text: str, boilerplate: set[int]) -> Any:
-    """copydetect's fingerprint of ``text``, without the starter's k-grams. (Removed here rather
-    than by its ``boilerplate`` argument, whose ``intersect1d(..., assume_unique=True)`` misses
-    k-grams that occur more than once in a notebook.)"""
-    from copydetect.utils import get_token_coverage
+@dataclass
+class _Fingerprint:
+    """What copydetect.compare_files reads of a CodeFingerprint."""
 
-    fp = copydetect.CodeFingerprint("code.py", NOISE_T, GUARANTEE_T - NOISE_T + 1, filter=True,
-                                    language="python", fp=io.StringIO(text))
-    if boilerplate:
-        fp.hash_idx = {h: idx for h, idx in fp.hash_idx.items() if int(h) not in boilerplate}
-        fp.hashes = set(fp.hash_idx)
-        fp.token_coverage = get_token_coverage(fp.hash_idx, NOISE_T, len(fp.filtered_code))
-    return fp
+    raw_code: str
+    filtered_code: str
+    offsets: Any
+    hashes: set[int]
+    hash_idx: dict[int, list[int]]
+    k: int
+    token_coverage: float
+
+
+def _kgram_hashes(filtered: str) -> Any:
+    """A stable 64-bit hash of each k-gram (copydetect's uses ``hash()``, salted per process:
+    the same class would give another report at every run)."""
+    return np.array([int.from_bytes(hashlib.blake2b(filtered[i:i + NOISE_T].encode(), digest_size=8).digest(),
+                                    "little", signed=True) for i in range(len(filtered) - NOISE_T + 1)],
+                    dtype=np.int64)
+
+
+def _fingerprint(copydetect: Any, text: str, boilerplate: set[int]) -> _Fingerprint:
+    """copydetect's tokenising filter and winnowing, with stable hashes and without the starter's
+    k-grams (removed here rather than by copydetect's ``boilerplate`` argument, whose
+    ``intersect1d(..., assume_unique=True)`` misses k-grams that occur twice in a notebook)."""
+    from copydetect.utils import filter_code, get_token_coverage, winnow
+
+    filtered, offsets = filter_code(text, "code.py", "python")
+    hashes = _kgram_hashes(filtered)
+    hash_idx: dict[int, list[int]] = {}
+    if len(hashes):
+        selected, idx = winnow(hashes, GUARANTEE_T - NOISE_T + 1, remove_duplicates=False)
+        for h, i in zip(selected.tolist(), idx.tolist()):
+            if h not in boilerplate:
+                hash_idx.setdefault(h, []).append(i)
+    return _Fingerprint(raw_code=text, filtered_code=filtered, offsets=offsets, hashes=set(hash_idx),
+                        hash_idx=hash_idx, k=NOISE_T,
+                        token_coverage=float(get_token_coverage(hash_idx, NOISE_T, len(filtered))))
 
 
 def _as_slices(slices: Any) -> list[tuple[int, int]]:
