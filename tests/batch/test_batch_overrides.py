@@ -109,3 +109,17 @@ def test_merge_refuses_unknown_keys_and_keeps_the_calibration_fields():
     from autograder.errors import AssignmentError
     with pytest.raises(AssignmentError, match="'size.c_max' is not a tolerance"):
         merge_tolerances(calibrated, {"size": {"c_max": 1.0}})
+
+
+def test_the_calibrated_files_header_points_to_override_files_and_its_example_works(tmp_path):
+    from autograder.assignment import load_assignment
+
+    a07 = load_assignment("07-quantization")
+    header = [line for line in a07.tolerances_path.read_text().splitlines() if line.startswith("#")]
+    assert any("Do not edit by hand" in line for line in header)
+    assert any("override file" in line for line in header) and any("--tolerances" in line for line in header)
+    override = tmp_path / "o.toml"
+    override.write_text("[size]\ndynamic_ratio_max = 0.40\n")
+    merged = a07.tolerances(override)
+    assert merged["size"]["dynamic_ratio_max"]["value"] == 0.40
+    assert merged["size"]["static_ratio_max"] == a07.tolerances()["size"]["static_ratio_max"]
