@@ -343,14 +343,15 @@ def _finish(out: Path, assignment: Assignment, tasks: list[Task], rubric_path: P
             tolerances_path: Path | None, warnings: list[str]) -> tuple[list[dict[str, Any]], Any]:
     """gradebook.csv, integrity.csv and summary.html from the submissions' files (runs nothing)."""
     from ..report.gradebook import write_gradebook
-    from ..report.integrity import integrity_report, write_integrity_csv
+    from ..report.integrity import class_integrity
+    from ..report.integrity_view import write_integrity_csv
     from ..report.summary import write_summary
 
     rubric = assignment.rubric(rubric_path)
     rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
     write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
     notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
-    integrity = integrity_report(notebooks, assignment)
+    integrity = class_integrity(notebooks, assignment)
     write_integrity_csv(out / INTEGRITY_FILE, integrity)
     write_summary(out / SUMMARY_FILE, rows, out=out, assignment=assignment, rubric=rubric,
                   tolerances=assignment.tolerances(tolerances_path), warnings=warnings,

@@ -29,19 +29,18 @@ recomputes it from the staged notebooks (``OUT/.sources``).
 from __future__ import annotations
 
 import ast
-import csv
 import hashlib
-import html
 import io
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
+
+from .integrity_view import highlight
 
 NOISE_T = 25            # copydetect's defaults: k-grams of 25 tokens ...
 GUARANTEE_T = 30        # ... any shared run of 30 tokens is found (window 6)
@@ -53,10 +52,6 @@ MAX_CODE_CHARS = 200_000
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 TOP = 10                # pairs shown with their code in summary.html
 CSV_TOP = 100           # pairs written to integrity.csv (flagged ones always)
-CONTEXT_LINES = 2
-SNIPPET_CHARS = 4000
-CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b", "flagged",
-               "cells_a", "cells_b"]
 
 
 @dataclass
@@ -205,6 +200,15 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
     return report
 
 
+def class_integrity(notebooks: dict[str, Path], assignment: Any = None) -> IntegrityReport:
+    """``integrity_report`` for a batch: a failure of the report itself is recorded (the summary
+    lists it under Needs attention), never a lost batch."""
+    try:
+        return integrity_report(notebooks, assignment)
+    except Exception as e:  # noqa: BLE001 - the grades stand without the report
+        return IntegrityReport(threshold=_threshold(assignment), error=f"{type(e).__name__}: {e}"[:500])
+
+
 def pair_shares(prints: list[Any]) -> list[tuple[int, int, float, float]]:
     """(i, j, share of i's fingerprints found in j, share of j's found in i) for every pair i < j
     that shares any fingerprint: one sparse product of the notebooks × fingerprints matrix."""
@@ -239,9 +243,17 @@ def _details(copydetect: Any, pair: Pair, code_a: _Code, code_b: _Code, fp_a: An
 def _starter_code(starter: Path | None) -> tuple[set[str], set[int]]:
     """The starter's cells (canonical and as skeletons) and every k-gram hash of its code (not
     only its winnowed ones: a student's notebook winnows other k-grams of the same code)."""
+    if starter is None:
+        return set(), set()
+    st = starter.stat()
+    return _starter_code_cached(str(starter), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4)
+def _starter_code_cached(starter: str, _mtime_ns: int, _size: int) -> tuple[set[str], set[int]]:
     from copydetect.utils import filter_code
 
-    cells = {c for c in (_normalise(s) for _, s in code_cells(starter)) if c} if starter else set()
+    cells = {c for c in (_normalise(s) for _, s in code_cells(Path(starter))) if c}
     cells |= {_skeleton(c) for c in cells}
     boilerplate: set[int] = set()
     for cell in cells:
@@ -309,76 +321,3 @@ def _as_slices(slices: Any) -> list[tuple[int, int]]:
 
 def _cells(code: _Code, slices: list[tuple[int, int]]) -> list[int]:
     return sorted({index for start, end, index in code.cells for s, e in slices if s < end and e > start})
-
-
-def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> str:
-    """The lines around the overlap, escaped, with ``<mark>`` around the shared code; ``…`` for
-    lines left out. Bounded to about ``budget`` characters of code."""
-    if not slices:
-        return ""
-    starts = [0]
-    for k, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(k + 1)
-    line_of = np.searchsorted(np.array(starts), np.arange(len(text) + 1), side="right") - 1
-    keep: set[int] = set()
-    for s, e in slices:
-        first, last = int(line_of[min(s, len(text))]), int(line_of[min(max(e - 1, s), len(text))])
-        keep.update(range(max(0, first - CONTEXT_LINES), last + CONTEXT_LINES + 1))
-    marked = np.zeros(len(text), dtype=bool)
-    for s, e in slices:
-        marked[s:e] = True
-    out, used, previous = [], 0, -1
-    lines = text.split("\n")
-    for n in sorted(k for k in keep if k < len(lines)):
-        if used > budget:
-            out.append("…")
-            break
-        if n != previous + 1:
-            out.append("…")
-        start = starts[n]
-        out.append(_mark_line(lines[n], marked[start:start + len(lines[n])]))
-        used += len(lines[n])
-        previous = n
-    return "\n".join(out)
-
-
-def _mark_line(line: str, marked: Any) -> str:
-    out, k = [], 0
-    while k < len(line):
-        j = k
-        while j < len(line) and bool(marked[j]) == bool(marked[k]):
-            j += 1
-        piece = html.escape(line[k:j], quote=False)
-        out.append(f"<mark>{piece}</mark>" if marked[k] else piece)
-        k = j
-    return "".join(out)
-
-
-# ── integrity.csv ─────────────────────────────────────────────────────────────────────────────
-
-def integrity_csv(report: IntegrityReport) -> str:
-    from .gradebook import number_cell, text_cell
-
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for rank, p in enumerate(report.pairs, start=1):
-        writer.writerow([rank, text_cell(p.a), text_cell(p.b), number_cell(p.share), number_cell(p.share_a),
-                         number_cell(p.share_b), "yes" if p.flagged else "no", _cell_list(p.cells_a),
-                         _cell_list(p.cells_b)])
-    return buf.getvalue()
-
-
-def write_integrity_csv(path: Path, report: IntegrityReport) -> Path:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(integrity_csv(report))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
-
-
-def _cell_list(cells: Iterable[int]) -> str:
-    return " ".join(str(c) for c in cells)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from autograder.assignment import load_assignment
-from autograder.report.integrity import THRESHOLD, highlight, integrity_csv, integrity_report
+from autograder.report.integrity import THRESHOLD, integrity_report
+from autograder.report.integrity_view import highlight, integrity_csv
 
 HERE = Path(__file__).resolve().parent
 SECOND = HERE / "second_solution.ipynb"          # written separately from the reference (100/100 when graded)
