@@ -201,3 +201,18 @@ def test_flags_take_no_value(tmp_path, fake_root, exec_log):
     assert result.exit_code == EXIT_USAGE and "unexpected extra argument" in result.output.lower()
     assert not (tmp_path / "out").exists()
     assert run("batch", src, "-o", tmp_path / "out", "-a", "fake-07", "--no-cache", "--no-progress").exit_code == 0
+
+
+def test_grade_warns_about_version_drift_and_keeps_the_score(tmp_path, fake_root, exec_log):
+    nb = write_notebook(tmp_path / "nb.ipynb", **GOOD)
+    plain = run("grade", nb, "-a", "fake-07", "--out", tmp_path / "plain")
+    assert plain.exit_code == 0 and "warning" not in plain.stdout
+    tolerances = fake_root / "reference" / "fake-07" / "tolerances.toml"
+    tolerances.write_text('[provenance]\nversions = {onnx = "0.1"}\n' + tolerances.read_text())
+    drift = run("grade", nb, "-a", "fake-07", "--out", tmp_path / "drift")
+    assert drift.exit_code == 0
+    warning = next(line for line in drift.stdout.splitlines() if line.startswith("warning: "))
+    assert "onnx" in warning and "0.1" in warning and "calibrated" in warning
+    assert drift.stdout.index("warning: ") < drift.stdout.index("┏")
+    scores = [json.loads((tmp_path / d / "results.json").read_text())["score"] for d in ("plain", "drift")]
+    assert scores[0] == scores[1] == 35.0
