@@ -216,3 +216,17 @@ def test_grade_warns_about_version_drift_and_keeps_the_score(tmp_path, fake_root
     assert drift.stdout.index("warning: ") < drift.stdout.index("┏")
     scores = [json.loads((tmp_path / d / "results.json").read_text())["score"] for d in ("plain", "drift")]
     assert scores[0] == scores[1] == 35.0
+
+
+def test_an_unreadable_notebook_or_source_is_a_command_mistake(tmp_path, monkeypatch):
+    """Root reads every file, so the permission is faked here; the real check is os.access."""
+    from autograder import cli_checks
+
+    nb = write_notebook(tmp_path / "nb.ipynb", **GOOD)
+    monkeypatch.setattr(cli_checks.os, "access", lambda path, mode: False)
+    with pytest.raises(cli_checks.CommandError, match="cannot be read"):
+        cli_checks.check_notebook(nb)
+    with pytest.raises(cli_checks.CommandError, match="cannot be read"):
+        cli_checks.check_source(tmp_path)
+    with pytest.raises(cli_checks.CommandError, match="not writable"):
+        cli_checks.check_out_dir(tmp_path)
