@@ -71,8 +71,8 @@ def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubr
         integrity_section(integrity),
         table("Slowest submissions", ["submission", "execution (s)", "status", "score"],
               [[names_html([r["name"]]), _num(r.get("execution_s")), r["status"], _pts(r)] for r in _slowest(rows)]),
-        table("Most common errors in cells", ["submissions", "error", "who"], _common_errors(rows),
-              empty="No cell raised an error."),
+        table("Most common errors in cells", ["count", "error", "who"], _common_errors(rows),
+              empty="No cell raised an error.", widths=[7, 60, 33]),
         tolerances_section(batch.get("tolerances_used"), drift),
         _all_rows(rows, titles),
     ]
@@ -234,8 +234,8 @@ def _common_failures(rows: list[dict[str, Any]], titles: dict[str, str], idle: s
             f"{len(idle)} that did nothing ({', '.join(sorted(idle)[:5])}{' …' if len(idle) > 5 else ''}) "
             "and those that did not run (see Needs attention) are left out." if idle else
             f"Among the {len(considered)} notebooks that ran; those that did not run are under Needs attention.")
-    return table("Most common failures", ["submissions", "check: part", "example", "who"], body,
-                 empty="No check failed in a notebook that ran.", note=note, widths=[8, 30, 37, 25])
+    return table("Most common failures", ["count", "check: part", "example", "who"], body,
+                 empty="No check failed in a notebook that ran.", note=note, widths=[7, 30, 36, 27])
 
 
 def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:

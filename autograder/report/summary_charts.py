@@ -47,7 +47,7 @@ def _svg(height: float, body: Iterable[str], label: str) -> str:
 def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
     """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
     the check's failures."""
-    row, left, right = 30, 330, 70
+    row, left, right = 30, 370, 60
     span = WIDTH - left - right
     parts = []
     for k, c in enumerate(checks):
@@ -56,7 +56,7 @@ def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
         title = f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})"
         parts.append(
             f'<a href="#check-{_e(c["id"])}"><g class="bar"><title>{_e(title)}</title>'
-            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 44))}</text>'
+            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 46))}</text>'
             f'<rect x="{left}" y="{y + 2}" width="{span}" height="{row - 10}" fill="#eee"/>'
             f'<rect x="{left}" y="{y + 2}" width="{max(span * rate, 1):.1f}" height="{row - 10}" '
             f'fill="{rate_color(rate)}"/>'
@@ -160,7 +160,8 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
                          f'{shape} fill="{color}" fill-opacity="0.75" stroke="#fff" stroke-width="1.5"/>'
                          + (f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" class="count">'
                             f'{len(names)}</text>' if len(names) > 1 else "")
-                         + (f'<text x="{cx + r + 4:.1f}" y="{cy - r:.1f}" class="name">'
+                         + (f'<text x="{cx + r + 4 if cx < WIDTH * 0.7 else cx - r - 4:.1f}" y="{cy - r:.1f}" '
+                            f'text-anchor="{"start" if cx < WIDTH * 0.7 else "end"}" class="name">'
                             f'{_e(_short(names[0], 24))}{" +" + str(len(names) - 1) if len(names) > 1 else ""}</text>'
                             if beyond and labelled < 15 else "")
                          + "</g></a>")
@@ -188,12 +189,14 @@ def _beyond(lim: dict[str, Any], x: float, y: float) -> bool:
 
 
 def _axis(values: list[float]) -> tuple[list[float], tuple[float, float]]:
+    """Ticks and range: the data with a margin, not below 0 when no value is (ratios, drifts)."""
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     if hi - lo < 1e-12:
         lo, hi = lo - 0.5 * (abs(lo) or 1), hi + 0.5 * (abs(hi) or 1)
     pad = (hi - lo) * 0.08
-    ticks = list(MaxNLocator(nbins=6).tick_values(lo - pad, hi + pad))
-    lo, hi = min(ticks[0], lo - pad), max(ticks[-1], hi + pad)
+    floor = 0.0 if lo >= 0 else -math.inf
+    ticks = [t for t in MaxNLocator(nbins=6).tick_values(max(lo - pad, floor), hi + pad) if t >= floor]
+    lo, hi = min(ticks[0], max(lo - pad, floor)), max(ticks[-1], hi + pad)
     return [t for t in ticks if lo <= t <= hi], (lo, hi)
 
 

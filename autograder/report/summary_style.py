@@ -62,7 +62,7 @@ table.sortable th[aria-sort=ascending]::after{content:" ▲"} table.sortable th[
 .legend{display:flex;flex-wrap:wrap;gap:.4rem 1.2rem;font-size:13px;margin:.4rem 0}
 .legend svg{vertical-align:middle}
 details{border:1px solid #e4e4e4;border-radius:6px;padding:.3rem .7rem;margin:.4rem 0}
-summary{cursor:pointer} .names a{margin-right:.5rem;white-space:nowrap}
+summary{cursor:pointer} .names a{margin-right:.5rem;overflow-wrap:anywhere}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:.6rem}
 pre.code{background:#fafafa;border:1px solid #eee;padding:.4rem;font-size:12px;white-space:pre-wrap;
 overflow-wrap:anywhere;max-height:22rem;overflow-y:auto;margin:.2rem 0}

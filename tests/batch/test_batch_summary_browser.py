@@ -42,7 +42,7 @@ window.addEventListener("load", () => {
   const charts = Array.from(document.querySelectorAll("svg.chart")).map(s => Math.round(s.getBoundingClientRect().width));
   const links = Array.from(document.querySelectorAll("a[href]")).map(a => {
     a.scrollIntoView({block: "center", inline: "center"});
-    const r = a.getBoundingClientRect();
+    const r = a.getClientRects()[0] || a.getBoundingClientRect();  // a wrapped link: its first line
     const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
     const target = a.getAttribute("href");
     return {href: new URL(target, document.baseURI).href, raw: target, clickable: !!hit && (hit === a || a.contains(hit) || hit.closest("a") === a),
@@ -55,7 +55,9 @@ window.addEventListener("load", () => {
   const before = order();
   Array.from(table.tHead.rows[0].cells).find(th => th.textContent.trim() === "score").click();
   const after = order();
-  out = {charts, links, before, after,
+  const overflowing = Array.from(document.querySelectorAll("td, th")).filter(c => c.scrollWidth > c.clientWidth + 1)
+    .map(c => c.textContent.trim().slice(0, 60));
+  out = {charts, links, before, after, overflowing,
          scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth,
          sortable: document.querySelectorAll("th[tabindex]").length};
  } catch (e) { out = {error: String(e)}; }
@@ -136,6 +138,7 @@ def test_charts_render_and_the_page_fits_1280_px(probed):
     assert len(probed["charts"]) == 3 and min(probed["charts"]) > 600, probed["charts"]
     assert probed["scrollWidth"] <= probed["clientWidth"], (
         f"the page scrolls sideways at 1280 px: {probed['scrollWidth']} > {probed['clientWidth']}")
+    assert probed["overflowing"] == [], "text runs out of its table cell"
 
 
 def test_every_link_is_clickable_and_leads_to_a_file_or_a_section(probed, summary_page):
