@@ -173,7 +173,7 @@ def _free_spot(x: float, y: float, r: float, taken: list[tuple[float, float, flo
     """(x, y), or the nearest nudged place where the mark covers no mark drawn before (marks of
     two series at the same values stay both visible and clickable)."""
     for step in range(0, 12):
-        for angle in ((0,) if step == 0 else range(-45, 315, 45)):
+        for angle in ((0,) if step == 0 else (0, 180, 45, 135, -45, -135, 90, -90)):  # sideways first
             cx = x + step * 5 * math.cos(math.radians(angle))
             cy = y - step * 5 * math.sin(math.radians(angle))
             if all(math.hypot(cx - tx, cy - ty) >= r + tr + 2 for tx, ty, tr in taken):
