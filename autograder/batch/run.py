@@ -119,7 +119,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
                          f"'{assignment.id}': use another --out folder")
     tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
     validate_grading(assignment, tolerances, rubric)
-    created = [p for p in (out, out / SOURCES_DIR) if not p.exists()]
+    created = not out.exists()
     existed = {p.name for p in out.iterdir()} if out.is_dir() else set()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -129,27 +129,27 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         discovery = discover(Path(source), out / SOURCES_DIR)
         if not allow_empty and not any(sub.notebook is not None for sub in discovery.submissions):
             raise EmptyBatchError(_empty_message(Path(source), discovery))
-        cache_root = None if not use_cache else Path(cache_dir).resolve() if cache_dir else out / CACHE_DIR
-        tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
-        limits = assignment.tolerances(tolerances)
-        drift = version_drift(limits, environment_versions())
-        batch = {
-            "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
-            "fingerprint": assignment.fingerprint(), "environment": environment_fingerprint(),
-            "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
-            "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
-            "tolerances_used": tolerances_record(assignment.tolerances_path, tolerances, limits),
-            "version_drift": drift,
-            "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
-        }
-        write_json_atomic(out / BATCH_FILE, batch)
-        todo = [t for t in tasks if not is_finished(out, t)]
-        try:
-            records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
-        except BaseException:
-            write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
-            raise
     except BaseException:
+        _remove_unused(out, created, existed)
+        raise
+    cache_root = None if not use_cache else Path(cache_dir).resolve() if cache_dir else out / CACHE_DIR
+    tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
+    limits = assignment.tolerances(tolerances)
+    drift = version_drift(limits, environment_versions())
+    batch = {
+        "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
+        "fingerprint": assignment.fingerprint(), "environment": environment_fingerprint(),
+        "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
+        "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
+        "tolerances_used": tolerances_record(assignment.tolerances_path, tolerances, limits), "version_drift": drift,
+        "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
+    }
+    write_json_atomic(out / BATCH_FILE, batch)
+    todo = [t for t in tasks if not is_finished(out, t)]
+    try:
+        records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
+    except BaseException:
+        write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)
         raise
     rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
@@ -168,7 +168,7 @@ def _empty_message(source: Path, discovery: Any) -> str:
             "Gradescope export zip), or pass --allow-empty to write an empty gradebook")
 
 
-def _remove_unused(out: Path, created: list[Path], existed: set[str]) -> None:
+def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
     """After a failed or interrupted run: remove what this run created for nothing (the staging
     folder, submission folders it did not finish, an empty cache, and the output folder when
     nothing was finished); finished submissions and an earlier run's files stay (resume state)."""
@@ -179,7 +179,7 @@ def _remove_unused(out: Path, created: list[Path], existed: set[str]) -> None:
             if child.name == SOURCES_DIR or (child.name != CACHE_DIR and not (child / SUBMISSION_FILE).is_file()) \
                     or not any(child.iterdir()):
                 shutil.rmtree(child, ignore_errors=True)
-    if out in created:
+    if created:
         with contextlib.suppress(OSError):
             if {p.name for p in out.iterdir()} <= {BATCH_FILE}:
                 shutil.rmtree(out)

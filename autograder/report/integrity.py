@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import json
 import time
 from dataclasses import dataclass, field

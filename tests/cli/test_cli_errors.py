@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from batchkit import GOOD, make_export_zip, notebook_json, write_notebook
+from batchkit import GOOD, make_export_zip, write_notebook
 from typer.testing import CliRunner
 
 from autograder.cli import app
