@@ -15,6 +15,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: flags are listed without a value placeholder (typer's rich help shows `<bool>`
+    # for every flag, as if `--no-cache true` were how to write it), and usage errors are one block
+    rich_markup_mode=None,
 )
 
 

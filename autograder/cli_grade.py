@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from .errors import AssignmentError, AutograderError, SandboxUnavailableError
+from .cli_checks import (check_empty_or_absent, check_file, check_grading_files, check_notebook, check_out_dir,
+                         command_errors, create_out_dir, one_line)
+from .errors import AssignmentError, SandboxUnavailableError
 
 ASSIGNMENT_HELP = ("Assignment id (a folder under assignments/). Default: the only one, else the one the "
                    "notebook's metadata or file name names.")
@@ -16,30 +20,61 @@ UNSAFE_OPT = typer.Option(False, "--unsafe-no-sandbox",
 
 
 def grade(
-    notebook: Path = typer.Argument(..., help="The submitted notebook (.ipynb)."),
+    notebook: Path = typer.Argument(..., metavar="NOTEBOOK", help="The submitted notebook (.ipynb)."),
     assignment: Optional[str] = typer.Option(None, "--assignment", "-a", help=ASSIGNMENT_HELP),
     out: Path = typer.Option(Path("out"), "--out", "-o", help="Where results.json, feedback.md and the stage files go."),
     workspace: Optional[Path] = typer.Option(None, "--workspace", help="Keep the jailed working directory here for inspection."),
-    tolerances: Optional[Path] = typer.Option(None, "--tolerances", help="Judge with this tolerances.toml instead of the assignment's."),
+    tolerances: Optional[Path] = typer.Option(None, "--tolerances", help="Override some tolerances: a TOML file with only the keys to change."),
     unsafe_no_sandbox: bool = UNSAFE_OPT,
 ) -> None:
     """Grade one notebook: execute it in the jail, measure, judge, and write results.json + feedback.md.
 
-    Exits 0 whenever a grade was produced, whatever the score.
+    Exits 0 whenever a grade was produced, whatever the score (a notebook that is not valid JSON
+    is a zero with its reason); 2 for a mistake in the command, checked before anything runs.
     """
     from .assignment_match import read_notebook, resolve_assignment
-    from .pipeline import grade_notebook
+    from .pipeline import EXECUTION_FILE, grade_notebook
     from .report.console import print_grade_table
 
-    try:
+    with command_errors():
+        check_notebook(notebook)
+        check_out_dir(out)
+        if workspace is not None:
+            check_empty_or_absent(workspace, what="--workspace")
         a = resolve_assignment(assignment, [read_notebook(notebook)])
+        tolerances = check_file(tolerances, what="--tolerances")
+        check_grading_files(a, tolerances, None)
+        create_out_dir(out)
+    with command_errors(SandboxUnavailableError):
         grade_ = grade_notebook(notebook, a, out, workspace=workspace, tolerances=tolerances,
                                 unsafe_no_sandbox=unsafe_no_sandbox)
-    except (AssignmentError, SandboxUnavailableError) as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
+    for line in execution_notes(out / EXECUTION_FILE):
+        typer.secho(line, fg="yellow")
+    for warning in grade_.get("version_drift", []):
+        typer.secho(f"warning: {warning}", fg="yellow")
     print_grade_table(grade_)
     typer.echo(f"score {grade_['score']:g}/{grade_['max_score']:g} · wrote {out / 'results.json'} and {out / 'feedback.md'}")
+
+
+def execution_notes(execution_file: Path) -> list[str]:
+    """One line each: why the notebook did not run to the end, and its first failing cell."""
+    try:
+        execution = json.loads(execution_file.read_text())
+    except (OSError, ValueError):
+        return []
+    notes = []
+    status = execution.get("status")
+    if status not in (None, "completed"):
+        notes.append(f"{status}: {plain(execution.get('reason') or 'the notebook did not run to the end')}")
+    first = execution.get("first_error")
+    if isinstance(first, dict) and first.get("ename"):
+        notes.append(f"cell {first.get('cell')} raised {plain(first.get('ename'), 80)}: {plain(first.get('evalue'), 300)}")
+    return notes
+
+
+def plain(text: object, limit: int = 400) -> str:
+    """Student-controlled text for the terminal: no control characters, one bounded line."""
+    return one_line(re.sub(r"[\x00-\x1f\x7f-\x9f]", " ", str(text or "")), limit)
 
 
 def demo(
@@ -56,7 +91,8 @@ def demo(
     from .batch import run_batch
     from .report.console import print_scores_table
 
-    try:
+    with command_errors(SandboxUnavailableError):
+        check_out_dir(out)
         ids = [assignment] if assignment else assignment_ids()
         if not ids:
             raise AssignmentError("no assignment under assignments/ to demo")
@@ -67,9 +103,6 @@ def demo(
                 typer.echo(a.title)
             print_scores_table(summary.rows)
             typer.echo(f"wrote {folder}/gradebook.csv and {folder}/summary.html")
-    except (AutograderError, SandboxUnavailableError) as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:

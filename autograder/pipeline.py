@@ -25,6 +25,7 @@ from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
+from .tolerances import tolerances_record, version_drift
 
 EXECUTION_FILE = "execution.json"
 MEASUREMENTS_FILE = "measurements.json"
@@ -115,12 +116,18 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     a first grade and any later ``rescore`` judge exactly the same (JSON-normalised) data.
     """
     measurements = json.loads((out_dir / MEASUREMENTS_FILE).read_text())
-    grade = judge(assignment.rubric(rubric), assignment.tolerances(tolerances), measurements)
+    limits = assignment.tolerances(tolerances)
+    grade = judge(assignment.rubric(rubric), limits, measurements)
     if execution_time is None:
         execution_time = measurements.get("execution", {}).get("duration_s")
+    # for the instructor: which tolerances judged, and whether the versions still match theirs
+    grade["tolerances"] = tolerances_record(assignment.tolerances_path, tolerances, limits)
+    grade["version_drift"] = version_drift(limits, measurements.get("environment"))
     _write_json(out_dir / GRADE_FILE, grade)
     (out_dir / FEEDBACK_FILE).write_text(feedback_markdown(grade, measurements))
-    _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time))
+    extra = {"tolerances": grade["tolerances"], "version_drift": grade["version_drift"]}
+    _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
+                                                     extra=extra))
     return grade
 
 

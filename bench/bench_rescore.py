@@ -84,7 +84,8 @@ PROFILE_PARTS = (
     ("JSON encoding", "json/encoder", "encode"),
     ("atomic renames", "~", "<built-in method posix.replace>"),
     ("judging", "autograder/judge.py", "judge"),
-    ("summary.html (with its plots)", "autograder/report/summary.py", "write_summary"),
+    ("summary.html (with its charts)", "autograder/report/summary.py", "write_summary"),
+    ("integrity report (fingerprints, pairs)", "autograder/report/integrity.py", "integrity_report"),
 )
 
 

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from ..assignment_match import resolve_assignment
-from ..errors import AssignmentError, SandboxUnavailableError
+from ..cli_checks import CommandError, check_out_dir, command_errors
+from ..errors import SandboxUnavailableError
 
 
 def build(
@@ -20,7 +21,7 @@ def build(
     otter assign, or from a hand-written student notebook and reference/ID/solution.ipynb)."""
     from .build import build_assignment, stale_files
 
-    try:
+    with command_errors():
         a = resolve_assignment(assignment, option="the ID argument")
         if check:
             stale = stale_files(a)
@@ -32,9 +33,6 @@ def build(
             typer.echo("all built files are up to date")
             return
         result = build_assignment(a)
-    except AssignmentError as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
     for path in result.written:
         typer.echo(f"{'wrote    ' if path in result.changed else 'unchanged'} {path}")
 
@@ -50,13 +48,14 @@ def calibrate(
     """Run the reference solution over many seeds and derive tolerances.toml from the worst runs."""
     from .calibrate import calibrate as run_calibration
 
-    try:
+    with command_errors(SandboxUnavailableError):
+        if output is not None:
+            check_out_dir(output.parent, what="--output folder")
+            if output.is_dir():
+                raise CommandError(f"--output {output} is a folder: give the path of the tolerances.toml to write")
         a = resolve_assignment(assignment, option="the ID argument")
         path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox,
                                progress=typer.echo)
-    except (AssignmentError, SandboxUnavailableError) as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
     typer.echo(f"wrote {path}")
 
 

@@ -19,7 +19,9 @@ rubric), runs nothing, and rewrites results, gradebook and summary.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task
 from .cache import cache_key, sha256_bytes
 from ..errors import AssignmentError, AutograderError
 from ..safe_files import write_json_atomic
+from ..tolerances import tolerances_record, version_drift
 from .sources import discover
 
 BATCH_FILE = "batch.json"
@@ -40,6 +43,8 @@ SOURCES_DIR = ".sources"
 CACHE_DIR = ".cache"
 GRADEBOOK_FILE = "gradebook.csv"
 SUMMARY_FILE = "summary.html"
+INTEGRITY_FILE = "integrity.csv"
+RESCORE_DIFF_FILE = "rescore-diff.csv"
 NOT_GRADED = "not_graded"
 # failures of the grader or its machine, not of the notebook: a re-run grades these again
 RETRIED_STATUSES = frozenset({None, GRADER_ERROR, "sandbox_error", "startup_failed"})
@@ -47,6 +52,14 @@ RETRIED_STATUSES = frozenset({None, GRADER_ERROR, "sandbox_error", "startup_fail
 
 class BatchError(AutograderError):
     """The batch cannot run or be rescored as asked (wrong folder, another assignment's output)."""
+
+
+class EmptyBatchError(BatchError):
+    """The source holds no notebook at all (and ``allow_empty`` was not given)."""
+
+
+class PartialBatchError(BatchError):
+    """``rescore`` of a batch some of whose submissions were never graded (and not ``partial``)."""
 
 
 @dataclass
@@ -60,10 +73,22 @@ class BatchSummary:
     cache_hits: int = 0
     warnings: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    ungraded: int = 0                   # submissions with no grade yet (an interrupted batch)
+    version_drift: list[str] = field(default_factory=list)
+    diff: list[dict[str, Any]] = field(default_factory=list)        # rescore: the scores that changed
+    integrity: Any = None               # report.integrity.IntegrityReport
 
     @property
     def gradebook(self) -> Path:
         return self.out / GRADEBOOK_FILE
+
+    @property
+    def integrity_csv(self) -> Path:
+        return self.out / INTEGRITY_FILE
+
+    @property
+    def rescore_diff(self) -> Path:
+        return self.out / RESCORE_DIFF_FILE
 
     @property
     def summary_html(self) -> Path:
@@ -78,25 +103,45 @@ class BatchSummary:
 
 def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
               unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
-              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None) -> BatchSummary:
-    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure."""
+              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None,
+              allow_empty: bool = False) -> BatchSummary:
+    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure.
+
+    Everything the instructor gave is checked before anything is written; a source with no
+    notebook raises ``EmptyBatchError`` unless ``allow_empty``. A batch that fails or is
+    interrupted leaves no folder it created for nothing (staging, empty submission folders).
+    """
     started = time.monotonic()
     out = Path(out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
     previous = read_batch_file(out)
     if previous is not None and previous.get("assignment") != assignment.id:
         raise BatchError(f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
                          f"'{assignment.id}': use another --out folder")
     tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
     validate_grading(assignment, tolerances, rubric)
-    discovery = discover(Path(source), out / SOURCES_DIR)
+    created = not out.exists()
+    existed = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BatchError(f"--out {out} cannot be created: {e.strerror or e}") from None
+    try:
+        discovery = discover(Path(source), out / SOURCES_DIR)
+        if not allow_empty and not any(sub.notebook is not None for sub in discovery.submissions):
+            raise EmptyBatchError(_empty_message(Path(source), discovery))
+    except BaseException:
+        _remove_unused(out, created, existed)
+        raise
     cache_root = None if not use_cache else Path(cache_dir).resolve() if cache_dir else out / CACHE_DIR
     tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
+    limits = assignment.tolerances(tolerances)
+    drift = version_drift(limits, assignment.environment())
     batch = {
         "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
         "fingerprint": assignment.fingerprint(), "environment": assignment.environment_fingerprint(),
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
         "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
+        "tolerances_used": tolerances_record(assignment.tolerances_path, tolerances, limits), "version_drift": drift,
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
     }
     write_json_atomic(out / BATCH_FILE, batch)
@@ -105,17 +150,50 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
+        _remove_unused(out, created, existed)
         raise
-    rows = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
+    rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
     write_json_atomic(out / BATCH_FILE, {**batch, "state": "finished", "finished_at": _now()})
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=len(records),
                         skipped=len(tasks) - len(todo), executed=sum(bool(r.get("executed")) for r in records),
                         cache_hits=sum(bool(r.get("cached")) for r in records), warnings=discovery.warnings,
-                        elapsed_s=round(time.monotonic() - started, 3))
+                        elapsed_s=round(time.monotonic() - started, 3), version_drift=drift, integrity=integrity)
 
 
-def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = None) -> BatchSummary:
-    """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing."""
+def _empty_message(source: Path, discovery: Any) -> str:
+    folders = len(discovery.submissions)
+    found = (f"{folders} submission folder(s), none with a notebook" if folders
+             else "no notebook (.ipynb) at its top level" if discovery.kind == "folder" else "no notebook (.ipynb)")
+    return (f"{source} holds {found}: nothing to grade. Check the path (a folder of .ipynb files or a "
+            "Gradescope export zip), or pass --allow-empty to write an empty gradebook")
+
+
+def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
+    """After a failed or interrupted run: remove what this run created for nothing (the staging
+    folder, submission folders it did not finish, an empty cache, and the output folder when
+    nothing was finished); finished submissions and an earlier run's files stay (resume state)."""
+    with contextlib.suppress(OSError):
+        for child in out.iterdir():
+            if child.name in existed or not child.is_dir() or child.is_symlink():
+                continue
+            if child.name == SOURCES_DIR or (child.name != CACHE_DIR and not (child / SUBMISSION_FILE).is_file()) \
+                    or not any(child.iterdir()):
+                shutil.rmtree(child, ignore_errors=True)
+    if created:
+        with contextlib.suppress(OSError):
+            if {p.name for p in out.iterdir()} <= {BATCH_FILE}:
+                shutil.rmtree(out)
+
+
+def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = None,
+            partial: bool = False) -> BatchSummary:
+    """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing.
+
+    Refuses, before writing anything, a batch with ungraded submissions unless ``partial``.
+    Writes ``rescore-diff.csv`` (every submission whose score changed) beside the gradebook.
+    """
+    from ..report.rescore_diff import read_scores, score_changes, write_rescore_diff
+
     started = time.monotonic()
     out = Path(out).resolve()
     batch = read_batch_file(out)
@@ -125,15 +203,30 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     tolerances, rubric = _abs(tolerances), _abs(rubric)
     validate_grading(assignment, tolerances, rubric)
     tasks = [task_from_json(t) for t in batch.get("submissions", [])]
+    ungraded = [t.name for t in tasks if not (out / t.name / SUBMISSION_FILE).is_file()]
+    if ungraded and not partial:
+        raise PartialBatchError(
+            f"{len(ungraded)} of {len(tasks)} submissions of {out} are not graded yet (e.g. {ungraded[0]}; "
+            f"the batch was {batch.get('state', 'interrupted')}): finish it with `autograder batch "
+            f"{batch.get('source', 'SOURCE')} --out {out}`, or pass --partial to rescore the "
+            f"{len(tasks) - len(ungraded)} graded ones")
+    before = read_scores(out, [t.name for t in tasks])
     rescored = 0
     for task in tasks:
         rescored += _rescore_one(out / task.name, assignment, tolerances, rubric)
+    limits = assignment.tolerances(tolerances)
     write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(tolerances or ""),
-                                         "rubric": str(rubric or "")})
+                                         "rubric": str(rubric or ""),
+                                         "tolerances_used": tolerances_record(assignment.tolerances_path,
+                                                                              tolerances, limits)})
     warnings = list(batch.get("warnings", []))
-    rows = _finish(out, assignment, tasks, rubric, tolerances, warnings)
+    rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, warnings)
+    diff = score_changes(before, read_scores(out, [t.name for t in tasks]), rows)
+    write_rescore_diff(out / RESCORE_DIFF_FILE, diff)
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=rescored, warnings=warnings,
-                        elapsed_s=round(time.monotonic() - started, 3))
+                        elapsed_s=round(time.monotonic() - started, 3), ungraded=len(ungraded), diff=diff,
+                        version_drift=sorted({w for r in rows for w in r.get("version_drift", [])}),
+                        integrity=integrity)
 
 
 def read_batch_file(out: Path) -> dict[str, Any] | None:
@@ -146,12 +239,12 @@ def read_batch_file(out: Path) -> dict[str, Any] | None:
 
 def validate_grading(assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
     """Fail loudly, before any submission, on a broken rubric or tolerances file (instructor input)."""
-    from ..judge import validate_rubric
+    from ..cli_checks import check_grading_files
 
     for path in (tolerances, rubric):
         if path is not None and not path.is_file():
             raise BatchError(f"{path} does not exist")
-    validate_rubric(assignment.rubric(rubric), assignment.tolerances(tolerances))
+    check_grading_files(assignment, tolerances, rubric)
 
 
 def is_finished(out: Path, task: Task) -> bool:
@@ -196,6 +289,7 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
         "execution_s": execution.get("duration_s"),
         "duration_s": record.get("duration_s"),
         "cached": bool(record.get("cached")),
+        "version_drift": list(grade.get("version_drift") or []) if grade else [],
         "error": record.get("error"),
         "origin": task.origin,
     }
@@ -250,16 +344,23 @@ def _rescore_one(sub: Path, assignment: Assignment, tolerances: Path | None, rub
 
 
 def _finish(out: Path, assignment: Assignment, tasks: list[Task], rubric_path: Path | None,
-            tolerances_path: Path | None, warnings: list[str]) -> list[dict[str, Any]]:
+            tolerances_path: Path | None, warnings: list[str]) -> tuple[list[dict[str, Any]], Any]:
+    """gradebook.csv, integrity.csv and summary.html from the submissions' files (runs nothing)."""
     from ..report.gradebook import write_gradebook
+    from ..report.integrity import class_integrity
+    from ..report.integrity_view import write_integrity_csv
     from ..report.summary import write_summary
 
     rubric = assignment.rubric(rubric_path)
     rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
     write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
+    notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
+    integrity = class_integrity(notebooks, assignment)
+    write_integrity_csv(out / INTEGRITY_FILE, integrity)
     write_summary(out / SUMMARY_FILE, rows, out=out, assignment=assignment, rubric=rubric,
-                  tolerances=assignment.tolerances(tolerances_path), warnings=warnings)
-    return rows
+                  tolerances=assignment.tolerances(tolerances_path), warnings=warnings,
+                  batch=read_batch_file(out) or {}, integrity=integrity)
+    return rows, integrity
 
 
 def _batch_assignment(batch: dict[str, Any]) -> Assignment:

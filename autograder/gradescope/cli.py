@@ -7,10 +7,10 @@ from typing import Optional
 
 import typer
 
-from ..errors import AutograderError
+from ..cli_checks import CommandError, check_out_dir, command_errors
 
 gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
-                             no_args_is_help=True)
+                             no_args_is_help=True, rich_markup_mode=None)
 
 
 @gradescope_app.command()
@@ -23,12 +23,12 @@ def build(
     from ..assignment_match import resolve_assignment
     from .build import build_zip, checkout_root
 
-    try:
+    with command_errors():
+        check_out_dir(output.parent, what="--output folder")
+        if output.is_dir():
+            raise CommandError(f"--output {output} is a folder: give the path of the zip to write")
         root = checkout_root()
         report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
-    except AutograderError as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
     typer.echo(f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, "
                f"{report.wheel_name})")
 
@@ -46,6 +46,9 @@ def run(
     from .run import run as run_gradescope
 
     results = run_gradescope(root, assignment)
+    extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
+    for warning in extra.get("version_drift") or []:  # stdout: shown to instructors only
+        typer.echo(f"[autograder] warning: {warning}")
     typer.echo(f"score {results.get('score', 0):g} · wrote {root / 'results' / 'results.json'}")
 
 

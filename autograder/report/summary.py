@@ -1,23 +1,24 @@
-"""summary.html: the instructor's one-page view of a graded batch.
+"""summary.html: the instructor's one-page view of a graded batch, built to answer their questions.
 
-Self-contained: plots are matplotlib PNGs embedded as ``data:`` URIs, the CSS is inline, and a
-Content-Security-Policy forbids everything else (no scripts, no network). Every piece of text that
-came from a submission (names, file names, error messages, measured strings) goes through
-``html.escape``.
+Self-contained and offline: charts are inline SVG (``summary_charts``), the CSS is inline, the
+only script sorts tables and is allowed by its hash in the Content-Security-Policy
+(``summary_style``); nothing is loaded from anywhere. Every piece of text that came from a
+submission (names, file names, error messages, code) goes through ``html.escape``.
 
-Sections: overview (counts by status, mean/median), warnings about the source, score distribution,
-pass rate per check, a scatter of two measurements per submission with the rubric's thresholds as
-lines (only when the assignment asks for one in assignment.toml: ``[summary.scatter]`` with ``x``,
-``y``, ``series`` (name → measurement prefix) and optionally ``title``, ``x_label``, ``y_label``;
-the core has no default), failed and slowest submissions with reasons, the most common failures,
-and the full table.
+Sections, top to bottom: overview; **needs attention** (timeouts, dead kernels, grader failures,
+unreadable or ungraded notebooks, version drift, integrity flags); warnings about the source;
+score distribution; pass rate per check (bars coloured by rate, linking to the check); the
+assignment's scatter (``[summary.scatter]`` in assignment.toml: ``title``, ``x``, ``y``, ``series``
+(name → measurement prefix), ``x_label``, ``y_label``; no scatter without it) with each limit
+drawn in its series' colour and named by its rubric part; failures by check with the submissions
+that failed it; the most common failures (among notebooks that ran and hold code of their own);
+the submissions that lost points; the integrity report; the slowest submissions; errors in cells;
+the tolerances used; and the table of all submissions. Tables sort on a click on their header.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import math
 import statistics
@@ -25,22 +26,22 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
-from urllib.parse import quote
 
-from matplotlib.figure import Figure
+from ..judge import OP_TEXT, lookup
+from . import summary_charts as charts
+from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
+from .summary_style import CSP, CSS, SORT_SCRIPT
 
-from ..judge import lookup
-
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 MAX_CELL = 300
 TOP = 15
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+RAN = "ok"
 
 
 def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignment: Any,
-                  rubric: dict[str, Any], tolerances: dict[str, Any], warnings: Iterable[str] = ()) -> Path:
+                  rubric: dict[str, Any], tolerances: dict[str, Any], warnings: Iterable[str] = (),
+                  batch: dict[str, Any] | None = None, integrity: Any = None) -> Path:
     page = summary_html(rows, out=out, assignment=assignment, rubric=rubric, tolerances=tolerances,
-                        warnings=list(warnings))
+                        warnings=list(warnings), batch=batch or {}, integrity=integrity)
     tmp = Path(path).with_name(f".{Path(path).name}.tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
@@ -48,43 +49,57 @@ def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignme
 
 
 def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
-                 tolerances: dict[str, Any], warnings: list[str]) -> str:
+                 tolerances: dict[str, Any], warnings: list[str], batch: dict[str, Any] | None = None,
+                 integrity: Any = None) -> str:
+    batch = batch or {}
     titles = {str(c["id"]): str(c.get("title", c["id"])) for c in rubric.get("checks", []) if "id" in c}
-    scatter = scatter_config(assignment)
+    idle = do_nothing(rows, integrity)
+    drift = sorted({*batch.get("version_drift", []), *(w for r in rows for w in r.get("version_drift", []))})
+    scatter_cfg = scatter_config(assignment)
     sections = [
         _overview(rows),
+        attention_section(rows, drift, integrity),
         _warnings(warnings),
-        _figure_section("Score distribution", _score_histogram(rows)),
-        _figure_section("Pass rate per check", _pass_rates(rows, titles), caption="; ".join(
-            f"<b>{_e(i)}</b>: {_e(t)}" for i, t in titles.items())),
-        _figure_section(scatter["title"], _scatter(rows, out, scatter, rubric, tolerances), optional=True)
-        if scatter else "",
-        _table_section("Failed submissions", ["submission", "status", "score", "what happened"],
-                       [[_sub(r), r["status"], _pts(r), _what_happened(r)] for r in rows if _failed(r)],
-                       empty="Every notebook ran to the end without an error."),
-        _table_section("Slowest submissions", ["submission", "execution (s)", "status", "score"],
-                       [[_sub(r), _num(r.get("execution_s")), r["status"], _pts(r)] for r in _slowest(rows)]),
-        _table_section("Most common failures", ["submissions", "check", "part", "example"],
-                       _common_failures(rows, titles), empty="No check failed."),
-        _table_section("Most common errors in cells", ["submissions", "error"], _common_errors(rows),
-                       empty="No cell raised an error."),
+        _section("Score distribution", charts.score_histogram(rows, _top(rows)) if rows else None,
+                 "Hover a bar for the submissions in it."),
+        _section("Pass rate per check", _pass_rates(rows, titles),
+                 "Share of the graded submissions that pass each check; click a bar for who failed it."),
+        _scatter_section(rows, out, scatter_cfg, rubric, tolerances) if scatter_cfg else "",
+        _failures_by_check(rows, titles),
+        _common_failures(rows, titles, idle),
+        _lost_points(rows, titles),
+        integrity_section(integrity),
+        table("Slowest submissions", ["submission", "execution (s)", "status", "score"],
+              [[names_html([r["name"]]), _num(r.get("execution_s")), r["status"], _pts(r)] for r in _slowest(rows)]),
+        table("Most common errors in cells", ["count", "error", "who"], _common_errors(rows),
+              empty="No cell raised an error.", widths=[7, 60, 33]),
+        tolerances_section(batch.get("tolerances_used"), drift),
         _all_rows(rows, titles),
     ]
-    title = f"{assignment.title}: batch summary"
+    title = f"{getattr(assignment, 'title', '')}: batch summary"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>", f"<style>{CSS}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f'<p class="meta">{len(rows)} submissions · generated {_e(time.strftime("%Y-%m-%d %H:%M"))}</p>',
-        *[s for s in sections if s], "</body></html>", ""])
+        f'<p class="meta">{len(rows)} submissions · generated {_e(time.strftime("%Y-%m-%d %H:%M"))} · '
+        "each submission name links to its feedback</p>",
+        *[s for s in sections if s], f"<script>{SORT_SCRIPT}</script>", "</body></html>", ""])
+
+
+def do_nothing(rows: list[dict[str, Any]], integrity: Any) -> set[str]:
+    """Notebooks that ran but hold no code of their own (the starter as handed out) or scored 0:
+    their failures say nothing about what the class finds hard."""
+    empty = set(getattr(integrity, "no_own_code", []) or [])
+    return {r["name"] for r in rows if r["status"] == RAN and (r["name"] in empty or r["score"] <= 0)}
 
 
 # ── sections ────────────────────────────────────────────────────────────────────────────────
 
 def _overview(rows: list[dict[str, Any]]) -> str:
     scores = [r["score"] for r in rows]
-    top = max((r["max"] for r in rows), default=0.0)
+    top = _top(rows)
     stats = [("submissions", str(len(rows)))]
     if scores:
         stats += [("mean", f"{statistics.fmean(scores):.1f} / {top:g}"),
@@ -104,117 +119,26 @@ def _warnings(warnings: list[str]) -> str:
     return f'<section class="warn"><h2>Warnings about the source</h2><ul>{items}{more}</ul></section>'
 
 
-def _figure_section(title: str, figure: str | None, caption: str = "", optional: bool = False) -> str:
-    if figure is None and optional:  # e.g. an assignment whose measurements have no such values
-        return ""
-    body = figure or '<p class="note">Nothing to plot yet.</p>'
-    note = f'<p class="note">{caption}</p>' if figure and caption else ""
-    return f"<section><h2>{_e(title)}</h2>{body}{note}</section>"
-
-
-def _table_section(title: str, header: list[str], rows: list[list[Any]], empty: str = "None.") -> str:
-    if not rows:
-        return f'<section><h2>{_e(title)}</h2><p class="note">{_e(empty)}</p></section>'
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c if isinstance(c, _Html) else _e(_cap(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<section><h2>{_e(title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
-
-
-def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
-    ids = list(titles) + [c for r in rows for c in r["checks"] if c not in titles]
-    ids = list(dict.fromkeys(ids))
-    head = "<th>submission</th><th>students</th><th>score</th><th>status</th>" + "".join(
-        f'<th title="{_e(titles.get(i, i))}">{_e(i)}</th>' for i in ids) + "<th>feedback</th>"
-    body = []
-    for r in rows:
-        cells = [_sub(r), _e(_cap(r.get("submitters") or "")), f'<span class="num">{_e(_pts(r))}</span>', _e(r["status"])]
-        for i in ids:
-            if i not in r["checks"]:
-                cells.append('<span class="note">–</span>')
-            else:
-                cls = "pass" if r["checks_passed"].get(i) else "fail"
-                cells.append(f'<span class="{cls}">{_e(_num(r["checks"][i]))}</span>')
-        cells.append(f'<a href="{_e(quote(r["name"]))}/feedback.md">feedback.md</a>')
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return (f'<section><h2>All submissions</h2><div class="wide"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div></section>")
-
-
-def _failed(row: dict[str, Any]) -> bool:
-    return row["status"] != "ok" or bool(row.get("cells_errored"))
-
-
-def _what_happened(row: dict[str, Any]) -> str:
-    err = row.get("first_error") if isinstance(row.get("first_error"), dict) else None
-    cell = (f"{row.get('cells_errored')} cell(s) raised an error; the first, cell {err.get('cell')}: "
-            f"{err.get('ename')}: {err.get('evalue')}") if err else ""
-    return " · ".join(x for x in (str(row.get("reason") or ""), cell) if x)
-
-
-def _slowest(rows: list[dict[str, Any]], n: int = 10) -> list[dict[str, Any]]:
-    timed = [r for r in rows if _finite(r.get("execution_s"))]
-    return sorted(timed, key=lambda r: -float(r["execution_s"]))[:n]
-
-
-def _common_failures(rows: list[dict[str, Any]], titles: dict[str, str]) -> list[list[Any]]:
-    counts: Counter[tuple[str, str, str]] = Counter()
-    example: dict[tuple[str, str, str], str] = {}
-    for r in rows:
-        for f in r.get("failures", []):
-            key = (f["check"], f["part"], str(f.get("reason") or ""))
-            counts[key] += 1
-            example.setdefault(key, str(f.get("reason") or f.get("message") or ""))
-    return [[n, titles.get(check, check), part, example[(check, part, reason)]]
-            for (check, part, reason), n in counts.most_common(TOP)]
-
-
-def _common_errors(rows: list[dict[str, Any]]) -> list[list[Any]]:
-    counts: Counter[str] = Counter()
-    for r in rows:
-        err = r.get("first_error")
-        if isinstance(err, dict) and err.get("ename"):
-            counts[f"{err['ename']}: {str(err.get('evalue') or '')[:120]}"] += 1
-    return [[n, text] for text, n in counts.most_common(TOP)]
-
-
-# ── figures ─────────────────────────────────────────────────────────────────────────────────
-
-def _score_histogram(rows: list[dict[str, Any]]) -> str | None:
-    if not rows:
-        return None
-    top = max((r["max"] for r in rows), default=0.0) or max(r["score"] for r in rows) or 1.0
-    fig = Figure(figsize=(7, 3.2))
-    ax = fig.add_subplot()
-    ax.hist([min(r["score"], top) for r in rows], bins=[top * i / 10 for i in range(11)],
-            color=COLORS[0], edgecolor="white")
-    ax.set_xlabel(f"score (of {top:g})")
-    ax.set_ylabel("submissions")
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    return _img(fig, "Histogram of total scores")
+def _section(title: str, body: str | None, caption: str = "", anchor: str = "") -> str:
+    content = body or '<p class="note">Nothing to show yet.</p>'
+    note = f'<p class="note">{_e(caption)}</p>' if body and caption else ""
+    ident = f' id="{_e(anchor)}"' if anchor else ""
+    return f"<section{ident}><h2>{_e(title)}</h2>{note}{content}</section>"
 
 
 def _pass_rates(rows: list[dict[str, Any]], titles: dict[str, str]) -> str | None:
     graded = [r for r in rows if r["checks"]]
-    ids = [i for i in dict.fromkeys(list(titles) + [c for r in graded for c in r["checks"]])]
+    ids = _check_ids(graded, titles)
     if not graded or not ids:
         return None
-    rates = [sum(1 for r in graded if r["checks_passed"].get(i)) / len(graded) for i in ids]
-    fig = Figure(figsize=(7, 0.45 * len(ids) + 1))
-    ax = fig.add_subplot()
-    y = list(range(len(ids)))[::-1]
-    ax.barh(y, rates, color=[COLORS[2] if x >= 0.5 else COLORS[1] for x in rates])
-    ax.set_yticks(y, ids)
-    ax.set_xlim(0, 1.08)
-    ax.set_xlabel(f"share of {len(graded)} graded submissions that pass")
-    for yi, rate in zip(y, rates):
-        ax.text(min(rate, 1.0) + 0.01, yi, f"{rate:.0%}", va="center", fontsize=8)
-    return _img(fig, "Pass rate per check")
+    return charts.pass_rate_bars([{"id": i, "title": titles.get(i, i), "graded": len(graded),
+                                   "passed": sum(1 for r in graded if r["checks_passed"].get(i))} for i in ids])
 
 
 def scatter_config(assignment: Any) -> dict[str, Any] | None:
-    """The assignment's ``[summary.scatter]`` with its labels filled in, or None when it has none."""
-    cfg = assignment.config.get("summary", {}).get("scatter")
+    """The assignment's ``[summary.scatter]`` with its labels filled in, or None when it has none
+    (the core has no lesson default)."""
+    cfg = (getattr(assignment, "config", {}) or {}).get("summary", {}).get("scatter")
     if not cfg:
         return None
     from ..errors import AssignmentError
@@ -226,38 +150,52 @@ def scatter_config(assignment: Any) -> dict[str, Any] | None:
     return {"title": f"{cfg['y']} against {cfg['x']}", "x_label": cfg["x"], "y_label": cfg["y"], **cfg}
 
 
-def _scatter(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any],
-             tolerances: dict[str, Any]) -> str | None:
-    points: dict[str, list[tuple[float, float]]] = {}
+def _scatter_section(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any],
+                     tolerances: dict[str, Any]) -> str:
+    series = dict(cfg.get("series", {}))
+    points: dict[str, list[tuple[float, float, str]]] = {}
     for r in rows:
         m = _read_json(out / r["name"] / "measurements.json")
-        for label, prefix in cfg["series"].items():
-            x, _ = lookup(m, f"{prefix}.{cfg['x']}")
-            y, _ = lookup(m, f"{prefix}.{cfg['y']}")
+        for label, prefix in series.items():
+            x, _ = lookup(m, f"{prefix}.{cfg.get('x')}")
+            y, _ = lookup(m, f"{prefix}.{cfg.get('y')}")
             if _finite(x) and _finite(y):
-                points.setdefault(label, []).append((float(x), float(y)))
+                points.setdefault(label, []).append((float(x), float(y), r["name"]))
     if not points:
-        return None
-    fig = Figure(figsize=(7, 4.2))
-    ax = fig.add_subplot()
-    limits: dict[tuple[str, float], list[str]] = {}
-    for k, (label, prefix) in enumerate(cfg["series"].items()):
-        pts = points.get(label, [])
-        if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, alpha=0.75, color=COLORS[k % len(COLORS)],
-                       label=f"{label} ({len(pts)})")
+        return ""
+    limits = []
+    for label, prefix in series.items():
         for axis in ("x", "y"):
-            t = rubric_threshold(rubric, tolerances, f"{prefix}.{cfg[axis]}")
-            if t is not None:
-                limits.setdefault((axis, t), []).append(label)
-    for (axis, t), labels in limits.items():
-        draw = ax.axvline if axis == "x" else ax.axhline
-        draw(t, color="#555", linestyle="--" if axis == "x" else ":", linewidth=1,
-             label=f"{cfg[axis]} limit {t:g} ({', '.join(labels)})")
-    ax.set_xlabel(cfg["x_label"])
-    ax.set_ylabel(cfg["y_label"])
-    ax.legend(fontsize=7, loc="best")
-    return _img(fig, f"{cfg['x']} against {cfg['y']} per submission, with the rubric's limits")
+            found = rubric_limit(rubric, tolerances, f"{prefix}.{cfg.get(axis)}")
+            if found is not None:
+                limits.append({"axis": axis, "series": label, **found})
+    shapes = ('<circle cx="8" cy="6" r="5"', '<rect x="3" y="1" width="10" height="10"')
+    colors = {label: charts.SERIES_COLORS[k % len(charts.SERIES_COLORS)] for k, label in enumerate(points)}
+    legend = "".join(f'<span><svg width="16" height="12">{shapes[k % 2]} fill="{colors[label]}"/></svg> '
+                     f"{_e(label)} ({len(points[label])})</span>" for k, label in enumerate(points))
+    legend += "".join(f'<span><svg width="34" height="12"><line x1="0" y1="6" x2="34" y2="6" stroke-width="2" '
+                      f'stroke="{colors.get(lim["series"], "#555")}" '
+                      f'stroke-dasharray="{charts.LIMIT_DASHES[k % len(charts.LIMIT_DASHES)]}"/></svg> '
+                      f'{_e(lim["label"])}</span>' for k, lim in enumerate(limits))
+    svg = charts.scatter(points, limits, str(cfg.get("x_label", cfg.get("x"))), str(cfg.get("y_label", cfg.get("y"))))
+    return (f'<section><h2>{_e(cfg.get("title", "Measurements per submission"))}</h2>'
+            '<p class="note">One mark per submission and model; hover for the names, click for the feedback. '
+            'A number in a mark counts submissions at the same place; marks beyond a limit are named.</p>'
+            f'<div class="legend">{legend}</div>{svg}</section>')
+
+
+def rubric_limit(rubric: dict[str, Any], tolerances: dict[str, Any], measure: str) -> dict[str, Any] | None:
+    """The rubric's limit on ``measure``: {value, op, label}, the label in the rubric's words."""
+    for check in rubric.get("checks", []):
+        for part in check.get("parts", []):
+            if part.get("measure") != measure or part.get("op") not in ("<=", "<", ">=", ">"):
+                continue
+            value = rubric_threshold(rubric, tolerances, measure)
+            if value is not None:
+                label = f"{part.get('name', measure)} {OP_TEXT.get(part['op'], part['op'])} {value:g} " \
+                        f"({check.get('title', check.get('id'))})"
+                return {"value": value, "op": part["op"], "label": label}
+    return None
 
 
 def rubric_threshold(rubric: dict[str, Any], tolerances: dict[str, Any], measure: str) -> float | None:
@@ -276,22 +214,105 @@ def rubric_threshold(rubric: dict[str, Any], tolerances: dict[str, Any], measure
     return None
 
 
-def _img(fig: Figure, alt: str) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
+def _failures_by_check(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+    graded = [r for r in rows if r["checks"]]
+    blocks = []
+    for cid in _check_ids(graded, titles):
+        failed = [r for r in graded if cid in r["checks"] and not r["checks_passed"].get(cid)]
+        if not failed:
+            continue
+        parts = Counter(f["part"] for r in failed for f in r["failures"] if f["check"] == cid)
+        why = "; ".join(f"{_e(p)} ({n})" for p, n in parts.most_common(6))
+        blocks.append(f'<details id="check-{_e(cid)}"><summary><b>{_e(titles.get(cid, cid))}</b>: '
+                      f"{len(failed)} of {len(graded)} failed</summary>"
+                      f'<p class="note">parts that failed: {why}</p>'
+                      f'<p class="names">{names_html(sorted(r["name"] for r in failed))}</p></details>')
+    if not blocks:
+        return _section("Failures by check", '<p class="note">No check failed.</p>')
+    return _section("Failures by check", "".join(blocks), "Open a check for the submissions that failed it.")
+
+
+def _common_failures(rows: list[dict[str, Any]], titles: dict[str, str], idle: set[str]) -> str:
+    counts: Counter[tuple[str, str]] = Counter()
+    who: dict[tuple[str, str], list[str]] = {}
+    example: dict[tuple[str, str], str] = {}
+    considered = [r for r in rows if r["status"] == RAN and r["name"] not in idle]
+    for r in considered:
+        for f in r.get("failures", []):
+            key = (f["check"], f["part"])
+            counts[key] += 1
+            who.setdefault(key, []).append(r["name"])
+            example.setdefault(key, str(f.get("reason") or f.get("message") or ""))
+    body = [[n, f"{titles.get(c, c)}: {p}", example[(c, p)], names_html(who[(c, p)], limit=8)]
+            for (c, p), n in counts.most_common(TOP)]
+    note = (f"Among the {len(considered)} notebooks that ran and hold code of their own; "
+            f"{len(idle)} that did nothing ({', '.join(sorted(idle)[:5])}{' …' if len(idle) > 5 else ''}) "
+            "and those that did not run (see Needs attention) are left out." if idle else
+            f"Among the {len(considered)} notebooks that ran; those that did not run are under Needs attention.")
+    return table("Most common failures", ["count", "check: part", "example", "who"], body,
+                 empty="No check failed in a notebook that ran.", note=note, widths=[7, 30, 36, 27])
+
+
+def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+    lost = sorted((r for r in rows if r["score"] < r["max"]), key=lambda r: (r["score"], r["name"].lower()))
+    body = [[names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), r["status"],
+             ", ".join(titles.get(c, c) for c, ok in r["checks_passed"].items() if not ok) or "–",
+             _what_happened(r)] for r in lost]
+    return table("Submissions that lost points", ["submission", "score", "status", "checks failed", "what happened"],
+                 body, empty="Every submission has full marks.", widths=[18, 9, 9, 30, 34],
+                 note=f"{len(lost)} of {len(rows)} submissions, lowest score first." if lost else "")
+
+
+def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+    ids = _check_ids(rows, titles)
+    header = ["submission", "score", "status"] + [titles.get(i, i) for i in ids]
+    body = []
+    for r in rows:
+        cells: list[Any] = [names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), r["status"]]
+        for i in ids:
+            if i not in r["checks"]:
+                cells.append(("–", -1))
+            else:
+                cls = "pass" if r["checks_passed"].get(i) else "fail"
+                score = r["checks"][i]
+                cells.append((Html(f'<span class="{cls}">{_e(_num(score))}</span>'), score))
+        body.append(cells)
+    return table("All submissions", header, body, note="Check columns show each check's score (red: failed).",
+                 widths=[16, 8, 8] + [68 / max(1, len(ids))] * len(ids))
+
+
+def _what_happened(row: dict[str, Any]) -> str:
+    err = row.get("first_error") if isinstance(row.get("first_error"), dict) else None
+    cell = (f"{row.get('cells_errored')} cell(s) raised an error; the first, cell {err.get('cell')}: "
+            f"{err.get('ename')}: {err.get('evalue')}") if err else ""
+    return " · ".join(x for x in (str(row.get("reason") or ""), cell) if x)
+
+
+def _slowest(rows: list[dict[str, Any]], n: int = 10) -> list[dict[str, Any]]:
+    timed = [r for r in rows if _finite(r.get("execution_s"))]
+    return sorted(timed, key=lambda r: -float(r["execution_s"]))[:n]
+
+
+def _common_errors(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    counts: Counter[str] = Counter()
+    who: dict[str, list[str]] = {}
+    for r in rows:
+        err = r.get("first_error")
+        if isinstance(err, dict) and err.get("ename"):
+            text = f"{err['ename']}: {str(err.get('evalue') or '')[:120]}"
+            counts[text] += 1
+            who.setdefault(text, []).append(r["name"])
+    return [[n, text, names_html(who[text], limit=8)] for text, n in counts.most_common(TOP)]
 
 
 # ── small helpers ───────────────────────────────────────────────────────────────────────────
 
-class _Html(str):
-    """Markup built here from escaped parts (not escaped again)."""
+def _check_ids(rows: list[dict[str, Any]], titles: dict[str, str]) -> list[str]:
+    return list(dict.fromkeys(list(titles) + [c for r in rows for c in r["checks"]]))
 
 
-def _sub(row: dict[str, Any]) -> _Html:
-    who = f' <span class="note">({_e(_cap(row["submitters"], 80))})</span>' if row.get("submitters") else ""
-    return _Html(f"{_e(row['name'])}{who}")
+def _top(rows: list[dict[str, Any]]) -> float:
+    return max((r["max"] for r in rows), default=0.0) or max((r["score"] for r in rows), default=0.0) or 1.0
 
 
 def _pts(row: dict[str, Any]) -> str:
@@ -320,16 +341,3 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-
-
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222;padding:0 1rem}
-h1{font-size:1.5rem;margin-bottom:.2rem} h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
-.meta,.note{color:#777} .stats{display:flex;flex-wrap:wrap;gap:.6rem}
-.stat{border:1px solid #ddd;border-radius:6px;padding:.4rem .8rem;min-width:6rem}
-.stat b{display:block;font-size:1.2rem} .stat span{color:#666;font-size:.85rem}
-.warn{background:#fff8e1;padding:.2rem 1rem;border-radius:6px}
-table{border-collapse:collapse;width:100%;font-size:13px} th,td{border-bottom:1px solid #eee;padding:.25rem .4rem;
-text-align:left;vertical-align:top} th{background:#f6f6f6} img{max-width:100%}
-.pass{color:#1b7f3b} .fail{color:#b3261e;font-weight:600} .wide{overflow-x:auto} .num{white-space:nowrap}
-"""

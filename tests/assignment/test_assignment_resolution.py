@@ -167,7 +167,7 @@ def test_grade_without_assignment_refuses_an_undecidable_notebook(cli, tmp_path)
     assert "cannot tell which assignment work.ipynb is for" in line and "alpha-01, beta-02" in line
     assert not (tmp_path / "out").exists()
     missing = _one_error_line(cli("grade", str(tmp_path / "gone.ipynb"), "--out", str(tmp_path / "out")))
-    assert "gone.ipynb is for (it could not be read)" in missing and not (tmp_path / "out").exists()
+    assert "gone.ipynb does not exist" in missing and not (tmp_path / "out").exists()
 
 
 def test_grade_refuses_a_notebook_made_for_another_assignment(cli, tmp_path):

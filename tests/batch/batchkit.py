@@ -31,9 +31,9 @@ notebook_timeout_s = 10
 title = "Size vs drift of the int8 models"
 x = "size_ratio"
 y = "max_abs_dp"
-[summary.scatter.series]
-dynamic = "models.int8_dynamic"
-"static QDQ" = "models.int8_qdq"
+series = {dynamic = "models.int8_dynamic", "static QDQ" = "models.int8_qdq"}
+x_label = "size ratio (int8 file / fp32 file)"
+y_label = "max |Δp| vs fp32"
 """
 
 RUBRIC_TOML = """
@@ -182,8 +182,10 @@ def fake_stages(log: Path):
                      "duration_s": float(fake.get("duration", 1.0)), "output_truncated": False,
                      "isolation": {"mode": "bwrap", "layers": ["fake"], "warnings": []}}
         write_json_atomic(Path(out_dir) / "execution.json", execution)
+        from autograder.environment import environment_versions
+
         measurements: dict[str, Any] = {
-            "schema": 1, "assignment": {"id": assignment.id},
+            "schema": 1, "assignment": {"id": assignment.id}, "environment": environment_versions(),
             "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": status == "completed"},
         }
         if status == "completed":

@@ -66,7 +66,11 @@ def test_real_export_batch(graded, results_validator):
     for name in book:
         results_validator(json.loads((out / name / "results.json").read_text()))
     page = (out / "summary.html").read_text()
-    assert page.count('<img src="data:image/png;base64,') == 3
+    assert page.count('<svg class="chart"') >= 2, "score histogram and pass rates (and the assignment's scatter)"
+    assert summary.integrity.no_own_code == ["submission_3"], "the untouched notebook holds only the starter"
+    assert [(p.a, p.b, p.share, p.flagged) for p in summary.integrity.pairs] == [
+        ("submission_1", "submission_2", 1.0, True)], "the two copies of the reference, and no other pair"
+    assert (out / "integrity.csv").read_text().splitlines()[1].startswith("1,submission_1,submission_2,1,1,1,yes,")
 
 
 def test_real_rescore_executes_nothing(graded, assignment, tmp_path, monkeypatch):

@@ -92,11 +92,14 @@ def test_rescore_with_another_rubric(tmp_path, graded, monkeypatch):
 def test_rescore_refuses_a_broken_tolerances_file_before_touching_anything(tmp_path, graded, monkeypatch):
     forbid_execution(monkeypatch)
     grade = (graded / "alice" / "grade.json").read_bytes()
-    bad = tmp_path / "bad.toml"
-    bad.write_text("[size]\nratio_max = 0.3\n")  # drift and functions tolerances missing
-    with pytest.raises(AssignmentError):
-        rescore(graded, tolerances=bad)
+    for text, why in [("[size\n", "not valid TOML"), ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
+                      ("[size]\nratio_max = 'small'\n", "not of the kind"), ("size = 0.3\n", "a table of tolerances")]:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        with pytest.raises(AssignmentError, match=why):
+            rescore(graded, tolerances=bad)
     assert (graded / "alice" / "grade.json").read_bytes() == grade
+    assert not (graded / "rescore-diff.csv").exists()
     with pytest.raises(BatchError, match="does not exist"):
         rescore(graded, tolerances=tmp_path / "missing.toml")
 
@@ -130,3 +133,25 @@ def test_a_later_run_judges_new_submissions_with_the_rescored_tolerances(tmp_pat
     run_batch(tmp_path / "src", graded, assignment=fake_assignment, jobs=1, progress=False)
     book = scores(graded)
     assert book["late"] == book["alice"] == ("20", "5", "0", "ok")
+
+
+def test_rescore_recomputes_the_integrity_report_without_executing(tmp_path, fake_assignment, exec_log, monkeypatch):
+    code = ("def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
+            "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
+            "    total = sum(v * v for v in range(k)) + k\n    print(k, total, quantize(total, 0.5, 0))\n")
+    src = tmp_path / "src"
+    for name, text in (("ann", code), ("ben", code.replace("total", "acc")), ("cy", "print('hello')\n")):
+        path = write_notebook(src / f"{name}.ipynb", **GOOD)
+        nb = json.loads(path.read_text())
+        nb["cells"][0]["source"] = text
+        path.write_text(json.dumps(nb))
+    out = tmp_path / "out"
+    summary = run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False)
+    assert [(p.a, p.b) for p in summary.integrity.flagged] == [("ann", "ben")]
+    first = (out / "integrity.csv").read_text()
+    assert first.splitlines()[1].startswith("1,ann,ben,1,1,1,yes,")
+    (out / "integrity.csv").unlink()
+    forbid_execution(monkeypatch)
+    rescored = rescore(out)
+    assert (out / "integrity.csv").read_text() == first
+    assert rescored.integrity.too_little_code == ["cy"]

@@ -1,0 +1,205 @@
+"""The summary page's charts as inline SVG: every bar and point carries a ``<title>`` (shown on
+hover) and links to what it counts. Sizes are in a viewBox, so a chart takes the page's width.
+
+Text from submissions (names) is escaped here; axis ticks come from matplotlib's MaxNLocator.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Iterable
+from urllib.parse import quote
+
+from matplotlib.ticker import MaxNLocator
+
+WIDTH = 1000
+SERIES_COLORS = ("#1565c0", "#c2185b", "#2e7d32", "#6a1b9a", "#ef6c00")
+LIMIT_DASHES = ("8 5", "2 4", "12 4 2 4", "4 4")
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def feedback_href(name: str) -> str:
+    return f"{quote(name)}/feedback.md"
+
+
+def rate_color(rate: float) -> str:
+    """Red at 0 %, amber at 50 %, green at 100 % (interpolated)."""
+    stops = ((0.0, (198, 40, 40)), (0.5, (239, 160, 0)), (1.0, (46, 125, 50)))
+    rate = min(1.0, max(0.0, rate))
+    for (r0, c0), (r1, c1) in zip(stops, stops[1:]):
+        if rate <= r1:
+            t = (rate - r0) / (r1 - r0)
+            return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(c0, c1))
+    return "#2e7d32"
+
+
+def _svg(height: float, body: Iterable[str], label: str) -> str:
+    return (f'<svg class="chart" viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{_e(label)}" '
+            f'xmlns="http://www.w3.org/2000/svg">{"".join(body)}</svg>')
+
+
+# ── pass rate per check ───────────────────────────────────────────────────────────────────────
+
+def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
+    """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
+    the check's failures."""
+    row, left, right = 30, 370, 60
+    span = WIDTH - left - right
+    parts = []
+    for k, c in enumerate(checks):
+        rate = c["passed"] / c["graded"] if c["graded"] else 0.0
+        y = 10 + k * row
+        title = f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})"
+        parts.append(
+            f'<a href="#check-{_e(c["id"])}"><g class="bar"><title>{_e(title)}</title>'
+            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 46))}</text>'
+            f'<rect x="{left}" y="{y + 2}" width="{span}" height="{row - 10}" fill="#eee"/>'
+            f'<rect x="{left}" y="{y + 2}" width="{max(span * rate, 1):.1f}" height="{row - 10}" '
+            f'fill="{rate_color(rate)}"/>'
+            f'<text x="{left + span + 6}" y="{y + 15}" class="val">{rate:.0%}</text></g></a>')
+    return _svg(20 + len(checks) * row, parts, "pass rate per check")
+
+
+# ── score histogram ───────────────────────────────────────────────────────────────────────────
+
+def score_histogram(rows: list[dict[str, Any]], top: float) -> str:
+    bins = 10
+    counts: list[list[str]] = [[] for _ in range(bins)]
+    for r in rows:
+        k = min(bins - 1, max(0, int(r["score"] / top * bins))) if top else 0
+        counts[k].append(r["name"])
+    height, base, left = 220, 190, 50
+    width = (WIDTH - left - 20) / bins
+    peak = max((len(c) for c in counts), default=0) or 1
+    ticks = [t for t in MaxNLocator(nbins=4, integer=True).tick_values(0, peak) if 0 <= t <= peak]
+    parts = [f'<line x1="{left}" y1="{base}" x2="{WIDTH - 20}" y2="{base}" class="axis"/>']
+    for t in ticks:
+        y = base - (base - 20) * t / peak
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{WIDTH - 20}" y2="{y:.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{t:g}</text>')
+    for k, names in enumerate(counts):
+        lo, hi = top * k / bins, top * (k + 1) / bins
+        x = left + k * width
+        h = (base - 20) * len(names) / peak
+        shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        title = f"{len(names)} submission(s) scored {lo:g}–{hi:g}" + (f": {shown}" if names else "")
+        parts.append(f'<g class="bar"><title>{_e(title)}</title>'
+                     f'<rect x="{x + 2:.1f}" y="{base - h:.1f}" width="{width - 4:.1f}" height="{max(h, 0):.1f}" '
+                     f'fill="{rate_color((k + 0.5) / bins)}"/>'
+                     + (f'<text x="{x + width / 2:.1f}" y="{base - h - 4:.1f}" text-anchor="middle" class="val">'
+                        f'{len(names)}</text>' if names else "")
+                     + f'<text x="{x + width / 2:.1f}" y="{base + 16}" text-anchor="middle" class="tick">'
+                       f'{lo:g}–{hi:g}</text></g>')
+    return _svg(height, parts, f"histogram of total scores (of {top:g})")
+
+
+# ── scatter ───────────────────────────────────────────────────────────────────────────────────
+
+def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict[str, Any]],
+            x_label: str, y_label: str) -> str:
+    """``points``: series → [(x, y, submission)]; ``limits``: [{axis, value, label, series}].
+
+    Points at the same place are drawn once with a count, and their title lists every name;
+    points beyond a limit are labelled with their submission's name."""
+    left, right, top, bottom, height = 80, 30, 20, 60, 460
+    xs = [p[0] for pts in points.values() for p in pts] + [lim["value"] for lim in limits if lim["axis"] == "x"]
+    ys = [p[1] for pts in points.values() for p in pts] + [lim["value"] for lim in limits if lim["axis"] == "y"]
+    x_ticks, (x0, x1) = _axis(xs)
+    y_ticks, (y0, y1) = _axis(ys)
+
+    def px(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * (WIDTH - left - right)
+
+    def py(y: float) -> float:
+        return height - bottom - (y - y0) / (y1 - y0) * (height - top - bottom)
+
+    parts = []
+    for t in x_ticks:
+        parts.append(f'<line x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{height - bottom}" class="grid"/>'
+                     f'<text x="{px(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" class="tick">{t:g}</text>')
+    for t in y_ticks:
+        parts.append(f'<line x1="{left}" y1="{py(t):.1f}" x2="{WIDTH - right}" y2="{py(t):.1f}" class="grid"/>'
+                     f'<text x="{left - 6}" y="{py(t) + 4:.1f}" text-anchor="end" class="tick">{t:g}</text>')
+    parts.append(f'<text x="{(left + WIDTH - right) / 2}" y="{height - 14}" text-anchor="middle" class="lbl">'
+                 f'{_e(x_label)}</text><text x="16" y="{(top + height - bottom) / 2}" text-anchor="middle" '
+                 f'class="lbl" transform="rotate(-90 16 {(top + height - bottom) / 2})">{_e(y_label)}</text>')
+    series = list(points)
+    for k, lim in enumerate(limits):
+        color = SERIES_COLORS[series.index(lim["series"]) % len(SERIES_COLORS)] if lim["series"] in series else "#555"
+        dash = LIMIT_DASHES[k % len(LIMIT_DASHES)]
+        if lim["axis"] == "x":
+            x = px(lim["value"])
+            parts.append(f'<g class="limit"><title>{_e(lim["label"])}</title><line x1="{x:.1f}" y1="{top}" '
+                         f'x2="{x:.1f}" y2="{height - bottom}" stroke="{color}" stroke-dasharray="{dash}" '
+                         f'stroke-width="2"/></g>')
+        else:
+            y = py(lim["value"])
+            parts.append(f'<g class="limit"><title>{_e(lim["label"])}</title><line x1="{left}" y1="{y:.1f}" '
+                         f'x2="{WIDTH - right}" y2="{y:.1f}" stroke="{color}" stroke-dasharray="{dash}" '
+                         f'stroke-width="2"/></g>')
+    labelled = 0
+    taken: list[tuple[float, float, float]] = []
+    for k, (label, pts) in enumerate(points.items()):
+        color = SERIES_COLORS[k % len(SERIES_COLORS)]
+        groups: dict[tuple[float, float], list[str]] = {}
+        for x, y, name in pts:
+            groups.setdefault((round(x, 6), round(y, 6)), []).append(name)
+        for (x, y), names in sorted(groups.items()):
+            beyond = any(_beyond(lim, x, y) for lim in limits if lim["series"] == label)
+            title = f"{label}: {', '.join(names[:12])}{' …' if len(names) > 12 else ''} · x = {x:g}, y = {y:g}" + (
+                " · beyond a limit" if beyond else "")
+            r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
+            cx, cy = _free_spot(px(x), py(y), r, taken)
+            shape = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}"' if k % 2 == 0 else
+                     f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}"')
+            parts.append(f'<a href="{_e(feedback_href(names[0]))}"><g class="pt"><title>{_e(title)}</title>'
+                         f'{shape} fill="{color}" fill-opacity="0.75" stroke="#fff" stroke-width="1.5"/>'
+                         + (f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" class="count">'
+                            f'{len(names)}</text>' if len(names) > 1 else "")
+                         + (f'<text x="{cx + r + 4 if cx < WIDTH * 0.7 else cx - r - 4:.1f}" y="{cy - r:.1f}" '
+                            f'text-anchor="{"start" if cx < WIDTH * 0.7 else "end"}" class="name">'
+                            f'{_e(_short(names[0], 24))}{" +" + str(len(names) - 1) if len(names) > 1 else ""}</text>'
+                            if beyond and labelled < 15 else "")
+                         + "</g></a>")
+            labelled += beyond
+    return _svg(height, parts, f"{x_label} against {y_label} per submission")
+
+
+def _free_spot(x: float, y: float, r: float, taken: list[tuple[float, float, float]]) -> tuple[float, float]:
+    """(x, y), or the nearest nudged place where the mark covers no mark drawn before (marks of
+    two series at the same values stay both visible and clickable)."""
+    for step in range(0, 12):
+        for angle in ((0,) if step == 0 else (0, 180, 45, 135, -45, -135, 90, -90)):  # sideways first
+            cx = x + step * 5 * math.cos(math.radians(angle))
+            cy = y - step * 5 * math.sin(math.radians(angle))
+            if all(math.hypot(cx - tx, cy - ty) >= r + tr + 2 for tx, ty, tr in taken):
+                taken.append((cx, cy, r))
+                return cx, cy
+    taken.append((x, y, r))
+    return x, y
+
+
+def _beyond(lim: dict[str, Any], x: float, y: float) -> bool:
+    value = x if lim["axis"] == "x" else y
+    return value > lim["value"] if lim.get("op", "<=") in ("<=", "<") else value < lim["value"]
+
+
+def _axis(values: list[float]) -> tuple[list[float], tuple[float, float]]:
+    """Ticks and range: the data with a margin, not below 0 when no value is (ratios, drifts)."""
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    if hi - lo < 1e-12:
+        lo, hi = lo - 0.5 * (abs(lo) or 1), hi + 0.5 * (abs(hi) or 1)
+    pad = (hi - lo) * 0.08
+    floor = 0.0 if lo >= 0 else -math.inf
+    ticks = [t for t in MaxNLocator(nbins=6).tick_values(max(lo - pad, floor), hi + pad) if t >= floor]
+    lo, hi = min(ticks[0], max(lo - pad, floor)), max(ticks[-1], hi + pad)
+    return [t for t in ticks if lo <= t <= hi], (lo, hi)
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
