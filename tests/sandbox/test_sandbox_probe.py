@@ -1,4 +1,4 @@
-"""The probe round trip: grader cases in, the student's results out, read back with read_probe_result."""
+"""The probe round trip: grader cases in (one cell each), the student's results out, read back with read_probe_result."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from autograder.assignment import ExecutionLimits
-from autograder.probe_format import Arg, ProbeCase, read_probe_result
+from autograder.probe_format import Arg, ProbeCase, inline_cases, read_probe_result
 from autograder.sandbox import ProbeSpec
-from autograder.sandbox.probe import probe_source
+from autograder.sandbox.probe import case_source, finish_source, setup_source
 
 pytestmark = pytest.mark.slow
 
@@ -129,10 +129,23 @@ def test_workspace_has_exactly_the_probe_files(probed):
     assert sorted(p.name for p in probed[2].iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
 
 
-def test_probe_source_leaves_no_names_and_is_valid_python():
-    src = probe_source("/probe", "/home/student", ["f"], "RESULTS")
-    compile(src, "<probe>", "exec")
-    assert src.rstrip().endswith("del __autograder_probe")
+def test_probe_cells_leave_no_names_and_hold_only_their_own_case(tmp_path):
+    """Run the probe's cells in a plain namespace: each case cell carries its case alone, and
+    after the last cell no name of the probe's is left."""
+    ns: dict = {"__name__": "__main__"}
+    exec(STUDENT, ns)
+    before = set(ns)
+    exec(setup_source(str(tmp_path), FUNCTIONS, "RESULTS"), ns)
+    assert (tmp_path / "reported.json").is_file(), "RESULTS is dumped by the setup cell, before any call"
+    inline = inline_cases(CASES[:4])
+    sources = [case_source(c) for c in inline]
+    for i, src in enumerate(sources):
+        for other in inline[:i] + inline[i + 1:]:
+            assert other["id"] not in src, f"the cell of case {i} also carries case {other['id']}"
+        exec(src, ns)
+    exec(finish_source(), ns)
+    assert set(ns) == before, f"the probe left names behind: {sorted(set(ns) - before)}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
 
 
 def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, monkeypatch):
@@ -140,7 +153,7 @@ def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, mo
     cases = [ProbeCase("hang", "hang", (1,)), ProbeCase("ok", "quantize", (Arg.list([1.0]), 1.0, 0))]
     code = STUDENT.replace("RESULTS =", "_unused =") + "\nimport os\nos.symlink('/etc/passwd', 'probe_report.json')"
     limits = ExecutionLimits(cell_timeout_s=30, notebook_timeout_s=60)
-    monkeypatch.setattr("autograder.sandbox.execute.PROBE_CASE_MAX_S", 1.0)
+    monkeypatch.setattr("autograder.sandbox.probe_run.PROBE_CASE_MAX_S", 1.0)
     rec, ws = run_cells([code], limits=limits, probe=ProbeSpec(cases, ["hang", "quantize"]))
     assert rec["probe"] == "completed", rec
     result = read_probe_result(ws, cases, True)
@@ -152,9 +165,9 @@ def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, mo
 
 
 def test_probe_fails_when_the_kernel_is_broken(run_cells):
-    """Student code that breaks numpy's loader makes the probe fail, not the grader."""
+    """Student code that breaks numpy's saver makes the probe fail, not the grader."""
     cases = [ProbeCase("q", "quantize", (1.0, 1.0, 0))]
-    rec, _ = run_cells([STUDENT + "\nnp.load = None"], probe=ProbeSpec(cases, ["quantize"]))
+    rec, _ = run_cells([STUDENT + "\nnp.savez = None"], probe=ProbeSpec(cases, ["quantize"]))
     assert rec["status"] == "completed"
     assert rec["probe"] == "failed"
 
