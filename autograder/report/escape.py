@@ -11,7 +11,8 @@ or a log, :func:`plain`), which first :func:`clean`\\ s it:
 - ANSI escapes and control characters are dropped, runs of whitespace (newlines included) become
   one space: the text stays on its line and cannot start a block (heading, list, table row);
 - the grader's own paths (its checkout, its interpreter, its temporary folders) are replaced by
-  ``<grader>``, so a path a notebook found (``/proc/self/mountinfo``) is not echoed back;
+  ``<grader>`` (:mod:`autograder.redact`), so a path a notebook found (``/proc/self/mountinfo``)
+  is not echoed back;
 - the length is bounded (``…`` marks a cut).
 
 :func:`markdown` then escapes, by construction, every character that means something to
@@ -23,48 +24,18 @@ text as it was, literally.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-import tempfile
-from collections.abc import Iterable
+
+from ..redact import redact
 
 ELLIPSIS = "…"
 DEFAULT_LIMIT = 300
-REDACTED = "<grader>"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;"}
 _ALWAYS = frozenset("\\`*[]|~$")
 _BLOCK_START = re.compile(r"[#+=-]|\d{1,9}[.)]")
-
-_grader_paths: list[str] = []
-
-
-def register_grader_path(path: str | os.PathLike[str]) -> None:
-    """Add a path of the grader's (and its real path) to those :func:`clean` replaces."""
-    for p in {os.fspath(path), os.path.realpath(path)}:
-        p = p.rstrip("/")
-        if len(p) > 1 and p not in _grader_paths and p not in ("/tmp", "/usr", "/home"):
-            _grader_paths.append(p)
-    _grader_paths.sort(key=len, reverse=True)   # the longest first: a nested path is replaced whole
-
-
-def _default_grader_paths() -> Iterable[str]:
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    yield here                                       # the checkout (or site-packages) holding autograder
-    yield sys.prefix
-    yield sys.base_prefix
-    yield os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))
-    if os.environ.get("AUTOGRADER_ROOT"):
-        yield os.environ["AUTOGRADER_ROOT"]
-    yield os.path.join(tempfile.gettempdir(), "autograder-")   # run, workspace and pool folders
-
-
-for _p in _default_grader_paths():
-    register_grader_path(_p)
-
 
 def scrub_surrogates(s: str) -> str:
     """``s`` with every lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
@@ -81,9 +52,7 @@ def clean(value: object, limit: int = DEFAULT_LIMIT) -> str:
     s = _ANSI.sub("", s)
     s = _CONTROL.sub(" ", s)
     s = " ".join(s.split())
-    for path in _grader_paths:
-        if path in s:
-            s = s.replace(path, REDACTED)
+    s = redact(s)
     if len(s) > limit:
         s = s[: max(0, limit - 1)] + ELLIPSIS
     return s

@@ -132,6 +132,7 @@ class _Run:
     cgroup: cgroups.SlotCgroup | None = None
     kernel_output: KernelOutput | None = None
     snapshot: snapshot.Snapshot | None = None
+    probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # ------------------------------------------------------------ setup
@@ -226,8 +227,9 @@ class _Run:
         outcome = await self._run_cells(client)
         if outcome.kernel_usable and self.probe is not None:
             self.output_truncated = client.output_truncated
-            probe = ProbeRun(self.probe.cases, self.probe.functions, self.probe.results_variable, self.limits,
-                             out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace))
+            self.probe_run = probe = ProbeRun(
+                self.probe.cases, self.probe.functions, self.probe.results_variable, self.limits,
+                out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace), workspace=self.workspace)
             self.probe_status = "failed"
             self.probe_status = await probe.run(lambda source, budget: self._execute_extra(client, source, budget),
                                                 self._take_snapshot)
@@ -365,7 +367,8 @@ class _Run:
         if self.kernel_output is not None:
             self.kernel_output.close()
         if self.snapshot is not None:         # the jail is gone: the workspace as it was before the probe
-            snapshot.restore(self.snapshot, self.workspace, self.probe_status == "completed",
+            probe = self.probe_run if self.probe_status == "completed" else None
+            snapshot.restore(self.snapshot, self.workspace, (probe.report, probe.outputs) if probe else None,
                              workspace_cap_bytes(self.limits))
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):

@@ -1,19 +1,18 @@
 """The probe: cells run after the student's cells in the same kernel, one case at a time.
 
-1. :func:`setup_source` defines the probe's state in the kernel, records which functions exist
-   and dumps ``RESULTS`` into ``reported.json`` before any hidden input reaches the kernel (the
-   grader copies it right after this cell: :mod:`.execute`);
+1. :func:`setup_source` defines the probe's state in the kernel, and writes which functions
+   exist (``probe_report.json``) and ``RESULTS`` (``reported.json``) before any hidden input
+   reaches the kernel; the grader takes its copies right after this cell (:mod:`.execute`);
 2. :func:`case_source`, once per case: that case's arguments inline (autograder/probe_format.py),
-   decoded, passed to the student's function under a per-call alarm; the result is coerced to
-   plain number arrays and kept in the probe's state. The next case's cell is sent only after
-   this one returned, so the kernel never holds inputs of calls still to come, and no file
-   holds any;
-3. :func:`finish_source` writes ``probe_outputs.npz`` and ``probe_report.json`` into the working
-   directory (removing files of those names first) and deletes the probe's names.
+   decoded, passed to the student's function under a per-call alarm; the result, coerced to plain
+   number arrays, goes to ``probe_case.npz`` and its record to ``probe_case.json``, which the
+   grader reads before it sends the next case. So the kernel never holds inputs of calls still
+   to come, no file holds any, and what the grader keeps of call k was fixed before call k+1;
+3. :func:`finish_source` deletes the probe's names and files.
 
-The grader reads the files with :func:`autograder.probe_format.read_probe_result` and trusts
-nothing else the probe says. The code is self-contained (base64, json, numpy, os, signal,
-traceback) and prints nothing.
+The grader assembles ``probe_outputs.npz`` and ``probe_report.json`` itself from what it read
+(:mod:`.probe_run`), and trusts nothing else the probe says. The kernel-side code is
+self-contained (base64, json, numpy, os, signal, traceback) and prints nothing.
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
     import numpy as np
 
     ns = globals()
-    report = {"cases": {}, "functions": {}}
-    outputs = {}
+    report = {"functions": {}}
     total = [0]
 
     def status_of(name):
@@ -95,11 +93,31 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
     def on_alarm(signum, frame):
         raise ProbeTimeout("the call took longer than %.0f s" % case_timeout_s)
 
+    def write(name, write_to):
+        path = os.path.join(out_dir, name)
+        if os.path.lexists(path):
+            os.unlink(path)
+        write_to(path)
+
+    def dump_json(data):
+        def to(path):
+            with open(path, "x") as f:
+                json.dump(data, f)
+        return to
+
+    write("probe_report.json", dump_json({"functions": report["functions"]}))
+
     def call(case):
+        arrays = {}
+        rec = {"id": case["id"], "status": "ok"}
+        try:
+            run_case(case, rec, arrays)
+        finally:
+            write("probe_case.npz", lambda path: np.savez(path, **arrays))
+            write("probe_case.json", dump_json(rec))
+
+    def run_case(case, rec, outputs):
         i, fname = case["index"], case["function"]
-        rec = {"status": "ok"}
-        report["cases"][case["id"]] = rec
-        report["functions"].setdefault(fname, status_of(fname))
         if status_of(fname) != "defined":
             rec["status"] = "missing_function"
             rec["error"] = {"type": "NameError", "message": "%s is %s" % (fname, status_of(fname)), "traceback": ""}
@@ -140,13 +158,10 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             outputs["c%d" % i] = parts[0]
 
     def finish():
-        paths = {n: os.path.join(out_dir, n) for n in ("probe_outputs.npz", "probe_report.json")}
-        for p in paths.values():
-            if os.path.lexists(p):
-                os.unlink(p)
-        np.savez(paths["probe_outputs.npz"], **outputs)
-        with open(paths["probe_report.json"], "x") as f:
-            json.dump(report, f)
+        for name in ("probe_case.npz", "probe_case.json", "probe_report.json", "reported.json"):
+            path = os.path.join(out_dir, name)
+            if os.path.lexists(path):
+                os.unlink(path)
 
     return {"call": call, "finish": finish}
 '''
@@ -154,7 +169,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
 
 def setup_source(out_dir: str, functions: list[str], results_variable: str, case_timeout_s: float = 10.0,
                  max_bytes: int = 32 * 1024 * 1024) -> str:
-    """The first probe cell: defines the probe's state, records the functions, dumps RESULTS."""
+    """The first probe cell: defines the probe's state, writes which ``functions`` exist and RESULTS."""
     call_args = ", ".join(json.dumps(v) for v in (out_dir, list(functions), results_variable,
                                                    float(case_timeout_s), int(max_bytes)))
     return (SETUP_BODY + f"\ntry:\n    {STATE} = __autograder_probe_setup({call_args})\n"
@@ -167,5 +182,5 @@ def case_source(case: dict) -> str:
 
 
 def finish_source() -> str:
-    """The last probe cell: write the probe's files, then remove the probe's names."""
+    """The last probe cell: remove the probe's files and names."""
     return f"try:\n    {STATE}['finish']()\nfinally:\n    del {STATE}\n"

@@ -2,33 +2,49 @@
 
 The order is what keeps hidden inputs from coming back (see :mod:`.probe` and :mod:`.snapshot`):
 
-1. the setup cell dumps ``RESULTS``; if it did not complete, the probe failed and no hidden
-   input was ever sent;
-2. the grader takes its snapshot of the working directory and of ``reported.json``;
-3. one cell per case, each sent only after the previous one returned, each bounded by the
-   case's alarm plus a margin and by the probe's whole budget;
-4. the last cell writes the probe's files.
+1. the setup cell writes which functions exist and ``RESULTS``; if it did not complete, the
+   probe failed and no hidden input was ever sent;
+2. the grader reads the functions and takes its snapshot of the working directory and of
+   ``reported.json``;
+3. one cell per case, each sent only after the previous one returned and after the grader read
+   that case's record and arrays (``probe_case.json``, ``probe_case.npz``): what the grader keeps
+   of call k was fixed before call k+1 handed the kernel anything new. Each cell is bounded by
+   the call's alarm plus a margin and by the probe's whole budget;
+4. the last cell removes the probe's names and files.
 
-Any step that times out, kills the kernel or breaks the connection makes the probe "failed".
+The grader then holds the probe's report and outputs itself (:attr:`ProbeRun.report`,
+:attr:`ProbeRun.outputs`); :func:`autograder.sandbox.snapshot.restore` writes them as
+``probe_report.json`` and ``probe_outputs.npz`` once the jail is gone. Any step that times out,
+kills the kernel or breaks the connection makes the probe "failed".
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .. import safe_files
 from ..assignment import ExecutionLimits
-from ..errors import AutograderError
-from ..probe_format import ProbeCase, inline_cases
+from ..errors import AutograderError, UnsafeFileError
+from ..probe_format import REPORT_FILE, ProbeCase, inline_cases
 from .probe import case_source, finish_source, setup_source
 
 PROBE_MAX_S = 120.0          # the calls themselves, at most (and at most one cell limit)
 PROBE_CASE_MAX_S = 10.0      # one call
 PER_CELL_OVERHEAD_S = 0.25   # a round trip per case cell, generous for a slow machine
 CELL_MARGIN_S = 5.0          # beyond a call's alarm, before the cell itself times out
+CASE_FILE, CASE_ARRAYS = "probe_case.json", "probe_case.npz"
+MiB = 1024 * 1024
+CASE_RECORD_MAX_BYTES = 64 * 1024
+OUTPUTS_MAX_BYTES = 64 * MiB       # all results together (the probe itself stops at 32 MB)
+ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
+STATUSES = ("ok", "raised", "unconvertible", "missing_function")
 HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
 
 Execute = Callable[[str, float], Awaitable["dict | None"]]
@@ -46,21 +62,69 @@ class ProbeRun:
     results_variable: str
     limits: ExecutionLimits
     out_dir: str                 # the working directory as the kernel sees it
+    workspace: Path              # ... and as the grader does
+    report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}})
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    _bytes: int = 0
 
     async def run(self, execute: Execute, take_snapshot: Callable[[], None]) -> str:
         """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply."""
         deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases))
         case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
-        cells = [setup_source(self.out_dir, self.functions, self.results_variable, case_timeout_s=case_s)]
-        cells += [case_source(c) for c in inline_cases(self.cases)]
-        cells.append(finish_source())
-        for n, source in enumerate(cells):
+        names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
+
+        async def cell(source: str) -> bool:
             budget = min(case_s + CELL_MARGIN_S, deadline - time.monotonic())
-            if budget <= 0 or not await self._ok(execute, source, budget):
+            return budget > 0 and await self._ok(execute, source, budget)
+
+        if not await cell(setup_source(self.out_dir, names, self.results_variable, case_timeout_s=case_s)):
+            return "failed"
+        self._read_functions(names)
+        take_snapshot()                  # before the first hidden input enters the kernel
+        for index, (case, inline) in enumerate(zip(self.cases, inline_cases(self.cases))):
+            if not await cell(case_source(inline)):
                 return "failed"
-            if n == 0:
-                take_snapshot()          # before the first hidden input enters the kernel
+            self._read_case(index, case)
+        await cell(finish_source())
         return "completed"
+
+    def _read_functions(self, names: list[str]) -> None:
+        try:
+            data = safe_files.load_json(self.workspace, REPORT_FILE, CASE_RECORD_MAX_BYTES)
+            found = data.get("functions") if isinstance(data, dict) else None
+        except UnsafeFileError:
+            found = None
+        found = found if isinstance(found, dict) else {}
+        for name in names:
+            state = found.get(name)
+            self.report["functions"][name] = state if state in ("defined", "missing", "not callable") else "missing"
+
+    def _read_case(self, index: int, case: ProbeCase) -> None:
+        """Keep case ``index``'s record and arrays, as the kernel left them right after its call."""
+        try:
+            rec = safe_files.load_json(self.workspace, CASE_FILE, CASE_RECORD_MAX_BYTES)
+            arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
+        except UnsafeFileError as e:
+            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
+                "type": "ProbeError", "message": f"the probe's record of this call is unusable: {e}"[:300]}}
+            return
+        if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
+            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
+                "type": "ProbeError", "message": "the probe's record of this call is not the probe's"}}
+            return
+        kept: dict[str, Any] = {"status": rec["status"]}
+        if isinstance(rec.get("error"), dict):
+            kept["error"] = {k: str(rec["error"].get(k, ""))[:cap] for k, cap in ERROR_CAPS.items()}
+        if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
+            kept["parts"] = rec["parts"]
+        if isinstance(rec.get("python_type"), str):
+            kept["python_type"] = rec["python_type"][:100]
+        self.report["cases"][case.id] = kept
+        own = f"c{index}"
+        for key, arr in arrays.items():   # only this case's keys: a call cannot fill in another's
+            if key == own or key.startswith(own + "_") and key[len(own) + 1:].isdigit():
+                self.outputs[key] = arr
+                self._bytes += arr.nbytes
 
     @staticmethod
     async def _ok(execute: Execute, source: str, budget: float) -> bool:

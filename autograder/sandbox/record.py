@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ..redact import redact
 from ..safe_files import scrub
 
 EVALUE_CAP = 1000
@@ -47,12 +48,12 @@ class CellRecord:
 
 
 def clean(text: object, cap: int) -> str:
-    """ANSI escapes removed, lone surrogates replaced, capped to ``cap`` characters (keeping the
-    end, where the error is)."""
+    """ANSI escapes removed, lone surrogates replaced, grader paths redacted, capped to ``cap``
+    characters (keeping the end, where the error is)."""
     s = str(text)
     if len(s) > 4 * cap + 4096:      # bound the work on a huge message: only its end is kept
         s = s[-(4 * cap + 4096):]
-    s = scrub(ANSI.sub("", s))
+    s = redact(scrub(ANSI.sub("", s)))
     return s if len(s) <= cap else "…" + s[-(cap - 1):]
 
 

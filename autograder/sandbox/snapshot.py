@@ -1,22 +1,27 @@
 """What the grader reads back from the working directory is what it held before the probe.
 
 While the probe runs, the student's functions hold hidden inputs, and anything they write (an
-artifact rewritten with an initializer named after the inputs, a forged ``RESULTS``) could carry
-those inputs back into a message. So the grader freezes the channel: right after the probe's
-first cell (which dumps ``RESULTS``) and before any hidden input reaches the kernel, it copies
-the working directory aside (:func:`take`, inert: :func:`~.workspace.copy_tree_safely`) and keeps
-its own copy of ``reported.json``. Once the jail is gone, :func:`restore` puts the working
-directory back as it was then, plus only the probe's two output files (read safely, size-capped)
-and the ``reported.json`` taken before the first call.
+artifact rewritten with an initializer named after the inputs, a forged ``RESULTS``, the
+probe's own files) could carry those inputs back into a message. So the grader freezes the
+channel: right after the probe's first cell (which dumps ``RESULTS``) and before any hidden
+input reaches the kernel, it copies the working directory aside (:func:`take`, inert:
+:func:`~.workspace.copy_tree_safely`) and keeps its own copy of ``reported.json``. Once the jail
+is gone, :func:`restore` puts the working directory back as it was then, plus the probe's report
+and outputs as the grader collected them case by case (:mod:`.probe_run`), and the
+``reported.json`` taken before the first call.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .. import safe_files
 from ..errors import UnsafeFileError
@@ -25,7 +30,7 @@ from .workspace import copy_tree_safely
 
 MiB = 1024 * 1024
 REPORTED_MAX_BYTES = 2 * MiB       # the probe refuses RESULTS over 1,000,000 characters
-PROBE_FILE_CAPS = {OUTPUTS_FILE: 64 * MiB, REPORT_FILE: 4 * MiB}
+PROBE_FILES = (REPORTED_FILE, OUTPUTS_FILE, REPORT_FILE, "probe_case.json", "probe_case.npz")
 
 
 @dataclass
@@ -42,20 +47,22 @@ def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
         reported = _error_json(f"RESULTS could not be read: {e}")
     folder.mkdir(mode=0o700)
     copy_tree_safely(workspace, folder, max_bytes=max_bytes)
-    for name in (REPORTED_FILE, *PROBE_FILE_CAPS):   # the probe's files come from the probe alone
+    for name in PROBE_FILES:   # the probe's files come from the grader's copies alone
         _remove(folder / name)
     return Snapshot(folder, reported)
 
 
-def restore(snap: Snapshot, workspace: Path, probe_completed: bool, max_bytes: int) -> None:
-    """Empty ``workspace`` (the jail is gone), copy the snapshot back, add the probe's files."""
+def restore(snap: Snapshot, workspace: Path, probe: tuple[dict, dict[str, np.ndarray]] | None,
+            max_bytes: int) -> None:
+    """Empty ``workspace`` (the jail is gone), copy the snapshot back and write ``reported.json``,
+    and, when the probe completed (``probe``: its report and outputs), its two files."""
     kept: dict[str, bytes] = {REPORTED_FILE: snap.reported}
-    if probe_completed:
-        for name, cap in PROBE_FILE_CAPS.items():
-            try:
-                kept[name] = safe_files.read_bytes(workspace, name, cap)
-            except UnsafeFileError:
-                continue            # read_probe_result will say the file is missing
+    if probe is not None:
+        report, outputs = probe
+        kept[REPORT_FILE] = json.dumps(report).encode()
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        kept[OUTPUTS_FILE] = buffer.getvalue()
     empty_folder(workspace)
     copy_tree_safely(snap.folder, workspace, max_bytes=max_bytes)
     for name, data in kept.items():
@@ -82,6 +89,4 @@ def _remove(path: Path) -> None:
 
 
 def _error_json(message: str) -> bytes:
-    import json
-
     return json.dumps({"__probe_error__": message[:500]}).encode()

@@ -301,7 +301,7 @@ def _status():
 _record("identity", {
     "uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
     "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
-    "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user")},
+    "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user", "cgroup")},
     "status": _status(),
     "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "FSIZE", "NOFILE", "NPROC", "CORE")},
     "hostname": os.uname().nodename,

@@ -132,20 +132,24 @@ def test_workspace_has_exactly_the_probe_files(probed):
 def test_probe_cells_leave_no_names_and_hold_only_their_own_case(tmp_path):
     """Run the probe's cells in a plain namespace: each case cell carries its case alone, and
     after the last cell no name of the probe's is left."""
+    import json
+
     ns: dict = {"__name__": "__main__"}
     exec(STUDENT, ns)
     before = set(ns)
     exec(setup_source(str(tmp_path), FUNCTIONS, "RESULTS"), ns)
     assert (tmp_path / "reported.json").is_file(), "RESULTS is dumped by the setup cell, before any call"
+    assert json.loads((tmp_path / "probe_report.json").read_text())["functions"]["not_a_function"] == "not callable"
     inline = inline_cases(CASES[:4])
     sources = [case_source(c) for c in inline]
     for i, src in enumerate(sources):
         for other in inline[:i] + inline[i + 1:]:
             assert other["id"] not in src, f"the cell of case {i} also carries case {other['id']}"
         exec(src, ns)
+        assert json.loads((tmp_path / "probe_case.json").read_text())["id"] == inline[i]["id"]
     exec(finish_source(), ns)
     assert set(ns) == before, f"the probe left names behind: {sorted(set(ns) - before)}"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
+    assert list(tmp_path.iterdir()) == [], "the probe's last cell leaves no file behind"
 
 
 def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, monkeypatch):
