@@ -50,7 +50,9 @@ FILE_SIZE_LIMIT = 64 * MiB
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
              "group", "hosts", "fonts", "alternatives", "mime.types")
-READ_ONLY_EXTRA = ("/sys/devices/system/cpu",)
+# What the kernel may read of the machine: the CPUs as the grader sees them (ONNX Runtime sizes its
+# pools from both; bound from the grader's namespace, so a test can present a many-core host).
+READ_ONLY_EXTRA = ("/sys/devices/system/cpu", "/proc/cpuinfo")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 # The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
