@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advkit import SHORT_LIMITS, grade_in_child, jail_uid, leftover_processes
+from advkit import SHORT_LIMITS, grade_in_child, jail_uid, leftover_processes, require_mode
 
 pytestmark = pytest.mark.slow
 
@@ -24,8 +24,9 @@ CHILD_TIMEOUT_S = 240
 EXECUTION_JSON_CAP = 1 * MiB
 
 
-def _check_graded(g, peak: int, results_validator) -> None:
+def _check_graded(g, peak: int, results_validator, jail_mode: str) -> None:
     results_validator(g.results)
+    require_mode(g, jail_mode)
     assert peak < GRADER_PEAK_CAP, f"the grader's peak RSS reached {peak / MiB:.0f} MB"
     assert "grader itself failed" not in json.dumps(g.results), g.results.get("output", "")[:500]
     assert not leftover_processes(g.workspace, jail_uid(g.execution))
@@ -50,11 +51,12 @@ for i in range(300):
 
 
 @pytest.mark.parametrize("flood", ["display_metadata", "metadata_and_display_ids"])
-def test_output_the_cap_did_not_count_keeps_the_grader_small(tmp_path, flood, results_validator):
+def test_output_the_cap_did_not_count_keeps_the_grader_small(tmp_path, flood, jail_mode, results_validator):
     cells = [METADATA_FLOOD if flood == "display_metadata" else IDS_FLOOD, "x = 1"]
-    g, peak = grade_in_child(tmp_path, cells, cell_s=120, notebook_s=240, timeout_s=CHILD_TIMEOUT_S)
+    g, peak = grade_in_child(tmp_path, cells, cell_s=120, notebook_s=240, timeout_s=CHILD_TIMEOUT_S,
+                             jail_mode=jail_mode)
     try:
-        _check_graded(g, peak, results_validator)
+        _check_graded(g, peak, results_validator, jail_mode)
         assert g.execution["output_truncated"], f"900 MB of output were not even counted: {g.execution_brief()}"
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)
@@ -91,12 +93,13 @@ EXPECTED_REASON = {"a_million_empty_cells": "JSON objects", "2001_code_cells": "
 
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
-def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_path, case, results_validator):
+def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_path, case, jail_mode, results_validator):
     nb = _notebook(tmp_path / f"{case}.ipynb", UNREADABLE[case]())
     g, peak = grade_in_child(tmp_path, notebook=nb, cell_s=SHORT_LIMITS["cell_timeout_s"],
-                             notebook_s=SHORT_LIMITS["notebook_timeout_s"], timeout_s=CHILD_TIMEOUT_S)
+                             notebook_s=SHORT_LIMITS["notebook_timeout_s"], timeout_s=CHILD_TIMEOUT_S,
+                             jail_mode=jail_mode)
     try:
-        _check_graded(g, peak, results_validator)
+        _check_graded(g, peak, results_validator, jail_mode)
         if case == "millions_of_small_objects":   # read in the child, then run: nothing to refuse
             assert g.execution["status"] in ("completed", "unreadable"), g.execution_brief()
         else:
@@ -110,13 +113,14 @@ def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_pat
 MANY_ERRORS = "raise ValueError('e' * 5000)"
 
 
-def test_execution_json_stays_small_with_hundreds_of_failing_cells(tmp_path, results_validator):
+def test_execution_json_stays_small_with_hundreds_of_failing_cells(tmp_path, jail_mode, results_validator):
     """600 cells each raising a 5,000-character message (3.6 MB of details): execution.json keeps
     every cell, within its bound."""
     nb = _notebook(tmp_path / "errors.ipynb", _cells_json(600, MANY_ERRORS))
-    g, peak = grade_in_child(tmp_path, notebook=nb, cell_s=60, notebook_s=400, timeout_s=CHILD_TIMEOUT_S + 300)
+    g, peak = grade_in_child(tmp_path, notebook=nb, cell_s=60, notebook_s=400, timeout_s=CHILD_TIMEOUT_S + 300,
+                             jail_mode=jail_mode)
     try:
-        _check_graded(g, peak, results_validator)
+        _check_graded(g, peak, results_validator, jail_mode)
         assert g.execution["cells_total"] == 600, g.execution_brief()
         assert g.execution["cells_errored"] == g.execution["cells_run"] > 100, g.execution_brief()
     finally:
