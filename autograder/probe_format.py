@@ -152,7 +152,7 @@ def _inline(value: dict, arrays: dict[str, np.ndarray]) -> dict:
     (kind, v), = value.items()
     if kind not in ("array", "list", "scalar"):
         return value
-    a = np.ascontiguousarray(arrays[v])
+    a = np.asarray(arrays[v])            # not ascontiguousarray: that makes a 0-d array 1-d
     if a.dtype.kind not in "biufc":
         raise TypeError(f"probe arrays must be numeric, not {a.dtype}")
     return {kind: {"dtype": a.dtype.str, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}}

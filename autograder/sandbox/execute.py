@@ -40,11 +40,11 @@ from ..probe_format import ProbeCase
 from . import cgroups, jail, snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
-from .probe_run import ProbeRun, probe_budget_s
+from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
-from .users import chown_tree_top, claim_slot, reap_user
+from .users import chown_tree_top, claim_slot, reap_user, require_reachable
 from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, SHM_DIR, WORKSPACE_INODES, DiskWatchdog, capped_mount,
                         mounted_cap, prepared_workspace, remove_owned, workspace_cap_bytes)
 
@@ -52,9 +52,6 @@ STARTUP_TIMEOUT_S = 60.0
 RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to answer again
 SHUTDOWN_S = 10.0
 MiB = 1024 * 1024
-# Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
-# message can cause; every other exception there comes from handling what the kernel sent.
-HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
 
 
 @dataclass(frozen=True)
@@ -131,7 +128,7 @@ class _Run:
     disk_watchdog: DiskWatchdog | None = None
     cgroup: cgroups.SlotCgroup | None = None
     kernel_output: KernelOutput | None = None
-    snapshot: snapshot.Snapshot | None = None
+    pre_probe: snapshot.Snapshot | None = None
     probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
@@ -146,7 +143,7 @@ class _Run:
         if self.iso.mode != "bwrap":
             (rundir / "tmp").mkdir(mode=0o700)
         if self.iso.mode == "fallback" and self.iso.user is not None:
-            _require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
+            require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
         if self.iso.user is not None:
             for d in (self.workspace, rundir) + ((rundir / "tmp",) if self.iso.mode != "bwrap" else ()):
                 chown_tree_top(d, self.iso.user)
@@ -238,7 +235,7 @@ class _Run:
     def _take_snapshot(self) -> None:
         """The working directory and RESULTS as they are now, before any hidden input is sent."""
         assert self.base is not None
-        self.snapshot = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
+        self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
 
     async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict | None:
         """Run one cell of the grader's (the probe's) after the student's cells; its reply content."""
@@ -366,9 +363,9 @@ class _Run:
             remove_owned(Path(SHM_DIR), self.iso.user.uid)   # nothing passes to the next run of this uid
         if self.kernel_output is not None:
             self.kernel_output.close()
-        if self.snapshot is not None:         # the jail is gone: the workspace as it was before the probe
+        if self.pre_probe is not None:        # the jail is gone: the workspace as it was before the probe
             probe = self.probe_run if self.probe_status == "completed" else None
-            snapshot.restore(self.snapshot, self.workspace, (probe.report, probe.outputs) if probe else None,
+            snapshot.restore(self.pre_probe, self.workspace, (probe.report, probe.outputs) if probe else None,
                              workspace_cap_bytes(self.limits))
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
@@ -403,15 +400,3 @@ class _Run:
 def _malformed(e: Exception) -> str:
     detail = " ".join(f"{type(e).__name__}: {e}".split())[:200]
     return f"the kernel sent a malformed message or broke its connection with the grader ({detail})"
-
-
-def _require_reachable(folder: Path, user) -> None:
-    """Fail clearly when the sandbox uid could not pass through ``folder`` or one of its parents."""
-    for p in [folder, *folder.parents]:
-        st = p.stat()
-        ok = (st.st_mode & 0o001 or (st.st_uid == user.uid and st.st_mode & 0o100)
-              or (st.st_gid == user.gid and st.st_mode & 0o010))
-        if not ok:
-            raise RuntimeError(f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
-                               f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
-                               "traverse (e.g. /tmp)")

@@ -103,7 +103,7 @@ def kernel_python() -> str:
 
 def minimal_env(home: str, tmp: str, site: str | None = None) -> dict[str, str]:
     bindir = os.path.dirname(sys.executable)
-    extra = {"PYTHONPATH": site, jail_site.THREADS_VARIABLE: str(kernel_threads())} if site else {}
+    extra = {"PYTHONPATH": site, jail_site.THREADS_VARIABLE: str(jail_site.kernel_threads())} if site else {}
     return {
         **extra,
         "HOME": home, "TMPDIR": tmp, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
@@ -116,18 +116,6 @@ def minimal_env(home: str, tmp: str, site: str | None = None) -> dict[str, str]:
 
 
 NPROC_LIMIT = 64     # processes and threads of the sandbox uid, where no pids cgroup counts them
-MAX_KERNEL_THREADS = 4   # ONNX Runtime's default pool size in the jail (it would take every core)
-
-
-def kernel_threads() -> int:
-    """The default thread count of the kernel's thread pools: the CPUs this grader may use, at most
-    MAX_KERNEL_THREADS (ONNX Runtime's default is the host's core count: 64 threads per session on
-    a 64-core host)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_KERNEL_THREADS, cpus))
 
 
 def rlimits(limits: ExecutionLimits, with_nproc: bool, cgroup: SlotCgroup | None = None) -> dict[str, int]:

@@ -16,6 +16,17 @@ import os
 import sys
 
 THREADS_VARIABLE = "AUTOGRADER_KERNEL_THREADS"
+MAX_KERNEL_THREADS = 4   # ONNX Runtime's default pool size in the jail (it would take every core)
+
+
+def kernel_threads():
+    """(Grader side) the pool size to put in ``$AUTOGRADER_KERNEL_THREADS``: the CPUs this grader
+    may use, at most MAX_KERNEL_THREADS (ONNX Runtime's default is one thread per host core)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_KERNEL_THREADS, cpus))
 
 
 def source() -> str:

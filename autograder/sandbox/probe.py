@@ -23,7 +23,7 @@ STATE = "__autograder_probe"
 
 SETUP_BODY = r'''
 def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_s, max_bytes):
-    import base64, json, os, signal, traceback
+    import base64, json, os, signal, tempfile, traceback
     import numpy as np
 
     ns = globals()
@@ -37,6 +37,22 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
 
     for name in functions:
         report["functions"][name] = status_of(name)
+
+    def write(name, write_to):
+        # a fresh file under a name of its own, then renamed over ``name`` (whatever is there,
+        # a symlink included, is replaced, not followed)
+        fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write_to(f)
+            os.replace(tmp, os.path.join(out_dir, name))
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def dump_json(data):
+        return lambda f: f.write(json.dumps(data).encode())
 
     def plain(o):
         if isinstance(o, np.generic) or (isinstance(o, np.ndarray) and o.ndim == 0):
@@ -53,11 +69,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
         except Exception as e:
             reported = json.dumps({"__probe_error__": "%s is not plain JSON data: %s: %s"
                                    % (results_variable, type(e).__name__, str(e)[:300])})
-    path = os.path.join(out_dir, "reported.json")
-    if os.path.lexists(path):
-        os.unlink(path)
-    with open(path, "x") as f:
-        f.write(reported)
+    write("reported.json", lambda f: f.write(reported.encode()))
 
     def array(d):
         a = np.frombuffer(base64.b64decode(d["data"]), dtype=np.dtype(d["dtype"]))
@@ -93,18 +105,6 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
     def on_alarm(signum, frame):
         raise ProbeTimeout("the call took longer than %.0f s" % case_timeout_s)
 
-    def write(name, write_to):
-        path = os.path.join(out_dir, name)
-        if os.path.lexists(path):
-            os.unlink(path)
-        write_to(path)
-
-    def dump_json(data):
-        def to(path):
-            with open(path, "x") as f:
-                json.dump(data, f)
-        return to
-
     write("probe_report.json", dump_json({"functions": report["functions"]}))
 
     def call(case):
@@ -113,7 +113,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
         try:
             run_case(case, rec, arrays)
         finally:
-            write("probe_case.npz", lambda path: np.savez(path, **arrays))
+            write("probe_case.npz", lambda f: np.savez(f, **arrays))
             write("probe_case.json", dump_json(rec))
 
     def run_case(case, rec, outputs):

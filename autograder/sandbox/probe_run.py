@@ -45,6 +45,8 @@ CASE_RECORD_MAX_BYTES = 64 * 1024
 OUTPUTS_MAX_BYTES = 64 * MiB       # all results together (the probe itself stops at 32 MB)
 ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
 STATUSES = ("ok", "raised", "unconvertible", "missing_function")
+# Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
+# message can cause; every other exception there comes from handling what the kernel sent.
 HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
 
 Execute = Callable[[str, float], Awaitable["dict | None"]]

@@ -168,9 +168,10 @@ def _student_visible(g) -> str:
     return whole
 
 
-# Each attacking call walks the kernel's objects and writes files: ~0.3 s, 90 calls. The probe's
-# budget follows the cell limit, so the cell limit is raised (the probe must complete to prove anything).
-ATTACK_LIMITS = {"cell_timeout_s": 60, "notebook_timeout_s": 120}
+# Each attacking call walks the kernel's objects and writes files: ~0.4 s here, 62 calls, several
+# times that on a loaded machine. The probe's budget follows the cell limit (at most 120 s plus a
+# round trip per case), so the cell limit is raised: the probe must complete to prove anything.
+ATTACK_LIMITS = {"cell_timeout_s": 150, "notebook_timeout_s": 150}
 
 
 def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cells, jail_check, jail_mode, limited,
@@ -178,7 +179,7 @@ def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cell
     assignment = _with_canary(limited(**ATTACK_LIMITS))
     g = grade_cells([MOUNTINFO_ERROR, PLANT], name=f"hidden-data-{jail_mode}", assignment=assignment)
     require_mode(g, jail_mode)
-    jail_check(g, compare_to=wrong_baseline, gains_allowed=("reported_results",), max_wall_s=120 + 150)
+    jail_check(g, compare_to=wrong_baseline, gains_allowed=("reported_results",), max_wall_s=150 + 200)
     assert g.execution["probe"] == "completed", g.execution_brief()
     cases = assignment.grading.probe_cases()
     functions = g.measurements["functions"]

@@ -134,5 +134,5 @@ def test_the_site_runs_in_a_fresh_interpreter_and_patches_onnxruntime(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), jail_site.THREADS_VARIABLE: "2"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr[-2000:]
-    assert 1 <= jail.kernel_threads() <= jail.MAX_KERNEL_THREADS
+    assert 1 <= jail_site.kernel_threads() <= jail_site.MAX_KERNEL_THREADS
     assert os.access(site / "sitecustomize.py", os.R_OK)

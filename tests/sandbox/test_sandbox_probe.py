@@ -129,6 +129,29 @@ def test_workspace_has_exactly_the_probe_files(probed):
     assert sorted(p.name for p in probed[2].iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
 
 
+def test_inline_arguments_keep_their_kind_shape_and_dtype(tmp_path):
+    """What the probe's decoder makes of each inline argument is exactly the case's value."""
+    import json
+
+    values = [Arg.array(np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]), Arg.array(np.zeros((3, 0), np.int8)),
+              Arg.scalar(np.float32(-3.75)), Arg.scalar(np.uint8(200)), Arg.list(np.array([[0.5, 1.5]], np.float32)),
+              Arg.list(np.zeros(0, np.float32)), Arg.dtype("uint8"), 1.25, 7, True]
+    case = ProbeCase("echo", "echo", tuple(values))
+    got: list = []
+    ns: dict = {"__name__": "__main__", "echo": lambda *a: got.extend(a) or 0}
+    exec(setup_source(str(tmp_path), ["echo"], "RESULTS"), ns)
+    exec(case_source(inline_cases([case])[0]), ns)
+    assert json.loads((tmp_path / "probe_case.json").read_text())["status"] == "ok"
+    assert len(got) == len(values)
+    for i, (arg, value) in enumerate(zip(values, got)):
+        want = case.raw(i) if isinstance(arg, Arg) else arg
+        assert type(value) is type(want), (arg, value)
+        if isinstance(want, np.ndarray) or isinstance(want, np.generic):
+            assert value.shape == want.shape and value.dtype == want.dtype and np.array_equal(value, want), (arg, value)
+        else:
+            assert value == want, (arg, value)
+
+
 def test_probe_cells_leave_no_names_and_hold_only_their_own_case(tmp_path):
     """Run the probe's cells in a plain namespace: each case cell carries its case alone, and
     after the last cell no name of the probe's is left."""
