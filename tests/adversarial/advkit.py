@@ -116,6 +116,7 @@ class Graded:
     out: Path
     workspace: Path
     wall_s: float
+    ended: float | None = None     # time.time() when the grading returned
     results: dict[str, Any] = field(default_factory=dict)
     feedback: str = ""
     execution: dict[str, Any] = field(default_factory=dict)
@@ -209,14 +210,18 @@ def jail_uid(execution: dict) -> int | None:
     return None
 
 
-def leftover_processes(workspace: Path, uid: int | None = None) -> list[str]:
+def leftover_processes(workspace: Path, uid: int | None = None, ended: float | None = None) -> list[str]:
     """Processes of the run's sandbox uid (default: this worker's slot), or working inside the
-    workspace (zombies ignored)."""
+    workspace (zombies ignored). With ``ended`` (when the grading returned, ``time.time()``), a
+    process started after it is not a leftover: slot uids are machine-wide, and another grading
+    (another worker, another checkout's suite) may take the slot the moment this one freed it."""
     uid = uid if uid is not None else sandbox_uid(xdist_slot())
     found = []
-    for proc in psutil.process_iter(["pid", "uids", "name", "status", "cmdline"]):
+    for proc in psutil.process_iter(["pid", "uids", "name", "status", "cmdline", "create_time"]):
         try:
             if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if ended is not None and proc.info["create_time"] > ended:
                 continue
             mine = uid is not None and uid in tuple(proc.info["uids"] or ())
             try:
@@ -417,7 +422,7 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
     except subprocess.TimeoutExpired:
         shutil.rmtree(base, ignore_errors=True)
         pytest.fail(f"the grader hung: no grade after {timeout_s} s (the notebook's limit is {notebook_s} s)")
-    wall = time.monotonic() - started
+    wall, ended = time.monotonic() - started, time.time()
     if proc.returncode != 0:
         shutil.rmtree(base, ignore_errors=True)
         raise AssertionError(f"the grading process failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
@@ -426,7 +431,7 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
         shutil.rmtree(base, ignore_errors=True)
         pytest.skip(f"no isolation layer on this machine: {report['unavailable']}")
     feedback = out / "feedback.md"
-    g = Graded(name=notebook.stem, grade=read_json(out / "grade.json"), out=out, workspace=ws, wall_s=wall,
+    g = Graded(name=notebook.stem, grade=read_json(out / "grade.json"), out=out, workspace=ws, wall_s=wall, ended=ended,
                results=read_json(out / "results.json"), feedback=feedback.read_text() if feedback.is_file() else "",
                execution=read_json(out / "execution.json"), measurements=read_json(out / "measurements.json"))
     return g, report["maxrss_kb"] * 1024

@@ -29,7 +29,7 @@ def _check_graded(g, peak: int, results_validator, jail_mode: str) -> None:
     require_mode(g, jail_mode)
     assert peak < GRADER_PEAK_CAP, f"the grader's peak RSS reached {peak / MiB:.0f} MB"
     assert "grader itself failed" not in json.dumps(g.results), g.results.get("output", "")[:500]
-    assert not leftover_processes(g.workspace, jail_uid(g.execution))
+    assert not leftover_processes(g.workspace, jail_uid(g.execution), g.ended)
     if (g.out / "execution.json").is_file():
         assert (g.out / "execution.json").stat().st_size < EXECUTION_JSON_CAP
 

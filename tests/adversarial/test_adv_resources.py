@@ -297,7 +297,7 @@ def test_output_flood_keeps_the_grader_small(tmp_path, flood, results_validator)
         size = (g.out / "results.json").stat().st_size + (g.out / "feedback.md").stat().st_size
         assert size < 1 * MiB, f"results.json + feedback.md are {size / MiB:.1f} MB"
         assert (g.out / "execution.json").stat().st_size < 2 * MiB
-        assert not leftover_processes(g.workspace, jail_uid(g.execution))
+        assert not leftover_processes(g.workspace, jail_uid(g.execution), g.ended)
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)
 
@@ -310,6 +310,6 @@ def test_a_reply_too_big_for_the_grader_does_not_hang_it(tmp_path, results_valid
         results_validator(g.results)
         assert g.wall_s < NOTEBOOK_S + 30 and peak < GRADER_RSS_CAP, (g.wall_s, peak)
         assert g.execution["status"] in ("completed", "timeout"), g.execution_brief()
-        assert not leftover_processes(g.workspace, jail_uid(g.execution))
+        assert not leftover_processes(g.workspace, jail_uid(g.execution), g.ended)
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)
