@@ -223,6 +223,8 @@ def leftover_processes(workspace: Path, uid: int | None = None, ended: float | N
                 continue
             if ended is not None and proc.info["create_time"] > ended:
                 continue
+            if not _runnable_in_the_jail(proc):
+                continue
             mine = uid is not None and uid in tuple(proc.info["uids"] or ())
             try:
                 inside = str(workspace) in (proc.cwd() or "")
@@ -234,6 +236,23 @@ def leftover_processes(workspace: Path, uid: int | None = None, ended: float | N
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def _runnable_in_the_jail(proc: psutil.Process) -> bool:
+    """False when ``proc`` runs a program the jail cannot even see (another checkout's venv,
+    another image's interpreter): then it belongs to another grader that shares the machine's
+    slot uids, not to this run."""
+    from autograder.sandbox import jail
+
+    try:
+        program = (proc.cmdline() or [""])[0]   # as started: a venv's python resolves to its base
+    except (psutil.Error, OSError):
+        return True
+    if not program.startswith("/"):
+        return True
+    visible = {*jail.SYSTEM_DIRS, *jail.interpreter_paths()}
+    visible |= {os.path.realpath(v) for v in visible}
+    return any(program == v or program.startswith(v.rstrip("/") + "/") for v in visible)
 
 
 def leaks(g: Graded) -> list[str]:
