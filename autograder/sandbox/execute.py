@@ -26,6 +26,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import queue
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -237,10 +238,29 @@ class _Run:
         assert self.base is not None
         self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
 
-    async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict | None:
-        """Run one cell of the grader's (the probe's) after the student's cells; its reply content."""
-        client.nb.cells.append(stripped_notebook([CodeCell(-1, source)]).cells[0])
-        return await self._execute(client, len(client.nb.cells) - 1, budget_s)
+    async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict:
+        """Run one cell of the grader's (the probe's): its execute_reply content.
+
+        Straight on the shell channel, silent, without waiting for its output on iopub: a notebook
+        that flooded its output may have lost the iopub connection, and nbclient would then wait
+        ``iopub_timeout`` for each of the probe's cells. TimeoutError past ``budget_s``;
+        DeadKernelError when the kernel is gone.
+        """
+        kc = client.kc
+        if kc is None:
+            raise DeadKernelError("no kernel client")
+        msg_id = kc.execute(source, silent=True, store_history=False, allow_stdin=False, stop_on_error=False)
+        end = time.monotonic() + budget_s
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = await kc.get_shell_msg(timeout=min(left, 1.0))
+            except queue.Empty:
+                if not self._kernel_alive():
+                    raise DeadKernelError("the kernel died during the probe") from None
+                continue
+            if (msg.get("parent_header") or {}).get("msg_id") == msg_id:
+                return msg.get("content") or {}
+        raise TimeoutError(f"the probe's cell took longer than {budget_s:.0f} s")
 
     async def _execute(self, client: CappedNotebookClient, pos: int, budget_s: float) -> dict | None:
         """Run code cell ``pos`` of the client's notebook; the execute_reply content (None if skipped)."""

@@ -132,7 +132,7 @@ class ProbeRun:
     async def _ok(execute: Execute, source: str, budget: float) -> bool:
         try:
             content = await execute(source, budget)
-        except (CellTimeoutError, DeadKernelError):
+        except (TimeoutError, CellTimeoutError, DeadKernelError):
             return False
         except HARNESS_BUGS:
             raise

@@ -293,6 +293,8 @@ def test_output_flood_keeps_the_grader_small(tmp_path, flood, results_validator)
         results_validator(g.results)
         assert peak < GRADER_RSS_CAP, f"the grader's peak RSS reached {peak / MiB:.0f} MB during {flood}"
         assert g.execution.get("output_truncated"), f"the flood never reached the output cap: {g.execution_brief()}"
+        # the flood may cost the iopub connection: the probe must not wait on it (it did, 2 s a cell)
+        assert g.execution["probe"] == "completed", g.execution_brief()
         assert g.wall_s < NOTEBOOK_S + 60, f"grading took {g.wall_s:.0f} s"
         size = (g.out / "results.json").stat().st_size + (g.out / "feedback.md").stat().st_size
         assert size < 1 * MiB, f"results.json + feedback.md are {size / MiB:.1f} MB"
