@@ -12,6 +12,8 @@ The order is what keeps hidden inputs from coming back (see :mod:`.probe` and :m
    the call's alarm plus a margin and by the probe's whole budget;
 4. the last cell removes the probe's names and files.
 
+Each cell goes straight to the kernel's shell channel, silent; only its reply is awaited, never
+its output (a notebook that flooded its output may have cost the iopub connection).
 The grader then holds the probe's report and outputs itself (:attr:`ProbeRun.report`,
 :attr:`ProbeRun.outputs`); :func:`autograder.sandbox.snapshot.restore` writes them as
 ``probe_report.json`` and ``probe_outputs.npz`` once the jail is gone. Any step that times out,
