@@ -9,9 +9,7 @@ result that says so).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -141,6 +139,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     absent); by default a temporary one is used and removed.
     """
     from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
+    from .sandbox.runfolder import make_workspace_folder
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -151,8 +150,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     started = time.monotonic()
     tmp = None
     if workspace is None:
-        tmp = Path(tempfile.mkdtemp(prefix="autograder-ws-"))
-        os.chmod(tmp, 0o711)  # the jail's uid must pass through to its workspace (fallback mode)
+        tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
         workspace = tmp / "work"
     workspace = Path(workspace)
     try:

@@ -1,10 +1,12 @@
 """The data contract between the grader and the probe that runs in the student's kernel.
 
-The grader describes each call it wants as a :class:`ProbeCase`; :func:`encode_cases` turns the
-cases into ``probe_cases.json`` plus ``probe_inputs.npz`` (written, after the student's cells ran,
-into a folder the kernel can read but not write). The probe (autograder/sandbox/probe.py) decodes
-the arguments, calls ``function(*args, **kwargs)`` case by case, coerces each result to plain
-ndarrays and writes, into the working directory:
+The grader describes each call it wants as a :class:`ProbeCase`. The probe
+(autograder/sandbox/probe.py) gets them one at a time, never from a file: each case is a cell
+of its own whose source carries that case's arguments inline (:func:`inline_cases`), run only
+after the previous call returned. So while the student's code runs, the kernel holds the
+inputs of the calls made so far and nothing of the cases to come, and no path in the jail
+holds hidden data. The probe decodes the arguments, calls ``function(*args, **kwargs)``,
+coerces each result to plain ndarrays and finally writes, into the working directory:
 
 - ``probe_outputs.npz``: key ``c{i}`` for case i's result, or ``c{i}_{j}`` for element j when the
   result is a tuple or list (``choose_qparams`` returns ``(scale, zero_point)``);
@@ -12,18 +14,22 @@ ndarrays and writes, into the working directory:
   "error": {"type", "message", "traceback"}}}, "functions": {name: "defined"|"missing"|"not callable"}}``
   with status one of ``ok``, ``raised``, ``unconvertible``, ``missing_function``;
 - ``reported.json``: the JSON of the notebook's results variable (``RESULTS``), or
-  ``{"__probe_error__": "..."}`` when it is missing or not JSON-serialisable.
+  ``{"__probe_error__": "..."}`` when it is missing or not JSON-serialisable. It is written
+  before the first call, and the grader takes its copy then (a function called with hidden
+  inputs cannot change what the grader reads as RESULTS).
 
-Argument encoding (JSON): ``{"array": key}`` an ndarray from the npz, ``{"list": key}`` its
-``.tolist()``, ``{"scalar": key}`` a NumPy scalar from a 0-d array (keeps its dtype, e.g.
-``np.float32``), ``{"float": v}``, ``{"int": v}``, ``{"bool": v}``, ``{"str": v}``,
-``{"dtype": "int8"}`` the NumPy type object (``np.int8``).
+Argument encoding (JSON): ``{"array": A}`` an ndarray, ``{"list": A}`` its ``.tolist()``,
+``{"scalar": A}`` a NumPy scalar from a 0-d array (keeps its dtype, e.g. ``np.float32``), where
+``A = {"dtype": "<f4", "shape": [4], "data": base64 of the C-order bytes}``; ``{"float": v}``,
+``{"int": v}``, ``{"bool": v}``, ``{"str": v}``, ``{"dtype": "int8"}`` the NumPy type object
+(``np.int8``).
 
 The grader trusts none of it beyond "this is what the student's function returned".
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +39,6 @@ import numpy as np
 from . import safe_files
 from .errors import UnsafeFileError
 
-CASES_FILE = "probe_cases.json"
-INPUTS_FILE = "probe_inputs.npz"
 OUTPUTS_FILE = "probe_outputs.npz"
 REPORT_FILE = "probe_report.json"
 REPORTED_FILE = "reported.json"
@@ -127,7 +131,7 @@ def _plain(a: Any, arrays: dict[str, np.ndarray]) -> dict:
 
 
 def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """``(probe_cases.json content, probe_inputs.npz arrays)`` for these cases, in order."""
+    """``(plain cases, arrays)``: each case as JSON-able data whose arrays are keys into ``arrays``."""
     ids = [c.id for c in cases]
     if len(set(ids)) != len(ids):
         raise ValueError("probe case ids must be unique")
@@ -144,14 +148,23 @@ def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarr
     return plain, arrays
 
 
-def write_probe_inputs(folder: Path, cases: list[ProbeCase]) -> None:
-    """Write ``probe_cases.json`` and ``probe_inputs.npz`` into a grader-owned folder."""
-    import json
+def _inline(value: dict, arrays: dict[str, np.ndarray]) -> dict:
+    (kind, v), = value.items()
+    if kind not in ("array", "list", "scalar"):
+        return value
+    a = np.asarray(arrays[v])            # not ascontiguousarray: that makes a 0-d array 1-d
+    if a.dtype.kind not in "biufc":
+        raise TypeError(f"probe arrays must be numeric, not {a.dtype}")
+    return {kind: {"dtype": a.dtype.str, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}}
 
+
+def inline_cases(cases: list[ProbeCase]) -> list[dict]:
+    """Each case as one self-contained JSON-able dict, its arrays inline (see the module docstring)."""
     plain, arrays = encode_cases(cases)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / CASES_FILE).write_text(json.dumps(plain))
-    np.savez(folder / INPUTS_FILE, **arrays)
+    for case in plain:
+        case["args"] = [_inline(a, arrays) for a in case["args"]]
+        case["kwargs"] = {k: _inline(v, arrays) for k, v in case["kwargs"].items()}
+    return plain
 
 
 @dataclass

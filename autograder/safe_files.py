@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -30,6 +31,7 @@ import numpy as np
 from .errors import UnsafeFileError
 
 MiB = 1024 * 1024
+MAX_JSON_DEPTH = 100      # of a JSON file a submission wrote (RESULTS, the probe's report)
 
 
 def _open_under(root: Path, relpath: str) -> int:
@@ -97,12 +99,55 @@ def exists_regular(root: Path | str, relpath: str) -> bool:
 
 
 def load_json(root: Path | str, relpath: str, max_bytes: int = 4 * MiB) -> Any:
-    """Parse a JSON file the submission wrote (plain data only: no NaN tricks are special)."""
+    """Parse a JSON file the submission wrote (plain data only: no NaN tricks are special).
+
+    Lone surrogates (``"\\ud800"`` is valid JSON but not encodable text) are replaced by U+FFFD
+    in every key and string, so that what was read can always be written again; nesting deeper
+    than ``MAX_JSON_DEPTH`` is refused (every later step may then recurse safely).
+    """
     data = read_bytes(root, relpath, max_bytes)
     try:
-        return json.loads(data.decode("utf-8"))
+        return scrub_strings(json.loads(data.decode("utf-8")), max_depth=MAX_JSON_DEPTH)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:  # ValueError: also int digit limits
-        raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {e})"[:300]) from None
+        raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {scrub(str(e))})"[:300]) from None
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def scrub(s: str) -> str:
+    """``s`` with every lone surrogate replaced by U+FFFD (the rest unchanged)."""
+    return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s
+
+
+def scrub_strings(value: Any, max_depth: int | None = None) -> Any:
+    """``value`` (parsed JSON) with :func:`scrub` applied to every key and string, iteratively
+    (a deep nesting cannot exhaust the stack); ValueError when nested deeper than ``max_depth``."""
+    if isinstance(value, str):
+        return scrub(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if max_depth is not None and depth > max_depth:
+            raise ValueError(f"nested more than {max_depth} deep")
+        if isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                if isinstance(item, str):
+                    node[key] = scrub(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, depth + 1))
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    node[scrub(key)] = node.pop(key)
+        else:
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = scrub(item)
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, depth + 1))
+    return value
 
 
 def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
@@ -168,16 +213,19 @@ def _mode_of(path: Path, *, default: int) -> int:
 
 
 def json_safe(value: Any) -> Any:
-    """A deep copy that ``json.dumps(..., allow_nan=False)`` accepts: numpy values become numbers
-    and lists, non-finite floats the strings "nan", "inf", "-inf" (Gradescope's parser rejects bare NaN)."""
+    """A deep copy that ``json.dumps(..., allow_nan=False)`` accepts and UTF-8 can encode: numpy
+    values become numbers and lists, non-finite floats the strings "nan", "inf", "-inf" (Gradescope's
+    parser rejects bare NaN), lone surrogates U+FFFD."""
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {scrub(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
         return json_safe(value.tolist())
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    if value is None or isinstance(value, (str, int, float)):
+    if isinstance(value, str):
+        return scrub(value)          # a lone surrogate cannot be written as UTF-8
+    if value is None or isinstance(value, (int, float)):
         return value
-    return str(value)
+    return scrub(str(value))

@@ -322,8 +322,8 @@ def section(result: dict[str, Any] | None) -> list[str]:
     via = sorted({r.get("via") for c, v in result["configs"].items() if c.startswith("autograder")
                   for r in v["runs"] if r.get("via")})
     if via and via != ["cli"]:
-        lines += [f"The CLI of this build has no `batch` command, so the autograder runs called the same "
-                  f"`autograder.batch.run_batch` through `python -c` (a new process, like the CLI).", ""]
+        lines += ["The CLI of this build has no `batch` command, so the autograder runs called the same "
+                  "`autograder.batch.run_batch` through `python -c` (a new process, like the CLI).", ""]
     lines += ["| run | wall time (median) | per submission | submissions / min | runs (s) | outcome |",
               "|---|---:|---:|---:|---|---|"]
     for c, v in result["configs"].items():

@@ -27,6 +27,7 @@ from typing import Any
 from ..assignment import Assignment, load_assignment
 from ..assignment_match import mismatch_reason
 from ..errors import AssignmentError, UnsafeFileError
+from ..report.escape import code_span
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
 
@@ -36,6 +37,7 @@ NOTEBOOK_MAX_BYTES = 64 * MiB                   # notebooks with outputs and ima
 METADATA_MAX_BYTES = 16 * MiB                   # previous_submissions carries earlier results
 SCAN_LIMIT = 10_000                             # entries of the submission folder looked at
 IGNORED_NAMES = {"__MACOSX", ".ipynb_checkpoints"}
+NAME_CHARS = 120                                # of a file name quoted in a message
 
 PLACEHOLDER_REASON = (
     "Grading did not finish: the autograder was stopped before it could write a result, most "
@@ -82,7 +84,7 @@ def _scan_notebooks(submission: Path) -> tuple[list[str], list[str], list[str]]:
 
 
 def _listing(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(f"`{n}`" for n in names[:limit])
+    shown = ", ".join(code_span(n, NAME_CHARS) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
@@ -107,11 +109,11 @@ def find_notebook(submission: Path, preferred_name: str) -> NotebookChoice:
     if len(named) == 1:
         others_nb = [n for n in notebooks if n != named[0]]
         return NotebookChoice(named[0], f"Your submission has {len(notebooks)} notebooks; graded "
-                                        f"`{named[0]}`, ignored {_listing(others_nb)}.")
+                                        f"{code_span(named[0], NAME_CHARS)}, ignored {_listing(others_nb)}.")
     return NotebookChoice(None, f"Your submission has {len(notebooks)} notebooks "
                                 f"({_listing(notebooks)}), and the grader cannot tell which one to "
                                 f"grade. Upload exactly one .ipynb file, or name the one to grade "
-                                f"`{preferred_name}`.")
+                                f"{code_span(preferred_name, NAME_CHARS)}.")
 
 
 # ----------------------------------------------------------------------------------- metadata

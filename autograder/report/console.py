@@ -1,6 +1,10 @@
 """Rich tables for the instructor's terminal: one grade in detail, or several submissions side by side.
 
-Instructors see everything, hidden checks included (marked as such).
+Instructors see everything, hidden checks included (marked as such). Every cell is a
+:class:`rich.text.Text`, never a string: rich would parse a string as console markup, and a
+reason, a note or a submission's name is data a notebook controls (``"[/]x"`` raised
+``MarkupError``); what comes from a submission is also cleaned of control characters and ANSI
+escapes (:func:`autograder.report.escape.plain`).
 """
 
 from __future__ import annotations
@@ -9,37 +13,41 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
 from ..judge import OP_TEXT
+from .escape import plain
+
+NOTE_CHARS = 300   # of a reason or a note in a table cell
 
 
 def grade_table(grade: Mapping[str, Any]) -> Table:
     """One row per check (its score), then one row per part: measured, threshold, points."""
-    table = Table(title=f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}",
+    table = Table(title=_data(f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}"),
                   show_lines=False, title_justify="left")
     table.add_column("check")
     table.add_column("measured", justify="right")
     table.add_column("threshold", justify="right")
     table.add_column("points", justify="right")
     for check in grade.get("checks", []):
-        label = Text(str(check.get("title", check.get("id"))), style="bold")
+        label = _data(check.get("title", check.get("id")), style="bold")
         if check.get("visibility", "visible") != "visible":
-            label.append(f" ({check['visibility']})", style="dim")
-        table.add_row(label, "", "", _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
+            label.append(f" ({plain(check['visibility'], 40)})", style="dim")
+        table.add_row(label, Text(), Text(), _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
                       end_section=False)
         for part in check.get("parts", []):
             mark = Text("  ✓ " if part.get("passed") else "  ✗ ", style="green" if part.get("passed") else "red")
-            mark.append(str(part.get("name", "")))
-            measured = Text(str(part.get("reason") or part.get("measured_text", "?")),
-                            style="yellow" if part.get("reason") else "")
-            threshold = f"{OP_TEXT.get(str(part.get('op')), part.get('op', ''))} {part.get('threshold_text', '?')}"
-            table.add_row(mark, measured, threshold, f"{_pts(part.get('score', 0))} / {_pts(part.get('points', 0))}")
+            mark.append(plain(part.get("name", ""), NOTE_CHARS))
+            measured = _data(part.get("reason") or part.get("measured_text", "?"),
+                             style="yellow" if part.get("reason") else "")
+            threshold = _data(f"{OP_TEXT.get(str(part.get('op')), part.get('op', ''))} {part.get('threshold_text', '?')}")
+            table.add_row(mark, measured, threshold, _data(f"{_pts(part.get('score', 0))} / {_pts(part.get('points', 0))}"))
         table.add_section()
     for item in grade.get("manual", []) or []:
-        table.add_row(Text(f"{item.get('title', item.get('id'))} (graded by hand)", style="dim"), "", "",
-                      f"– / {_pts(item.get('points', 0))}")
+        table.add_row(_data(f"{item.get('title', item.get('id'))} (graded by hand)", style="dim"), Text(), Text(),
+                      _data(f"– / {_pts(item.get('points', 0))}"))
     return table
 
 
@@ -65,20 +73,20 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) ->
         for cid in row.get("checks", {}) or {}:
             if cid not in check_ids:
                 check_ids.append(cid)
-    table = Table(title=title, title_justify="left")
+    table = Table(title=_data(title) if title is not None else None, title_justify="left")
     table.add_column("submission", no_wrap=True)
     for cid in check_ids:
-        table.add_column(cid, justify="right", no_wrap=True)
+        table.add_column(markup_escape(plain(cid, 80)), justify="right", no_wrap=True)  # a header is markup
     table.add_column("total", justify="right", style="bold", no_wrap=True)
     with_notes = any(_note(row) for row in rows)
     if with_notes:
         table.add_column("note")
     for row in rows:
         checks = row.get("checks", {}) or {}
-        cells: list[Any] = [str(row.get("name", "?"))]
+        cells: list[Any] = [_data(row.get("name", "?"))]
         maxima = row.get("checks_max", {}) or {}
         cells += [_check_cell(checks.get(cid), maxima.get(cid)) for cid in check_ids]
-        cells.append(f"{_pts(row.get('score', 0))} / {_pts(row.get('max', 0))}")
+        cells.append(_data(f"{_pts(row.get('score', 0))} / {_pts(row.get('max', 0))}"))
         if with_notes:
             cells.append(_note(row))
         table.add_row(*cells)
@@ -96,8 +104,13 @@ def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | Non
     return table
 
 
-def _note(row: Mapping[str, Any]) -> str:
-    return str(row.get("note") or row.get("reason") or "")
+def _data(value: Any, style: str = "", limit: int = NOTE_CHARS) -> Text:
+    """Data as a table cell: a Text (never parsed as markup), cleaned of control characters."""
+    return Text(plain(value, limit), style=style)
+
+
+def _note(row: Mapping[str, Any]) -> Text:
+    return _data(row.get("note") or row.get("reason") or "")
 
 
 def _check_cell(value: Any, max_score: Any = None) -> Text:
@@ -109,7 +122,7 @@ def _check_cell(value: Any, max_score: Any = None) -> Text:
         score = value if isinstance(value, (int, float)) else 0
         style = "green" if max_score is not None and score >= max_score else ("red" if not score else "yellow")
         return Text(f"{_pts(score)}" + (f"/{_pts(max_score)}" if max_score is not None else ""), style=style)
-    return Text(_pts(value))
+    return _data(_pts(value))
 
 
 def _score_text(score: float, max_score: float, passed: Any) -> Text:

@@ -6,20 +6,24 @@ Everything a student sees is built here, so the rules live in one place:
   rendered only for the check they belong to; whether that check is shown is the caller's call;
 - for the student-wide summary, a check whose visibility is not ``visible`` (``hidden``,
   ``after_due_date``, ``after_published``) counts as hidden: it is counted, never named;
-- untrusted text (exception messages from the student's kernel, measured strings) is put in
-  code spans, and free text has ``<`` and ``>`` escaped, so nothing renders as HTML or links.
+- every string goes through :mod:`autograder.report.escape` (by construction, not by caller's
+  care): free text with :func:`text` (every Markdown and HTML character escaped), values with
+  :func:`code` (a code span whose fence no backtick inside can close); both are cleaned first
+  (one line, bounded, no lone surrogates, control characters or grader paths), so nothing a
+  notebook wrote renders as a link, an image, emphasis, a heading, a table or HTML.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..judge import OP_TEXT
+from . import escape
 
 PASS, FAIL = "✓", "✗"
 MAX_UNTRUSTED_CHARS = 300
+MAX_TEXT_CHARS = 2000      # a hint or a message (filled with values) on one line
 CELL_INDEX_BASE = 0  # execution.json counts cells from 0 (nbformat's list index); students count from 1
 
 _STATUS_HEADLINES = {
@@ -34,19 +38,15 @@ _STATUS_HEADLINES = {
 
 # ── escaping ──────────────────────────────────────────────────────────────────────────────────
 
-def text(s: Any) -> str:
-    """Free text on one line with HTML disarmed (instructor templates keep their Markdown)."""
-    return re.sub(r"\s*\n\s*", " ", str(s)).replace("<", "&lt;").replace(">", "&gt;")
+def text(s: Any, limit: int = MAX_TEXT_CHARS) -> str:
+    """Free text on one line, shown literally: every Markdown and HTML character is escaped (the
+    rubric's messages are filled with measured values a notebook controls, so none is trusted)."""
+    return escape.markdown(s, limit)
 
 
 def code(s: Any, limit: int = MAX_UNTRUSTED_CHARS) -> str:
     """``s`` as an inline code span: nothing inside renders, whatever the student put there."""
-    s = re.sub(r"\s+", " ", str(s)).strip()
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", s)), default=0) + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") or not s else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
+    return escape.code_span(s, limit)
 
 
 def points(score: float, max_score: float) -> str:

@@ -7,11 +7,12 @@ deadline around the whole run, and a watchdog thread that SIGKILLs the jail's pr
 event loop itself stops making progress. Afterwards the kernel is shut down and every process
 of the sandbox uid is reaped before the record is returned.
 
-Per run the grader makes ``/tmp/autograder-run-XXXX/`` (mode 711): ``run/`` (the sandbox uid's: the
-connection file and ipc sockets, bound into the jail at the same path), ``probe/`` (the grader's,
-read-only in the jail as /probe, empty until the student's cells are done) and ``kernel.log``
-(the kernel's stdout/stderr, quoted when it fails to start). It is removed afterwards, unless
-``AUTOGRADER_KEEP_RUNDIR=1`` (for debugging; ``run/`` is then empty: as root it is a capped tmpfs).
+Per run the grader makes a run folder (:mod:`.runfolder`: the sockets, the jail's
+``sitecustomize``, the pre-probe snapshot; the kernel's own stdout and stderr go to a drained
+pipe, never to a file), joins the jail to a cgroup of the slot where it may (:mod:`.cgroups`),
+and removes both afterwards. The probe (:mod:`.probe_run`) sends hidden inputs one case at a
+time, and what the grader reads back from the working directory is what it held before the
+first one (:mod:`.snapshot`).
 
 What the kernel may write in total is capped (:mod:`.workspace`): the workspace is a capped
 tmpfs (mounted here unless the caller prepared it) or watched by a :class:`DiskWatchdog`.
@@ -25,8 +26,8 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import queue
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,26 +37,22 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
-from ..probe_format import ProbeCase, write_probe_inputs
-from . import jail
+from ..probe_format import ProbeCase
+from . import cgroups, jail, snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
-from .notebook import CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
-from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, SHM_DIR, WORKSPACE_INODES, DiskWatchdog, capped_mount,
-                        mounted_cap, prepared_workspace, remove_owned, workspace_cap_bytes)
-from .probe import probe_source
+from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
+from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
-from .users import chown_tree_top, claim_slot, reap_user
+from .runfolder import KernelOutput, make_run_folder
+from .users import chown_tree_top, claim_slot, reap_user, require_reachable
+from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, SHM_DIR, WORKSPACE_INODES, DiskWatchdog, capped_mount,
+                        mounted_cap, prepared_workspace, remove_owned, workspace_cap_bytes)
 
 STARTUP_TIMEOUT_S = 60.0
 RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to answer again
-PROBE_MAX_S = 120.0
-PROBE_CASE_MAX_S = 10.0
 SHUTDOWN_S = 10.0
 MiB = 1024 * 1024
-# Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
-# message can cause; every other exception there comes from handling what the kernel sent.
-HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
 
 
 @dataclass(frozen=True)
@@ -87,11 +84,11 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     workspace.mkdir(parents=True, exist_ok=True)
     if any(workspace.iterdir()):
         raise AutograderError(f"workspace {workspace} is not empty; the kernel must start in an empty folder")
-    try:
-        cells, _ = load_code_cells(notebook)
+    try:  # under the notebook's deadline: in a limited child process (a 30 MB notebook took minutes)
+        cells, _ = load_code_cells(notebook, timeout_s=min(PARSE_TIMEOUT_S, float(limits.notebook_timeout_s)))
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
-    run = _Run(iso, cells, workspace, limits, probe)
+    run = _Run(iso, cells, workspace, limits, probe, slot)
     try:
         outcome = _run_async(run.main())
     except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
@@ -100,6 +97,7 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
         run.cleanup()
     if run.leftover_pids:
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
+    iso.warnings.extend(run.warnings)
     return build_record(outcome, run.cell_records(), iso.record(), started, probe=run.probe_status,
                         output_truncated=run.output_truncated)
 
@@ -120,37 +118,47 @@ class _Run:
     workspace: Path
     limits: ExecutionLimits
     probe: ProbeSpec | None
+    slot: int = 0
     records: dict[int, CellRecord] = field(default_factory=dict)
     probe_status: str = "not_run"
     output_truncated: bool = False
     leftover_pids: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     km: JailedKernelManager | None = None
     base: Path | None = None
     disk_watchdog: DiskWatchdog | None = None
+    cgroup: cgroups.SlotCgroup | None = None
+    kernel_output: KernelOutput | None = None
+    pre_probe: snapshot.Snapshot | None = None
+    probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # ------------------------------------------------------------ setup
-    def _prepare(self) -> tuple[Path, Path, object]:
-        self.base = Path(tempfile.mkdtemp(prefix="autograder-run-"))
-        os.chmod(self.base, 0o711)            # the sandbox uid may pass through, not list
-        rundir, probe_dir = self.base / "run", self.base / "probe"
+    def _prepare(self) -> tuple[Path, Path]:
+        self.base = make_run_folder()         # mode 711: the sandbox uid may pass through, not list
+        rundir, site_dir = self.base / "run", jail.write_site(self.base / "site")
         rundir.mkdir(mode=0o700)
-        probe_dir.mkdir(mode=0o755)
-        os.chmod(probe_dir, 0o755)
         owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
         rundir_capped = self.mounts.enter_context(capped_mount(rundir, "run", RUNDIR_BYTES, RUNDIR_INODES, owner))
         self._cap_writable_places(rundir, rundir_capped)
         if self.iso.mode != "bwrap":
             (rundir / "tmp").mkdir(mode=0o700)
         if self.iso.mode == "fallback" and self.iso.user is not None:
-            _require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
+            require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
         if self.iso.user is not None:
             for d in (self.workspace, rundir) + ((rundir / "tmp",) if self.iso.mode != "bwrap" else ()):
                 chown_tree_top(d, self.iso.user)
             reap_user(self.iso.user)          # a leftover of an earlier run would count against NPROC
-        log = open(self.base / "kernel.log", "w+b")  # noqa: SIM115 - closed in cleanup
-        self._log = log
-        return rundir, probe_dir, log
+        if self.iso.mode != "none":
+            self.cgroup, why = self.mounts.enter_context(
+                cgroups.slot_cgroup(self.slot, int(self.limits.memory_mb) * 1024 * 1024))
+            if self.cgroup is not None:
+                self.iso.layers += self.cgroup.layers()
+            elif self.iso.user is not None:
+                self.iso.warnings.append(f"no cgroup budget for the jail ({why}); rlimits only: RLIMIT_AS per "
+                                         "process, RLIMIT_NPROC per uid, no CPU share")
+        self.kernel_output = KernelOutput()
+        return rundir, site_dir
 
     def _cap_writable_places(self, rundir: Path, rundir_capped: bool) -> None:
         """Record the workspace's cap; watch what no tmpfs caps (the watchdog starts with the kernel)."""
@@ -168,17 +176,14 @@ class _Run:
         if watched:
             self.disk_watchdog = DiskWatchdog(watched, lambda: self.km.kernel_pid if self.km else None)
 
-    def _probe_paths(self, probe_dir: Path) -> tuple[str, str]:
-        if self.iso.mode == "bwrap":
-            return jail.PROBE_IN_JAIL, jail.HOME_IN_JAIL
-        return str(probe_dir), str(self.workspace)
-
     # ------------------------------------------------------------ main
     async def main(self) -> Outcome:
-        rundir, probe_dir, log = self._prepare()
+        rundir, site_dir = self._prepare()
+        out = self.kernel_output
 
         def build(kernel_argv: list[str]) -> list[str]:
-            return jail.kernel_command(self.iso, self.limits, self.workspace, rundir, probe_dir, kernel_argv)[0]
+            return jail.kernel_command(self.iso, self.limits, self.workspace, rundir, site_dir, kernel_argv,
+                                       cgroup=self.cgroup)[0]
 
         owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
         self.km = km = JailedKernelManager(command_builder=build, rundir=rundir, owner=owner)
@@ -187,7 +192,7 @@ class _Run:
             interrupt_on_timeout=False, startup_timeout=int(STARTUP_TIMEOUT_S), iopub_timeout=2,
             shell_timeout_interval=1, skip_cells_with_tag="\x00never", record_timing=False,
             output_cap_bytes=int(self.limits.output_cap_kb) * 1024, shutdown_kernel="immediate")
-        probe_s = min(PROBE_MAX_S, float(self.limits.cell_timeout_s)) if self.probe else 0.0
+        probe_s = probe_budget_s(self.limits, len(self.probe.cases)) if self.probe else 0.0
         total_s = STARTUP_TIMEOUT_S + float(self.limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
         watchdog = Watchdog(total_s + 5, lambda: km.kernel_pid)
         watchdog.start()
@@ -195,28 +200,67 @@ class _Run:
             self.disk_watchdog.start()
         try:
             try:  # not nbclient's setup_kernel(): it would take over SIGINT/SIGTERM and register atexit hooks
-                await client.async_start_new_kernel(cwd=str(self.workspace), env={"PATH": "/usr/bin:/bin"},
-                                                    stdout=log, stderr=log)
+                try:
+                    await client.async_start_new_kernel(cwd=str(self.workspace), env={"PATH": "/usr/bin:/bin"},
+                                                        stdout=out.child_fd(), stderr=out.child_fd())
+                finally:
+                    out.started()
                 await client.async_start_new_kernel_client()
             except Exception as e:  # noqa: BLE001 - any startup failure is this run's outcome
                 return Outcome("startup_failed", "the Python kernel could not be started in the sandbox: "
-                               f"{type(e).__name__}: {str(e)[:200]}; kernel log: {self._log_tail()}")
-            return await asyncio.wait_for(self._cells_then_probe(client, probe_dir), total_s)
+                               f"{type(e).__name__}: {str(e)[:200]}; kernel output: {out.tail()}")
+            return await asyncio.wait_for(self._cells_then_probe(client), total_s)
         except asyncio.TimeoutError:
             return Outcome("timeout", f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
                                       "and its kernel was stopped")
         finally:
-            self.output_truncated = client.output_truncated
+            if self.probe_status == "not_run":   # else: set before the probe, which says nothing back
+                self.output_truncated = client.output_truncated
             await self._shutdown(client)
             watchdog.done.set()
             if self.disk_watchdog is not None:
                 self.disk_watchdog.done.set()
 
-    async def _cells_then_probe(self, client: CappedNotebookClient, probe_dir: Path) -> Outcome:
+    async def _cells_then_probe(self, client: CappedNotebookClient) -> Outcome:
         outcome = await self._run_cells(client)
         if outcome.kernel_usable and self.probe is not None:
-            self.probe_status = await self._run_probe(client, probe_dir)
+            self.output_truncated = client.output_truncated
+            self.probe_run = probe = ProbeRun(
+                self.probe.cases, self.probe.functions, self.probe.results_variable, self.limits,
+                out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace), workspace=self.workspace)
+            self.probe_status = "failed"
+            self.probe_status = await probe.run(lambda source, budget: self._execute_extra(client, source, budget),
+                                                self._take_snapshot)
         return outcome
+
+    def _take_snapshot(self) -> None:
+        """The working directory and RESULTS as they are now, before any hidden input is sent."""
+        assert self.base is not None
+        self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
+
+    async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict:
+        """Run one cell of the grader's (the probe's): its execute_reply content.
+
+        Straight on the shell channel, silent, without waiting for its output on iopub: a notebook
+        that flooded its output may have lost the iopub connection, and nbclient would then wait
+        ``iopub_timeout`` for each of the probe's cells. TimeoutError past ``budget_s``;
+        DeadKernelError when the kernel is gone.
+        """
+        kc = client.kc
+        if kc is None:
+            raise DeadKernelError("no kernel client")
+        msg_id = kc.execute(source, silent=True, store_history=False, allow_stdin=False, stop_on_error=False)
+        end = time.monotonic() + budget_s
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = await kc.get_shell_msg(timeout=min(left, 1.0))
+            except queue.Empty:
+                if not self._kernel_alive():
+                    raise DeadKernelError("the kernel died during the probe") from None
+                continue
+            if (msg.get("parent_header") or {}).get("msg_id") == msg_id:
+                return msg.get("content") or {}
+        raise TimeoutError(f"the probe's cell took longer than {budget_s:.0f} s")
 
     async def _execute(self, client: CappedNotebookClient, pos: int, budget_s: float) -> dict | None:
         """Run code cell ``pos`` of the client's notebook; the execute_reply content (None if skipped)."""
@@ -304,26 +348,6 @@ class _Run:
         except Exception:  # noqa: BLE001 - Empty, zmq.Again, dead kernel, malformed reply: not recovered
             return False
 
-    async def _run_probe(self, client: CappedNotebookClient, probe_dir: Path) -> str:
-        assert self.probe is not None
-        write_probe_inputs(probe_dir, self.probe.cases)
-        for f in probe_dir.iterdir():
-            os.chmod(f, 0o644)
-        budget = min(PROBE_MAX_S, float(self.limits.cell_timeout_s))
-        src_dir, out_dir = self._probe_paths(probe_dir)
-        source = probe_source(src_dir, out_dir, self.probe.functions, self.probe.results_variable,
-                              case_timeout_s=min(PROBE_CASE_MAX_S, budget))
-        client.nb.cells.append(stripped_notebook([CodeCell(-1, source)]).cells[0])
-        try:
-            content = await self._execute(client, len(client.nb.cells) - 1, budget)
-        except (CellTimeoutError, DeadKernelError):
-            return "failed"
-        except HARNESS_BUGS:
-            raise
-        except Exception:  # noqa: BLE001 - a malformed kernel message: the probe did not complete
-            return "failed"
-        return "completed" if content and content.get("status") == "ok" else "failed"
-
     # ------------------------------------------------------------ teardown
     async def _shutdown(self, client: CappedNotebookClient) -> None:
         km = self.km
@@ -352,11 +376,17 @@ class _Run:
             os.chmod(self.workspace, 0o700)
         if self.disk_watchdog is not None:
             self.disk_watchdog.done.set()
-        self.mounts.close()                   # the run folder's tmpfs, once nothing uses it
+        self.mounts.close()                   # the run folder's tmpfs and the cgroup, once nothing uses them
+        if self.cgroup is not None:
+            self.warnings += self.cgroup.warnings
         if self.iso.mode == "fallback" and self.iso.user is not None:
             remove_owned(Path(SHM_DIR), self.iso.user.uid)   # nothing passes to the next run of this uid
-        if getattr(self, "_log", None):
-            self._log.close()
+        if self.kernel_output is not None:
+            self.kernel_output.close()
+        if self.pre_probe is not None:        # the jail is gone: the workspace as it was before the probe
+            probe = self.probe_run if self.probe_status == "completed" else None
+            snapshot.restore(self.pre_probe, self.workspace, (probe.report, probe.outputs) if probe else None,
+                             workspace_cap_bytes(self.limits))
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
                 shutil.rmtree(self.base, ignore_errors=True)
@@ -370,6 +400,9 @@ class _Run:
         if dog is not None and dog.fired:
             return (f"the notebook wrote {dog.fired} while running cell {index}; its kernel was stopped and "
                     "later cells did not run")
+        if self.cgroup is not None and self.cgroup.oom_kills():
+            return (f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running cell "
+                    f"{index}, and the kernel was stopped ({self._exit_status()}); later cells did not run")
         return (f"the kernel died while running cell {index} ({self._exit_status()}; os._exit, a crash or "
                 "running out of memory); later cells did not run")
 
@@ -380,15 +413,6 @@ class _Run:
             return "exit status unknown"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
-    def _log_tail(self, n: int = 1500) -> str:
-        try:
-            self._log.flush()
-            size = self._log.seek(0, os.SEEK_END)
-            self._log.seek(max(0, size - n))
-            return self._log.read(n).decode("utf-8", "replace").strip() or "(empty)"
-        except (OSError, AttributeError):
-            return "(unavailable)"
-
     def cell_records(self) -> list[CellRecord]:
         return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0) for c in self.cells]
 
@@ -396,15 +420,3 @@ class _Run:
 def _malformed(e: Exception) -> str:
     detail = " ".join(f"{type(e).__name__}: {e}".split())[:200]
     return f"the kernel sent a malformed message or broke its connection with the grader ({detail})"
-
-
-def _require_reachable(folder: Path, user) -> None:
-    """Fail clearly when the sandbox uid could not pass through ``folder`` or one of its parents."""
-    for p in [folder, *folder.parents]:
-        st = p.stat()
-        ok = (st.st_mode & 0o001 or (st.st_uid == user.uid and st.st_mode & 0o100)
-              or (st.st_gid == user.gid and st.st_mode & 0o010))
-        if not ok:
-            raise RuntimeError(f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
-                               f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
-                               "traverse (e.g. /tmp)")

@@ -4,7 +4,8 @@ Modes, best first:
 
 - ``bwrap``: bubblewrap with fresh pid/net/ipc/uts/mount namespaces; only the interpreter, the
   system folders (read-only), the workspace (as /home/student), the run folder (sockets) and the
-  probe folder (read-only, as /probe) exist inside. As root, bwrap runs without a user namespace
+  site folder (read-only, as /opt/autograder: the ``sitecustomize`` that bounds ONNX Runtime's
+  default thread pools) exist inside. As root, bwrap runs without a user namespace
   and ``setpriv`` drops to the slot's sandbox uid with no capabilities and ``no_new_privs``; as
   a normal user, bwrap makes a user namespace itself.
 - ``fallback`` (namespaces blocked, as in Docker's default seccomp profile): the sandbox uid,
@@ -15,7 +16,9 @@ The grader's ONNX measuring child gets the same bwrap jail (:func:`measure_isola
 :func:`worker_command`): no network, read-only system, only its job folder writable, as the
 ``autograder-measure`` uid when the grader is root.
 
-Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
+Where the grader may manage cgroups (:mod:`.cgroups`), the command starts by joining the run's
+cgroup (memory of the whole tree, ``pids.max``, a CPU share), which then replaces ``RLIMIT_AS``
+and ``RLIMIT_NPROC``. Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
 then ``execve`` of the kernel with a minimal environment). ``AUTOGRADER_JAIL=bwrap|fallback|none``
 restricts the choice to that mode (for tests, and for operators who know their machine; ``none``
 still needs ``unsafe_no_sandbox``); the default ``auto`` takes the best that works.
@@ -35,18 +38,21 @@ from pathlib import Path
 
 from ..assignment import ExecutionLimits
 from ..errors import SandboxUnavailableError
-from . import confine
+from . import confine, jail_site
+from .cgroups import SlotCgroup, join_prefix
 from .users import SandboxUser, SandboxUserError, ensure_named_user, ensure_user
 
 MiB = 1024 * 1024
 HOME_IN_JAIL = "/home/student"
-PROBE_IN_JAIL = "/probe"
+SITE_IN_JAIL = "/opt/autograder"   # read-only: sitecustomize.py (see jail_site.py)
 TMPFS_BYTES = 64 * MiB
 FILE_SIZE_LIMIT = 64 * MiB
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
              "group", "hosts", "fonts", "alternatives", "mime.types")
-READ_ONLY_EXTRA = ("/sys/devices/system/cpu",)
+# What the kernel may read of the machine: the CPUs as the grader sees them (ONNX Runtime sizes its
+# pools from both; bound from the grader's namespace, so a test can present a many-core host).
+READ_ONLY_EXTRA = ("/sys/devices/system/cpu", "/proc/cpuinfo")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 # The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
@@ -95,9 +101,11 @@ def kernel_python() -> str:
     return sys.executable
 
 
-def minimal_env(home: str, tmp: str) -> dict[str, str]:
+def minimal_env(home: str, tmp: str, site: str | None = None) -> dict[str, str]:
     bindir = os.path.dirname(sys.executable)
+    extra = {"PYTHONPATH": site, jail_site.THREADS_VARIABLE: str(jail_site.kernel_threads())} if site else {}
     return {
+        **extra,
         "HOME": home, "TMPDIR": tmp, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -107,10 +115,19 @@ def minimal_env(home: str, tmp: str) -> dict[str, str]:
     }
 
 
-def rlimits(limits: ExecutionLimits, with_nproc: bool) -> dict[str, int]:
-    out = {"AS": int(limits.memory_mb) * MiB, "FSIZE": FILE_SIZE_LIMIT, "NOFILE": 256, "CORE": 0}
-    if with_nproc:
-        out["NPROC"] = 64
+NPROC_LIMIT = 64     # processes and threads of the sandbox uid, where no pids cgroup counts them
+
+
+def rlimits(limits: ExecutionLimits, with_nproc: bool, cgroup: SlotCgroup | None = None) -> dict[str, int]:
+    """The kernel's rlimits: a cgroup's memory limit replaces ``RLIMIT_AS`` (per process, it let
+    three children hold 4.8 GB against 4 GB, and counts address space, not memory), its
+    ``pids.max`` replaces ``RLIMIT_NPROC``."""
+    layers = set(cgroup.layers()) if cgroup is not None else set()
+    out = {"FSIZE": FILE_SIZE_LIMIT, "NOFILE": 256, "CORE": 0}
+    if "cgroup_memory" not in layers:
+        out["AS"] = int(limits.memory_mb) * MiB
+    if with_nproc and "cgroup_pids" not in layers:
+        out["NPROC"] = NPROC_LIMIT
     return out
 
 
@@ -308,39 +325,53 @@ def _bwrap_base(iso: Isolation, made: set[str]) -> list[str]:
     return args
 
 
-def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, probe_dir: Path) -> list[str]:
+def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, site_dir: Path) -> list[str]:
     made = {"/usr", "/tmp", "/proc", "/dev"}
     args = _bwrap_base(iso, made)
     args += _mkdirs(HOME_IN_JAIL, made) + ["--bind", str(workspace), HOME_IN_JAIL]
     args += _mkdirs(str(rundir), made) + ["--bind", str(rundir), str(rundir)]
-    args += ["--ro-bind", str(probe_dir), PROBE_IN_JAIL]
+    args += _mkdirs(SITE_IN_JAIL, made) + ["--ro-bind", str(site_dir), SITE_IN_JAIL]
     args += ["--hostname", "sandbox", "--chdir", HOME_IN_JAIL, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--"]
     return args
 
 
-def kernel_command(iso: Isolation, limits: ExecutionLimits, workspace: Path, rundir: Path, probe_dir: Path,
-                   kernel_argv: list[str]) -> tuple[list[str], dict]:
-    """``(argv, env)`` that start ``kernel_argv`` inside the jail ``iso`` describes."""
+def kernel_command(iso: Isolation, limits: ExecutionLimits, workspace: Path, rundir: Path, site_dir: Path,
+                   kernel_argv: list[str], cgroup: SlotCgroup | None = None) -> tuple[list[str], dict]:
+    """``(argv, env)`` that start ``kernel_argv`` inside the jail ``iso`` describes (inside
+    ``cgroup`` from its first process on, when given). ``site_dir`` holds the jail's
+    ``sitecustomize.py`` (:func:`write_site`)."""
     if iso.mode == "bwrap":
-        home, tmp, cwd = HOME_IN_JAIL, "/tmp", HOME_IN_JAIL
-        prefix = bwrap_argv(iso, workspace, rundir, probe_dir)
+        home, tmp, cwd, site = HOME_IN_JAIL, "/tmp", HOME_IN_JAIL, SITE_IN_JAIL
+        prefix = bwrap_argv(iso, workspace, rundir, site_dir)
     else:
-        home, tmp, cwd = str(workspace), str(rundir / "tmp"), str(workspace)
+        home, tmp, cwd, site = str(workspace), str(rundir / "tmp"), str(workspace), str(site_dir)
         prefix = []
-    config: dict = {"rlimits": rlimits(limits, with_nproc=iso.user is not None),
-                    "env": minimal_env(home, tmp), "argv": kernel_argv, "cwd": cwd}
+    config: dict = {"rlimits": rlimits(limits, with_nproc=iso.user is not None, cgroup=cgroup),
+                    "env": minimal_env(home, tmp, site), "argv": kernel_argv, "cwd": cwd}
     if iso.seccomp:
         config["seccomp"] = {"block_inet": iso.mode != "bwrap"}
     if iso.mode == "fallback" and iso.landlock:
-        config["landlock"] = landlock_rules(workspace, rundir, probe_dir, own_uid=iso.user is None)
+        config["landlock"] = landlock_rules(workspace, rundir, site_dir, own_uid=iso.user is None)
     if iso.user is not None:
         prefix += _setpriv_argv(iso.user)
+    if cgroup is not None:
+        prefix = join_prefix(cgroup) + prefix
     return prefix + _confine_argv(config), config["env"]
 
 
-def landlock_rules(workspace: Path, rundir: Path, probe_dir: Path, own_uid: bool) -> dict:
+def write_site(site_dir: Path) -> Path:
+    """Make ``site_dir`` (grader-owned, readable by the jail) hold the jail's ``sitecustomize.py``."""
+    site_dir.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(site_dir, 0o755)
+    target = site_dir / "sitecustomize.py"
+    target.write_text(jail_site.source())
+    os.chmod(target, 0o644)
+    return site_dir
+
+
+def landlock_rules(workspace: Path, rundir: Path, site_dir: Path, own_uid: bool) -> dict:
     rx = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths()
-    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(probe_dir)]
+    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(site_dir)]
     ro.append("/proc/self" if own_uid else "/proc")
     rw = [str(workspace), str(rundir), *DEVICES, "/dev/shm"]
     return {"rx": rx, "ro": ro, "rw": rw}

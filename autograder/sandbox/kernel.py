@@ -9,8 +9,8 @@
   of queued messages; a dropped iopub connection counts as truncated output. Every socket (the
   manager's control socket too) gives up a send after ``SEND_TIMEOUT_MS`` (``SNDTIMEO``): once a
   connection was dropped, a send would otherwise block the event loop forever.
-- :class:`CappedNotebookClient` keeps at most ``output_cap_bytes`` of outputs and ignores widget
-  comms and the notebook's tags.
+- :class:`CappedNotebookClient` keeps no output (only counts it against ``output_cap_bytes``,
+  every byte of a message) and ignores widget comms and the notebook's tags.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from traitlets import Int
 MiB = 1024 * 1024
 # Per socket: the largest message accepted (a larger one drops the connection instead of filling
 # the grader's memory; the kernel holds the session key and can forge any message) and how many
-# messages may queue. Worst case held by the grader: about sum(size * queue) = 64 + 64 + 16 MiB.
-SOCKET_LIMITS = {"iopub": (2 * MiB, 32), "shell": (4 * MiB, 16), "control": (1 * MiB, 16),
-                 "stdin": (1 * MiB, 16), "hb": (4096, 16)}
+# messages may queue. Worst case held by the grader: about sum(size * queue) = 32 + 16 + 8 + 8 MiB.
+SOCKET_LIMITS = {"iopub": (2 * MiB, 16), "shell": (4 * MiB, 4), "control": (1 * MiB, 8),
+                 "stdin": (1 * MiB, 8), "hb": (4096, 16)}
 # A send that cannot be queued (the kernel dropped or stopped reading the connection) raises
 # zmq.Again after this long instead of blocking the grader's event loop forever (hole H2).
 SEND_TIMEOUT_MS = 2000
@@ -138,9 +138,11 @@ class JailedKernelManager(AsyncKernelManager):
 
 
 class CappedNotebookClient(NotebookClient):
-    """nbclient with a byte cap on kept outputs; the notebook's metadata has no say."""
+    """nbclient that keeps no output at all (the grader grades replies and files, never outputs);
+    it only counts what the kernel sent, every byte of it (data, metadata, evalue, traceback,
+    display ids), to report truncation past ``output_cap_bytes``. The notebook's metadata has no say."""
 
-    output_cap_bytes = Int(1024 * 1024, help="outputs kept per notebook, in bytes (the rest is dropped)")
+    output_cap_bytes = Int(1024 * 1024, help="output counted per notebook, in bytes, before it is reported truncated")
 
     def __init__(self, nb: Any, km: Any = None, **kw: Any) -> None:
         super().__init__(nb, km=km, **kw)
@@ -158,12 +160,12 @@ class CappedNotebookClient(NotebookClient):
     _cleanup_kernel = run_sync(_async_cleanup_kernel)
 
     def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
-        size = _message_size(msg)
-        self.output_bytes += size
+        """Count the message; keep nothing (2,000 display_data messages with 1.5 MB of metadata
+        each took a grader that kept outputs to 3.2 GB)."""
+        self.output_bytes += message_size(msg.get("content"), self.output_cap_bytes + 1)
         if self.output_bytes > self.output_cap_bytes:
             self.output_truncated = True
-            return None
-        return super().output(outs, msg, None, cell_index)
+        return None
 
     def handle_comm_msg(self, outs: list, msg: dict, cell_index: int) -> None:
         return None  # widgets are not graded and their state could grow without bound
@@ -172,13 +174,22 @@ class CappedNotebookClient(NotebookClient):
         return None  # update_display_data could rewrite kept outputs past the cap
 
 
-def _message_size(msg: dict) -> int:
-    content = msg.get("content") or {}
-    if "text" in content:
-        return len(str(content["text"]))
-    total = 0
-    for value in (content.get("data") or {}).values():
-        total += len(value) if isinstance(value, str) else len(str(value))
-    for line in content.get("traceback") or []:
-        total += len(str(line))
-    return total + 64
+def message_size(value: Any, budget: int) -> int:
+    """About how many bytes ``value`` (a message's content) holds: the length of every string and
+    key, 8 per other leaf, 16 per container; stops counting past ``budget``. Iterative."""
+    total, stack = 0, [value]
+    while stack and total <= budget:
+        v = stack.pop()
+        if isinstance(v, (str, bytes)):
+            total += len(v)
+        elif isinstance(v, dict):
+            total += 16
+            for k, item in v.items():
+                total += len(k) if isinstance(k, str) else 8
+                stack.append(item)
+        elif isinstance(v, (list, tuple)):
+            total += 16
+            stack.extend(v)
+        else:
+            total += 8
+    return total

@@ -3,21 +3,33 @@
 nbclient obeys the notebook: ``metadata.kernelspec`` picks the kernel, the tag
 ``skip-execution`` skips a cell, ``raises-exception`` hides its error. None of that survives
 here: the result is the list of code cells (source and original index) and a fresh nbformat-4
-notebook that holds only them, with empty metadata and no outputs.
+notebook that holds only them, with empty metadata and no outputs. The file itself is parsed in
+a limited child process (:mod:`.notebook_parse`), so no notebook can cost the grader memory or
+time beyond its limits.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
+from . import notebook_parse
+
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
+MAX_CODE_CELLS = 2_000             # a notebook of this course has < 100; each runs as one request
+MAX_JSON_OBJECTS = 500_000         # outputs and metadata included (they are parsed, then dropped)
+MAX_INT_DIGITS = 4_300             # Python's own limit for int(str)
+PARSE_MEMORY_BYTES = 3 * 1024 ** 3  # the parsing child's address space
+PARSE_TIMEOUT_S = 60.0
 
 
 class UnreadableNotebook(Exception):
@@ -30,61 +42,58 @@ class CodeCell:
     source: str
 
 
-def _read_text(path: Path) -> str:
+def _open_notebook(path: Path) -> int:
+    """A descriptor of ``path``: a regular file of at most MAX_NOTEBOOK_BYTES, no symlink, no FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise UnreadableNotebook(f"{path.name} cannot be opened ({e.strerror}; symlinks are not accepted)") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnreadableNotebook(f"{path.name} is not a regular file")
+    if st.st_size > MAX_NOTEBOOK_BYTES:
+        os.close(fd)
+        raise UnreadableNotebook(f"{path.name} is {st.st_size:,} bytes, more than the "
+                                 f"{MAX_NOTEBOOK_BYTES:,} allowed; hint: clear the outputs before submitting")
+    return fd
+
+
+@functools.lru_cache(maxsize=1)
+def _parser_source() -> str:
+    text = Path(notebook_parse.__file__).read_text()
+    return text.split('"""', 2)[2].lstrip() if text.startswith('"""') else text
+
+
+def load_code_cells(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> tuple[list[CodeCell], int]:
+    """``(code cells, number of cells)`` of the notebook at ``path``, or :class:`UnreadableNotebook`.
+
+    The JSON is parsed in a child process (:mod:`.notebook_parse`) with an address-space limit
+    and ``timeout_s``: what a notebook's structure costs to parse is the child's, never the
+    grader's, and a notebook of more than MAX_CODE_CELLS code cells is refused with a reason.
+    """
+    path = Path(path)
+    limits = {"name": path.name, "max_bytes": MAX_NOTEBOOK_BYTES, "max_objects": MAX_JSON_OBJECTS,
+              "max_int_digits": MAX_INT_DIGITS, "max_code_cells": MAX_CODE_CELLS,
+              "memory_bytes": PARSE_MEMORY_BYTES}
+    fd = _open_notebook(path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableNotebook(f"{path.name} is not a regular file")
-        if st.st_size > MAX_NOTEBOOK_BYTES:
-            raise UnreadableNotebook(f"{path.name} is {st.st_size:,} bytes, more than the "
-                                     f"{MAX_NOTEBOOK_BYTES:,} allowed; hint: clear the outputs before submitting")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_NOTEBOOK_BYTES + 1)
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
+                              stdin=fd, capture_output=True, timeout=timeout_s, cwd="/")
+    except subprocess.TimeoutExpired:
+        raise UnreadableNotebook(f"{path.name} took more than {timeout_s:g} s to read; it is not a notebook "
+                                 "the grader can run") from None
     finally:
         os.close(fd)
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UnreadableNotebook(f"{path.name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
-
-
-def _source(cell: dict, index: int) -> str:
-    src = cell.get("source", "")
-    if isinstance(src, list) and all(isinstance(s, str) for s in src):
-        return "".join(src)
-    if isinstance(src, str):
-        return src
-    raise UnreadableNotebook(f"cell {index} has a source that is neither text nor a list of lines")
-
-
-def load_code_cells(path: Path) -> tuple[list[CodeCell], int]:
-    """``(code cells, number of cells)`` of the notebook at ``path``, or :class:`UnreadableNotebook`."""
-    text = _read_text(Path(path))
-    try:
-        raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise UnreadableNotebook(f"{Path(path).name} is not valid JSON ({str(e)[:120]}); "
-                                 "hint: it may be truncated or not a .ipynb file") from None
-    if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw:
-        raise UnreadableNotebook(f"{Path(path).name} is JSON but not a Jupyter notebook (no 'cells')")
-    major = raw.get("nbformat")
-    if not isinstance(major, int) or major < 4:
-        raise UnreadableNotebook(f"{Path(path).name} uses notebook format {major!r}; format 4 is needed "
-                                 "(hint: open and save it in a current Jupyter)")
-    cells = raw.get("cells")
-    if not isinstance(cells, list):
-        raise UnreadableNotebook(f"{Path(path).name}: 'cells' is not a list")
-    out = []
-    for i, cell in enumerate(cells):
-        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
-            raise UnreadableNotebook(f"cell {i} of {Path(path).name} is malformed (no cell_type)")
-        if cell["cell_type"] == "code":
-            out.append(CodeCell(i, _source(cell, i)))
-    return out, len(cells)
+        result = json.loads(proc.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        why = "killed by a signal" if proc.returncode < 0 else f"exit code {proc.returncode}"
+        raise UnreadableNotebook(f"{path.name} could not be read as a notebook (the reader stopped: {why}; "
+                                 "hint: it may be far too large or complex)") from None
+    if "error" in result:
+        raise UnreadableNotebook(str(result["error"]))
+    return [CodeCell(int(i), src) for i, src in result["cells"]], int(result["total"])
 
 
 def stripped_notebook(cells: list[CodeCell]) -> nbformat.NotebookNode:

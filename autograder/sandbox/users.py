@@ -144,3 +144,15 @@ def chown_tree_top(path: Path, user: SandboxUser, mode: int = 0o700) -> None:
     """Give ``path`` (a directory the grader just made) to the sandbox user."""
     os.chown(path, user.uid, user.gid, follow_symlinks=False)
     os.chmod(path, mode)
+
+
+def require_reachable(folder: Path, user: SandboxUser) -> None:
+    """Fail clearly when the sandbox uid could not pass through ``folder`` or one of its parents."""
+    for p in [folder, *folder.parents]:
+        st = p.stat()
+        ok = (st.st_mode & 0o001 or (st.st_uid == user.uid and st.st_mode & 0o100)
+              or (st.st_gid == user.gid and st.st_mode & 0o010))
+        if not ok:
+            raise RuntimeError(f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
+                               f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
+                               "traverse (e.g. /tmp)")

@@ -116,6 +116,7 @@ class Graded:
     out: Path
     workspace: Path
     wall_s: float
+    ended: float | None = None     # time.time() when the grading returned
     results: dict[str, Any] = field(default_factory=dict)
     feedback: str = ""
     execution: dict[str, Any] = field(default_factory=dict)
@@ -209,14 +210,20 @@ def jail_uid(execution: dict) -> int | None:
     return None
 
 
-def leftover_processes(workspace: Path, uid: int | None = None) -> list[str]:
+def leftover_processes(workspace: Path, uid: int | None = None, ended: float | None = None) -> list[str]:
     """Processes of the run's sandbox uid (default: this worker's slot), or working inside the
-    workspace (zombies ignored)."""
+    workspace (zombies ignored). With ``ended`` (when the grading returned, ``time.time()``), a
+    process started after it is not a leftover: slot uids are machine-wide, and another grading
+    (another worker, another checkout's suite) may take the slot the moment this one freed it."""
     uid = uid if uid is not None else sandbox_uid(xdist_slot())
     found = []
-    for proc in psutil.process_iter(["pid", "uids", "name", "status", "cmdline"]):
+    for proc in psutil.process_iter(["pid", "uids", "name", "status", "cmdline", "create_time"]):
         try:
             if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if ended is not None and proc.info["create_time"] > ended:
+                continue
+            if not _runnable_in_the_jail(proc):
                 continue
             mine = uid is not None and uid in tuple(proc.info["uids"] or ())
             try:
@@ -229,6 +236,23 @@ def leftover_processes(workspace: Path, uid: int | None = None) -> list[str]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def _runnable_in_the_jail(proc: psutil.Process) -> bool:
+    """False when ``proc`` runs a program the jail cannot even see (another checkout's venv,
+    another image's interpreter): then it belongs to another grader that shares the machine's
+    slot uids, not to this run."""
+    from autograder.sandbox import jail
+
+    try:
+        program = (proc.cmdline() or [""])[0]   # as started: a venv's python resolves to its base
+    except (psutil.Error, OSError):
+        return True
+    if not program.startswith("/"):
+        return True
+    visible = {*jail.SYSTEM_DIRS, *jail.interpreter_paths()}
+    visible |= {os.path.realpath(v) for v in visible}
+    return any(program == v or program.startswith(v.rstrip("/") + "/") for v in visible)
 
 
 def leaks(g: Graded) -> list[str]:
@@ -301,7 +325,7 @@ def _status():
 _record("identity", {
     "uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
     "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
-    "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user")},
+    "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user", "cgroup")},
     "status": _status(),
     "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "FSIZE", "NOFILE", "NPROC", "CORE")},
     "hostname": os.uname().nodename,
@@ -375,3 +399,86 @@ class LoopbackServers:
         for s in self.socks:
             s.close()
         shutil.rmtree(self.sockdir, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- grading in a child
+def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path | None = None, cell_s: float,
+                   notebook_s: float, timeout_s: float, limits: dict | None = None, setup: str = "",
+                   jail_mode: str | None = None, env: dict | None = None) -> tuple[Graded, int]:
+    """Grade in a fresh process (so its peak RSS is the grading's alone); return it and the peak.
+
+    ``notebook`` (a file) or ``cells``; ``limits`` more ``[execution]`` limits; ``setup`` shell lines
+    run first in a private mount namespace of the child's own (e.g. bind mounts); ``env`` is added
+    to its environment; ``jail_mode`` sets ``AUTOGRADER_JAIL``; for "fallback" that namespace also makes the interpreter reachable
+    by the sandbox uid (:func:`reachable_interpreter`), so the fallback can start here.
+    """
+    import subprocess
+    import sys
+    import time
+
+    if notebook is None:
+        notebook = tmp / "child.ipynb"
+        nbformat.write(build_notebook(cells or []), notebook)
+    base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-child-"))
+    os.chmod(base, 0o711)
+    out, ws = base / "out", base / "ws"
+    child = Path(__file__).with_name("grade_child.py")
+    argv = [sys.executable, str(child), str(notebook), str(out), str(ws), str(xdist_slot()), str(cell_s),
+            str(notebook_s), json.dumps(limits or {})]
+    env = {**os.environ, **(env or {})}
+    if jail_mode:
+        env["AUTOGRADER_JAIL"] = jail_mode
+    if jail_mode == "fallback" and os.geteuid() == 0:
+        hold = base / "hold"
+        hold.mkdir()
+        setup += reachable_interpreter(hold)
+    if setup:
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "set -e\n" + setup + 'exec "$@"\n',
+                "sh", *argv]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=str(ROOT), env=env)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"the grader hung: no grade after {timeout_s} s (the notebook's limit is {notebook_s} s)")
+    wall, ended = time.monotonic() - started, time.time()
+    if proc.returncode != 0:
+        shutil.rmtree(base, ignore_errors=True)
+        raise AssertionError(f"the grading process failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "unavailable" in report:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"no isolation layer on this machine: {report['unavailable']}")
+    feedback = out / "feedback.md"
+    g = Graded(name=notebook.stem, grade=read_json(out / "grade.json"), out=out, workspace=ws, wall_s=wall, ended=ended,
+               results=read_json(out / "results.json"), feedback=feedback.read_text() if feedback.is_file() else "",
+               execution=read_json(out / "execution.json"), measurements=read_json(out / "measurements.json"))
+    return g, report["maxrss_kb"] * 1024
+
+
+def reachable_interpreter(hold: Path) -> str:
+    """Shell lines (for a private mount namespace) that make the interpreter, the venv and this
+    checkout reachable by other uids: each folder others cannot traverse on the way to them (pyenv
+    in a mode-700 /root) is covered by a tmpfs that shows only the subfolder needed. (The same
+    trick as tests/sandbox/test_sandbox_fallback_kernel.py.)"""
+    import sys
+
+    needed = [Path(os.path.realpath(sys.executable)), Path(sys.prefix).resolve(), ROOT]
+    keeps: dict[Path, Path] = {}
+    for path in needed:
+        blocked = [p for p in reversed(path.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001]
+        if not blocked:
+            continue
+        if len(blocked) > 1:
+            pytest.skip(f"{path} is behind several folders others cannot traverse: {blocked}")
+        top = blocked[0]
+        keep = top / path.relative_to(top).parts[0]
+        if keeps.setdefault(top, keep) != keep:
+            pytest.skip(f"{top} would have to show both {keeps[top]} and {keep}")
+    lines = []
+    for i, (top, keep) in enumerate(sorted(keeps.items())):
+        slot = hold / str(i)
+        slot.mkdir()
+        lines.append(f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
+                     f"mkdir -p {keep}\nmount --bind {slot} {keep}\n")
+    return "".join(lines)

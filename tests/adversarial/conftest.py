@@ -99,7 +99,7 @@ def grade_path(short_assignment) -> Callable[..., Graded]:
         except SandboxUnavailableError as e:
             pytest.skip(f"no isolation layer on this machine: {e}")
         wall = time.monotonic() - started
-        return Graded(name=name, grade=grade, out=out, workspace=workspace, wall_s=wall,
+        return Graded(name=name, grade=grade, out=out, workspace=workspace, wall_s=wall, ended=time.time(),
                       results=read_json(out / "results.json"),
                       feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
                       execution=read_json(out / "execution.json"),
@@ -182,7 +182,7 @@ def jail_check(canary_dir, baseline, results_validator):
             shutil.rmtree("/autograder", ignore_errors=True)
             problems.append("/autograder appeared on the host during grading")
         # no process left
-        left = leftover_processes(g.workspace, jail_uid(g.execution))
+        left = leftover_processes(g.workspace, jail_uid(g.execution), g.ended)
         if left:
             problems.append("processes left after grading:\n  " + "\n  ".join(left[:10]))
         # nothing of the grader's leaked

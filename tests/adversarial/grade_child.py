@@ -1,7 +1,7 @@
 """Grade one notebook in a fresh process and report that process's own peak memory.
 
-``python grade_child.py NOTEBOOK OUT WORKSPACE SLOT CELL_TIMEOUT_S NOTEBOOK_TIMEOUT_S`` prints one
-JSON line ``{"maxrss_kb": ..., "score": ...}``. Used by the output-flood tests: the grader's
+``python grade_child.py NOTEBOOK OUT WORKSPACE SLOT CELL_TIMEOUT_S NOTEBOOK_TIMEOUT_S [LIMITS_JSON]``
+prints one JSON line ``{"maxrss_kb": ..., "score": ...}`` (LIMITS_JSON: more ``[execution]`` limits). Used by the output-flood tests: the grader's
 memory must not follow what the kernel prints. ``ru_maxrss`` of RUSAGE_SELF counts this process
 only (the kernel and the ONNX child are other processes).
 """
@@ -20,12 +20,19 @@ def main(argv: list[str]) -> int:
     from autograder.pipeline import grade_notebook
 
     notebook, out, workspace, slot, cell_s, nb_s = argv[1:7]
+    extra = json.loads(argv[7]) if len(argv) > 7 else {}
     base = load_assignment("07-quantization")
     config = copy.deepcopy(base.config)
     config["execution"] = {**config.get("execution", {}), "cell_timeout_s": float(cell_s),
-                           "notebook_timeout_s": float(nb_s)}
+                           "notebook_timeout_s": float(nb_s), **extra}
     assignment = Assignment(id=base.id, folder=base.folder, reference_folder=base.reference_folder, config=config)
-    grade = grade_notebook(Path(notebook), assignment, Path(out), workspace=Path(workspace), slot=int(slot))
+    from autograder.errors import SandboxUnavailableError
+
+    try:
+        grade = grade_notebook(Path(notebook), assignment, Path(out), workspace=Path(workspace), slot=int(slot))
+    except SandboxUnavailableError as e:   # the caller skips: this machine has no such jail
+        print(json.dumps({"unavailable": str(e)}))
+        return 0
     print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "score": grade["score"]}))
     return 0
 

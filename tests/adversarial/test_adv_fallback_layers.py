@@ -39,11 +39,10 @@ def confined():
     user = ensure_user(slot_claim.__enter__())
     base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-fallback-"))
     os.chmod(base, 0o711)
-    workspace, rundir, probe_dir = base / "ws", base / "run", base / "probe"
-    for d in (workspace, rundir, probe_dir):
+    workspace, rundir = base / "ws", base / "run"
+    for d in (workspace, rundir):
         d.mkdir()
-    (probe_dir / "probe_cases.json").write_text("[]")
-    os.chmod(probe_dir, 0o755)
+    site_dir = jail.write_site(base / "site")
     for d in (workspace, rundir):
         chown_tree_top(d, user)
     source = Path(confine.__file__).read_text()
@@ -52,7 +51,7 @@ def confined():
         config = {"rlimits": jail.rlimits(ExecutionLimits(), with_nproc=True),
                   "env": jail.minimal_env(str(workspace), str(rundir)),
                   "argv": [SYSTEM_PYTHON, "-I", "-S", "-c", PRELUDE + code], "cwd": str(workspace),
-                  "landlock": jail.landlock_rules(workspace, rundir, probe_dir, own_uid=False),
+                  "landlock": jail.landlock_rules(workspace, rundir, site_dir, own_uid=False),
                   "seccomp": {"block_inet": True}}
         setpriv = [shutil.which("setpriv"), f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",
                    "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--"]

@@ -5,7 +5,6 @@ writes, privacy of the grader's folders, failures, metadata and the leaderboard.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -193,7 +192,7 @@ def test_no_notebook_gives_a_zero_naming_what_was_found(root, fake, results_vali
     final = written(root)
     results_validator(final)
     assert final["score"] == 0.0 and fake.calls == []
-    assert "No notebook" in final["output"] and "`solution.py`" in final["output"]
+    assert "No notebook" in final["output"] and "\\`solution.py\\`" in final["output"]  # escaped: shown literally
 
 
 def test_empty_or_missing_submission_gives_a_zero(root, fake):
@@ -211,8 +210,8 @@ def test_two_notebooks_give_a_zero_listing_both(root, fake, results_validator):
     final = written(root)
     results_validator(final)
     assert final["score"] == 0.0 and fake.calls == []
-    assert "2 notebooks" in final["output"] and "`sub/b.ipynb`" in final["output"]
-    assert f"`{ID}.ipynb`" in final["output"], "the message names the file name that would be chosen"
+    assert "2 notebooks" in final["output"] and "\\`sub/b.ipynb\\`" in final["output"]  # escaped: shown literally
+    assert f"\\`{ID}.ipynb\\`" in final["output"], "the message names the file name that would be chosen"
 
 
 def test_of_several_notebooks_the_one_named_like_the_assignment_is_graded(root, fake):

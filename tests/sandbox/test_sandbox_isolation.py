@@ -29,27 +29,27 @@ def test_detect_isolation_shape():
 def test_fallback_command_confines_with_uid_landlock_and_seccomp(tmp_path):
     user = SandboxUser("autograder-sb0", 64000, 64000)
     iso = jail.Isolation("fallback", [], [], user=user, landlock=True, seccomp=True)
-    ws, run, probe = tmp_path / "ws", tmp_path / "run", tmp_path / "probe"
-    argv, env = jail.kernel_command(iso, FAST, ws, run, probe, ["/x/python", "-m", "ipykernel_launcher"])
+    ws, run, site = tmp_path / "ws", tmp_path / "run", tmp_path / "site"
+    argv, env = jail.kernel_command(iso, FAST, ws, run, site, ["/x/python", "-m", "ipykernel_launcher"])
     assert argv[0].endswith("setpriv") and "--reuid=64000" in argv and "--no-new-privs" in argv
     import json
     config = json.loads(argv[-1])
     assert config["seccomp"] == {"block_inet": True}
     assert config["rlimits"]["NPROC"] == 64 and config["rlimits"]["AS"] == FAST.memory_mb * 1024 * 1024
     rules = config["landlock"]
-    assert str(ws) in rules["rw"] and str(run) in rules["rw"] and str(probe) in rules["ro"]
+    assert str(ws) in rules["rw"] and str(run) in rules["rw"] and str(site) in rules["ro"]
     assert "/tmp" not in rules["rw"] + rules["ro"] + rules["rx"]     # the host's /tmp is shared: not allowed
-    assert env["HOME"] == str(ws) and env["TMPDIR"] == str(run / "tmp")
+    assert env["HOME"] == str(ws) and env["TMPDIR"] == str(run / "tmp") and env["PYTHONPATH"] == str(site)
     assert config["argv"] == ["/x/python", "-m", "ipykernel_launcher"]
 
 
 def test_bwrap_command_mounts_only_what_the_kernel_needs(tmp_path):
     iso = jail.Isolation("bwrap", [], [], user=SandboxUser("autograder-sb0", 64000, 64000), seccomp=True)
-    ws, run, probe = tmp_path / "ws", tmp_path / "run", tmp_path / "probe"
-    argv, _ = jail.kernel_command(iso, FAST, ws, run, probe, ["/x/python"])
+    ws, run, site = tmp_path / "ws", tmp_path / "run", tmp_path / "site"
+    argv, _ = jail.kernel_command(iso, FAST, ws, run, site, ["/x/python"])
     joined = " ".join(argv[: argv.index("--") + 1])
     assert f"--bind {ws} /home/student" in joined and f"--bind {run} {run}" in joined
-    assert f"--ro-bind {probe} /probe" in joined
+    assert f"--ro-bind {site} /opt/autograder" in joined
     for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent", "--clearenv", "--new-session"):
         assert flag in argv
     project = str(Path(__file__).resolve().parents[2])

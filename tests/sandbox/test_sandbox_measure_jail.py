@@ -7,7 +7,6 @@ jail around it is the real one.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys

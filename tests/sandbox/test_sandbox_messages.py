@@ -76,10 +76,11 @@ def test_malformed_kernel_messages_are_a_dead_kernel_not_a_grader_failure(run_ce
 def test_malformed_messages_during_the_probe_fail_only_the_probe(run_cells):
     from autograder.sandbox import ProbeSpec
 
-    hook = ("def _break(info):\n    if '__autograder_probe' in (info.raw_cell or ''):\n"
-            + "".join("        " + line + "\n" for line in BREAK_JSON.splitlines())
-            + "get_ipython().events.register('pre_run_cell', _break)")
-    rec, _ = run_cells(["x = 1", hook], probe=ProbeSpec(cases=[], functions=["f"]))
+    from autograder.probe_format import ProbeCase
+
+    # the student's function, called by the probe, breaks the kernel's message encoding
+    breaker = "def f():\n" + "".join("    " + line + "\n" for line in BREAK_JSON.splitlines()) + "    return 1"
+    rec, _ = run_cells(["x = 1", breaker], probe=ProbeSpec(cases=[ProbeCase("c", "f")], functions=["f"]))
     assert rec["status"] == "completed", rec["reason"]
     assert statuses(rec) == ["ok", "ok"]
     assert rec["probe"] == "failed"

@@ -1,4 +1,4 @@
-"""The probe round trip: grader cases in, the student's results out, read back with read_probe_result."""
+"""The probe round trip: grader cases in (one cell each), the student's results out, read back with read_probe_result."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from autograder.assignment import ExecutionLimits
-from autograder.probe_format import Arg, ProbeCase, read_probe_result
+from autograder.probe_format import Arg, ProbeCase, inline_cases, read_probe_result
 from autograder.sandbox import ProbeSpec
-from autograder.sandbox.probe import probe_source
+from autograder.sandbox.probe import case_source, finish_source, setup_source
 
 pytestmark = pytest.mark.slow
 
@@ -129,10 +129,50 @@ def test_workspace_has_exactly_the_probe_files(probed):
     assert sorted(p.name for p in probed[2].iterdir()) == ["probe_outputs.npz", "probe_report.json", "reported.json"]
 
 
-def test_probe_source_leaves_no_names_and_is_valid_python():
-    src = probe_source("/probe", "/home/student", ["f"], "RESULTS")
-    compile(src, "<probe>", "exec")
-    assert src.rstrip().endswith("del __autograder_probe")
+def test_inline_arguments_keep_their_kind_shape_and_dtype(tmp_path):
+    """What the probe's decoder makes of each inline argument is exactly the case's value."""
+    import json
+
+    values = [Arg.array(np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]), Arg.array(np.zeros((3, 0), np.int8)),
+              Arg.scalar(np.float32(-3.75)), Arg.scalar(np.uint8(200)), Arg.list(np.array([[0.5, 1.5]], np.float32)),
+              Arg.list(np.zeros(0, np.float32)), Arg.dtype("uint8"), 1.25, 7, True]
+    case = ProbeCase("echo", "echo", tuple(values))
+    got: list = []
+    ns: dict = {"__name__": "__main__", "echo": lambda *a: got.extend(a) or 0}
+    exec(setup_source(str(tmp_path), ["echo"], "RESULTS"), ns)
+    exec(case_source(inline_cases([case])[0]), ns)
+    assert json.loads((tmp_path / "probe_case.json").read_text())["status"] == "ok"
+    assert len(got) == len(values)
+    for i, (arg, value) in enumerate(zip(values, got)):
+        want = case.raw(i) if isinstance(arg, Arg) else arg
+        assert type(value) is type(want), (arg, value)
+        if isinstance(want, np.ndarray) or isinstance(want, np.generic):
+            assert value.shape == want.shape and value.dtype == want.dtype and np.array_equal(value, want), (arg, value)
+        else:
+            assert value == want, (arg, value)
+
+
+def test_probe_cells_leave_no_names_and_hold_only_their_own_case(tmp_path):
+    """Run the probe's cells in a plain namespace: each case cell carries its case alone, and
+    after the last cell no name of the probe's is left."""
+    import json
+
+    ns: dict = {"__name__": "__main__"}
+    exec(STUDENT, ns)
+    before = set(ns)
+    exec(setup_source(str(tmp_path), FUNCTIONS, "RESULTS"), ns)
+    assert (tmp_path / "reported.json").is_file(), "RESULTS is dumped by the setup cell, before any call"
+    assert json.loads((tmp_path / "probe_report.json").read_text())["functions"]["not_a_function"] == "not callable"
+    inline = inline_cases(CASES[:4])
+    sources = [case_source(c) for c in inline]
+    for i, src in enumerate(sources):
+        for other in inline[:i] + inline[i + 1:]:
+            assert other["id"] not in src, f"the cell of case {i} also carries case {other['id']}"
+        exec(src, ns)
+        assert json.loads((tmp_path / "probe_case.json").read_text())["id"] == inline[i]["id"]
+    exec(finish_source(), ns)
+    assert set(ns) == before, f"the probe left names behind: {sorted(set(ns) - before)}"
+    assert list(tmp_path.iterdir()) == [], "the probe's last cell leaves no file behind"
 
 
 def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, monkeypatch):
@@ -140,7 +180,7 @@ def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, mo
     cases = [ProbeCase("hang", "hang", (1,)), ProbeCase("ok", "quantize", (Arg.list([1.0]), 1.0, 0))]
     code = STUDENT.replace("RESULTS =", "_unused =") + "\nimport os\nos.symlink('/etc/passwd', 'probe_report.json')"
     limits = ExecutionLimits(cell_timeout_s=30, notebook_timeout_s=60)
-    monkeypatch.setattr("autograder.sandbox.execute.PROBE_CASE_MAX_S", 1.0)
+    monkeypatch.setattr("autograder.sandbox.probe_run.PROBE_CASE_MAX_S", 1.0)
     rec, ws = run_cells([code], limits=limits, probe=ProbeSpec(cases, ["hang", "quantize"]))
     assert rec["probe"] == "completed", rec
     result = read_probe_result(ws, cases, True)
@@ -152,9 +192,9 @@ def test_probe_handles_hang_missing_results_and_preplanted_symlink(run_cells, mo
 
 
 def test_probe_fails_when_the_kernel_is_broken(run_cells):
-    """Student code that breaks numpy's loader makes the probe fail, not the grader."""
+    """Student code that breaks numpy's saver makes the probe fail, not the grader."""
     cases = [ProbeCase("q", "quantize", (1.0, 1.0, 0))]
-    rec, _ = run_cells([STUDENT + "\nnp.load = None"], probe=ProbeSpec(cases, ["quantize"]))
+    rec, _ = run_cells([STUDENT + "\nnp.savez = None"], probe=ProbeSpec(cases, ["quantize"]))
     assert rec["status"] == "completed"
     assert rec["probe"] == "failed"
 

@@ -219,12 +219,26 @@ def _is_number(v: Any) -> bool:
 
 
 def _plain(v: Any) -> Any:
-    """A JSON-safe rendering of what the notebook reported."""
+    """What the notebook reported, as the grader repeats it: a number as it is (bounded by being a
+    float), anything else only by its kind and size. RESULTS is the notebook's text channel back
+    to the student, so its strings, keys and containers are never copied into a message."""
     if _is_number(v):
         return v if math.isfinite(v) else str(v)
-    if v is None or isinstance(v, (bool, str)):
-        return v if not isinstance(v, str) else v[:80]
-    return repr(v)[:80]
+    return _kind(v)
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"a boolean ({'true' if v else 'false'})"
+    if isinstance(v, int):
+        return f"an integer of {len(str(abs(v))) if abs(v) < 10 ** 4000 else 'over 4,000'} digits"
+    if isinstance(v, str):
+        return f"a string of {len(v):,} characters"
+    if isinstance(v, (list, dict)):
+        return f"a {'list' if isinstance(v, list) else 'dict'} of {len(v):,} items"
+    return f"a {type(v).__name__}"
 
 
 def _close(a: float, b: float) -> bool:
@@ -265,7 +279,7 @@ def _check(field: str, reported: Any, measured: Any, elementwise: float | None =
     """
     if not _is_number(reported) or not math.isfinite(reported):
         hint = ELEMENTWISE_HINT if "drift" in field and _is_number(reported) else ""
-        return f"reported {_plain(reported)!r}, not a finite number{hint}"
+        return f"reported {_plain(reported)}, not a finite number{hint}"
     if field == "size_bytes":
         return None if reported == measured else f"reported {reported:,}, the file has {measured:,} bytes"
     if field == "latency_ms":
@@ -297,9 +311,10 @@ def measure_reported(assignment, workspace: Path, reported: Any, reported_error:
     if not isinstance(reported, dict):
         problems.append(f"RESULTS is a {type(reported).__name__}, expected a dict keyed by {', '.join(variants)}")
         reported = {}
-    extra = sorted(set(map(str, reported)) - set(variants))
-    if extra:
-        problems.append(f"RESULTS has unexpected keys {extra[:5]} (expected {variants})")
+    extra = [k for k in reported if k not in variants]
+    if extra:   # not named: a key is text the notebook chose, and it is shown to the student
+        problems.append(f"RESULTS has {len(extra):,} key(s) besides the contract's "
+                        f"{', '.join(variants)}; they are ignored")
     fields: dict[str, Any] = {}
     for variant in variants:
         entry = reported.get(variant)

@@ -1,0 +1,127 @@
+"""The jail's ``sitecustomize``: safe default thread pools for ONNX Runtime on many-core hosts.
+
+ONNX Runtime sizes a session's default intra-op (and inter-op) pool by the host's physical
+cores: on a 24-core host a notebook opening three default sessions needs about 70 threads,
+which ``RLIMIT_NPROC`` (per uid, threads included) refuses, and the third constructor never
+returns. The grader copies this file as ``sitecustomize.py`` into a read-only folder on the
+kernel's ``PYTHONPATH`` (:func:`autograder.sandbox.jail.write_site`); every Python process of the
+jail then gives an ``InferenceSession`` whose options leave a pool size at 0 ("default") the
+number in ``$AUTOGRADER_KERNEL_THREADS`` instead (the CPUs the grader may use, at most 4).
+Explicit sizes are kept. A ``sitecustomize`` the interpreter already had is run afterwards.
+
+Self-contained (standard library only): it runs in the student's kernel, not in the grader.
+"""
+
+import os
+import sys
+
+THREADS_VARIABLE = "AUTOGRADER_KERNEL_THREADS"
+MAX_KERNEL_THREADS = 4   # ONNX Runtime's default pool size in the jail (it would take every core)
+
+
+def kernel_threads():
+    """(Grader side) the pool size to put in ``$AUTOGRADER_KERNEL_THREADS``: the CPUs this grader
+    may use, at most MAX_KERNEL_THREADS (ONNX Runtime's default is one thread per host core)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_KERNEL_THREADS, cpus))
+
+
+def source() -> str:
+    """This file's text (what the grader writes into the jail)."""
+    with open(__file__) as f:
+        return f.read()
+
+
+def _threads():
+    try:
+        return max(1, int(os.environ.get(THREADS_VARIABLE, "")))
+    except ValueError:
+        return None
+
+
+def patch_onnxruntime(module, threads):
+    """Make ``module.InferenceSession`` default both pool sizes to ``threads`` (idempotent)."""
+    session, options = getattr(module, "InferenceSession", None), getattr(module, "SessionOptions", None)
+    if session is None or options is None or getattr(session, "_autograder_threads", None):
+        return
+    original = session.__init__
+
+    def __init__(self, path_or_bytes, sess_options=None, *args, **kwargs):
+        sess_options = kwargs.pop("sess_options", sess_options)
+        if sess_options is None:
+            sess_options = options()
+        try:
+            if sess_options.intra_op_num_threads == 0:
+                sess_options.intra_op_num_threads = threads
+            if sess_options.inter_op_num_threads == 0:
+                sess_options.inter_op_num_threads = threads
+        except Exception:  # noqa: BLE001 - not real SessionOptions: ONNX Runtime will say so itself
+            pass
+        original(self, path_or_bytes, sess_options, *args, **kwargs)
+
+    __init__.__wrapped__ = original
+    session.__init__ = __init__
+    session._autograder_threads = threads
+
+
+class _PatchOnImport:
+    """A meta path finder that patches ``onnxruntime`` right after it is first executed."""
+
+    def __init__(self, threads):
+        self.threads = threads
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "onnxruntime":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, threads = spec.loader, self.threads
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            patch_onnxruntime(module, threads)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _chain_previous_sitecustomize():
+    """Run the ``sitecustomize`` this one shadows, if the interpreter has one."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", paths)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+def install():
+    threads = _threads()
+    if threads is not None:
+        if "onnxruntime" in sys.modules:
+            patch_onnxruntime(sys.modules["onnxruntime"], threads)
+        else:
+            sys.meta_path.insert(0, _PatchOnImport(threads))
+    try:
+        _chain_previous_sitecustomize()
+    except Exception:  # noqa: BLE001 - the interpreter's own customisation is not ours to fix
+        pass
+
+
+if __name__ == "sitecustomize":
+    install()

@@ -1,0 +1,106 @@
+"""Parse a submitted notebook in a child process: the grader's memory never holds the parse.
+
+This file is self-contained (standard library only) because it does not run as an import: the
+grader passes its source to ``python -I -S -c SOURCE LIMITS_JSON`` with the notebook's bytes on
+standard input (see :func:`autograder.sandbox.notebook.load_code_cells`). A 30 MB notebook of a
+million tiny objects takes gigabytes once parsed, and an integer of 5,000 digits or a
+200,000-deep nesting makes ``json.loads`` raise; here that costs a child process (with its own
+address-space limit and the caller's timeout), never the grader.
+
+It prints one JSON line: ``{"cells": [[index, source], ...], "total": n}`` (the code cells, in
+order, and how many cells the notebook has), or ``{"error": "reason for the student"}``. Limits:
+``max_bytes`` of input, ``max_objects`` JSON objects, ``max_int_digits`` per integer,
+``max_code_cells`` code cells; nesting is bounded by Python's recursion limit.
+"""
+
+import json
+import re
+import resource
+import sys
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class Refused(Exception):
+    pass
+
+
+def _source(cell, index):
+    src = cell.get("source", "")
+    if isinstance(src, list) and all(isinstance(s, str) for s in src):
+        return "".join(src)
+    if isinstance(src, str):
+        return src
+    raise Refused(f"cell {index} has a source that is neither text nor a list of lines")
+
+
+def parse(data, name, limits):
+    """The code cells of the notebook ``data`` (bytes), or Refused with the reason."""
+    if len(data) > limits["max_bytes"]:
+        raise Refused(f"{name} is more than {limits['max_bytes']:,} bytes; hint: clear the outputs before submitting")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Refused(f"{name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    objects = [0]
+
+    def on_object(pairs):
+        objects[0] += 1
+        if objects[0] > limits["max_objects"]:
+            raise Refused(f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
+                          "metadata); hint: clear the outputs and remove empty cells before submitting")
+        return dict(pairs)
+
+    def on_int(digits):
+        if len(digits.lstrip("-")) > limits["max_int_digits"]:
+            raise Refused(f"{name} holds an integer of {len(digits):,} digits")
+        return int(digits)
+
+    try:
+        raw = json.loads(text, object_pairs_hook=on_object, parse_int=on_int)
+    except RecursionError:
+        raise Refused(f"{name} is nested too deeply to be a notebook") from None
+    except MemoryError:
+        raise Refused(f"{name} is too large to read as a notebook; hint: clear the outputs") from None
+    except ValueError as e:   # json.JSONDecodeError is a ValueError
+        raise Refused(f"{name} is not valid JSON ({str(e)[:120]}); hint: it may be truncated or not a "
+                      ".ipynb file") from None
+    if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw:
+        raise Refused(f"{name} is JSON but not a Jupyter notebook (no 'cells')")
+    major = raw.get("nbformat")
+    if not isinstance(major, int) or isinstance(major, bool) or major < 4:
+        raise Refused(f"{name} uses notebook format {str(major)[:20]}; format 4 is needed (hint: open and "
+                      "save it in a current Jupyter)")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise Refused(f"{name}: 'cells' is not a list")
+    out = []
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise Refused(f"cell {i} of {name} is malformed (no cell_type)")
+        if cell["cell_type"] == "code":
+            out.append([i, _SURROGATE.sub("\ufffd", _source(cell, i))])   # must be encodable
+            if len(out) > limits["max_code_cells"]:
+                total = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
+                raise Refused(f"{name} has {total:,} code cells, more than the {limits['max_code_cells']:,} "
+                              "the grader runs; hint: merge cells or remove empty ones")
+    return out, len(cells)
+
+
+def main(limits_json):
+    limits = json.loads(limits_json)
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    name = limits["name"]
+    try:
+        data = sys.stdin.buffer.read(limits["max_bytes"] + 1)
+        cells, total = parse(data, name, limits)
+        result = {"cells": cells, "total": total}
+    except Refused as e:
+        result = {"error": str(e)}
+    except MemoryError:
+        result = {"error": f"{name} is too large to read as a notebook; hint: clear the outputs"}
+    sys.stdout.buffer.write(json.dumps(result, ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,143 @@
+"""Running the probe: its setup cell, the snapshot, one cell per case, then its last cell.
+
+The order is what keeps hidden inputs from coming back (see :mod:`.probe` and :mod:`.snapshot`):
+
+1. the setup cell writes which functions exist and ``RESULTS``; if it did not complete, the
+   probe failed and no hidden input was ever sent;
+2. the grader reads the functions and takes its snapshot of the working directory and of
+   ``reported.json``;
+3. one cell per case, each sent only after the previous one returned and after the grader read
+   that case's record and arrays (``probe_case.json``, ``probe_case.npz``): what the grader keeps
+   of call k was fixed before call k+1 handed the kernel anything new. Each cell is bounded by
+   the call's alarm plus a margin and by the probe's whole budget;
+4. the last cell removes the probe's names and files.
+
+Each cell goes straight to the kernel's shell channel, silent; only its reply is awaited, never
+its output (a notebook that flooded its output may have cost the iopub connection).
+The grader then holds the probe's report and outputs itself (:attr:`ProbeRun.report`,
+:attr:`ProbeRun.outputs`); :func:`autograder.sandbox.snapshot.restore` writes them as
+``probe_report.json`` and ``probe_outputs.npz`` once the jail is gone. Any step that times out,
+kills the kernel or breaks the connection makes the probe "failed".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from .. import safe_files
+from ..assignment import ExecutionLimits
+from ..errors import AutograderError, UnsafeFileError
+from ..probe_format import REPORT_FILE, ProbeCase, inline_cases
+from .probe import case_source, finish_source, setup_source
+
+PROBE_MAX_S = 120.0          # the calls themselves, at most (and at most one cell limit)
+PROBE_CASE_MAX_S = 10.0      # one call
+PER_CELL_OVERHEAD_S = 0.25   # a round trip per case cell, generous for a slow machine
+CELL_MARGIN_S = 5.0          # beyond a call's alarm, before the cell itself times out
+CASE_FILE, CASE_ARRAYS = "probe_case.json", "probe_case.npz"
+MiB = 1024 * 1024
+CASE_RECORD_MAX_BYTES = 64 * 1024
+OUTPUTS_MAX_BYTES = 64 * MiB       # all results together (the probe itself stops at 32 MB)
+ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
+STATUSES = ("ok", "raised", "unconvertible", "missing_function")
+# Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
+# message can cause; every other exception there comes from handling what the kernel sent.
+HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
+
+Execute = Callable[[str, float], Awaitable["dict | None"]]
+
+
+def probe_budget_s(limits: ExecutionLimits, n_cases: int) -> float:
+    """How long the whole probe may take: the calls' budget plus a round trip per cell."""
+    return min(PROBE_MAX_S, float(limits.cell_timeout_s)) + PER_CELL_OVERHEAD_S * (n_cases + 2) + CELL_MARGIN_S
+
+
+@dataclass
+class ProbeRun:
+    cases: list[ProbeCase]
+    functions: list[str]
+    results_variable: str
+    limits: ExecutionLimits
+    out_dir: str                 # the working directory as the kernel sees it
+    workspace: Path              # ... and as the grader does
+    report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}})
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    _bytes: int = 0
+
+    async def run(self, execute: Execute, take_snapshot: Callable[[], None]) -> str:
+        """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply."""
+        deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases))
+        case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
+        names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
+
+        async def cell(source: str) -> bool:
+            budget = min(case_s + CELL_MARGIN_S, deadline - time.monotonic())
+            return budget > 0 and await self._ok(execute, source, budget)
+
+        if not await cell(setup_source(self.out_dir, names, self.results_variable, case_timeout_s=case_s)):
+            return "failed"
+        self._read_functions(names)
+        take_snapshot()                  # before the first hidden input enters the kernel
+        for index, (case, inline) in enumerate(zip(self.cases, inline_cases(self.cases))):
+            if not await cell(case_source(inline)):
+                return "failed"
+            self._read_case(index, case)
+        await cell(finish_source())
+        return "completed"
+
+    def _read_functions(self, names: list[str]) -> None:
+        try:
+            data = safe_files.load_json(self.workspace, REPORT_FILE, CASE_RECORD_MAX_BYTES)
+            found = data.get("functions") if isinstance(data, dict) else None
+        except UnsafeFileError:
+            found = None
+        found = found if isinstance(found, dict) else {}
+        for name in names:
+            state = found.get(name)
+            self.report["functions"][name] = state if state in ("defined", "missing", "not callable") else "missing"
+
+    def _read_case(self, index: int, case: ProbeCase) -> None:
+        """Keep case ``index``'s record and arrays, as the kernel left them right after its call."""
+        try:
+            rec = safe_files.load_json(self.workspace, CASE_FILE, CASE_RECORD_MAX_BYTES)
+            arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
+        except UnsafeFileError as e:
+            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
+                "type": "ProbeError", "message": f"the probe's record of this call is unusable: {e}"[:300]}}
+            return
+        if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
+            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
+                "type": "ProbeError", "message": "the probe's record of this call is not the probe's"}}
+            return
+        kept: dict[str, Any] = {"status": rec["status"]}
+        if isinstance(rec.get("error"), dict):
+            kept["error"] = {k: str(rec["error"].get(k, ""))[:cap] for k, cap in ERROR_CAPS.items()}
+        if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
+            kept["parts"] = rec["parts"]
+        if isinstance(rec.get("python_type"), str):
+            kept["python_type"] = rec["python_type"][:100]
+        self.report["cases"][case.id] = kept
+        own = f"c{index}"
+        for key, arr in arrays.items():   # only this case's keys: a call cannot fill in another's
+            if key == own or key.startswith(own + "_") and key[len(own) + 1:].isdigit():
+                self.outputs[key] = arr
+                self._bytes += arr.nbytes
+
+    @staticmethod
+    async def _ok(execute: Execute, source: str, budget: float) -> bool:
+        try:
+            content = await execute(source, budget)
+        except (TimeoutError, CellTimeoutError, DeadKernelError):
+            return False
+        except HARNESS_BUGS:
+            raise
+        except Exception:  # noqa: BLE001 - a malformed kernel message: the probe did not complete
+            return False
+        return bool(content) and content.get("status") == "ok"
