@@ -105,6 +105,19 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     return art
 
 
+def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadLimits()) -> float | None:
+    """The variant's latency timed again in a fresh worker (None when it cannot be): one more
+    independent sample, for a reported latency that disagrees with the first one."""
+    try:
+        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], limits)
+    except (UnsafeFileError, KeyError):
+        return None
+    run = run_model_worker(model, inputs={LATENCY_INPUT: data.public_split().X_test}, interface=INTERFACE,
+                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS, limits=limits)
+    latency = (run.result.get("latency") or {}) if run.ok else {}
+    return latency.get("model_ms")
+
+
 def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = None,
                    limits: LoadLimits = LoadLimits()) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first."""

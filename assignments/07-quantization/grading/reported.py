@@ -7,7 +7,10 @@ contract's public split (``models.<variant>.public_split``, measured by :mod:`.m
 - latencies only for their form here (a positive, finite number of milliseconds): how close they
   are to the grader's own timing is the ``latency`` subsection, judged against a calibrated
   window (``reported_results.latency_excess_max``): a timing that includes creating the session,
-  or that is in seconds, lands far outside it.
+  or that is in seconds, lands far outside it. On a shared host a burst of load can slow the
+  grader's own timing for the second a worker lives, so a latency more than :data:`RETIME_ABOVE`
+  away from it is timed again, up to :data:`RETIMES` times in fresh workers, and the grader's
+  timing closest to the reported one counts (every timing is recorded).
 
 An int8 variant whose file is not quantized (``models.<variant>.quantized`` false) has its numbers
 "not judged": they describe a model that is not what the variant promises, so they earn nothing.
@@ -16,6 +19,7 @@ An int8 variant whose file is not quantized (``models.<variant>.quantized`` fals
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,10 @@ REPORTED_FIELDS = ("size_bytes", "accuracy", "latency_ms", "max_rel_drift", "edg
 # granularity (1/500 = 0.002 on X_test) and below any drift a different definition would give.
 REPORT_ATOL = 1e-6
 REPORT_RTOL = 1e-5
+# Honest medians agree with the grader's to a few percent on a quiet host (calibration: median
+# excess 1-15%); beyond 25% the grader's own timing may have been hit by load: time it again.
+RETIME_ABOVE = 1.25
+RETIMES = 2
 ELEMENTWISE_HINT = " (the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|)"
 
 
@@ -117,9 +125,17 @@ def _check(field: str, reported: Any, measured: Any, elementwise: float | None =
     return msg + " (difference beyond float rounding; one call on the whole array?)"
 
 
-def _latency(fields: dict[str, Any], variants: list[str]) -> dict[str, Any]:
-    """How far the reported latencies are from the grader's timing: ``excess`` is the largest
-    ``max(r/m, m/r) − 1`` over the variants (0 = the same median)."""
+def _factor(r: float, m: float) -> float:
+    return max(r / m, m / r)
+
+
+def _latency(fields: dict[str, Any], variants: list[str], retime=None) -> dict[str, Any]:
+    """How far the reported latencies are from the grader's timing. Per variant the factor is
+    ``max(r/m, m/r)``; ``excess`` is the median over the variants of ``factor − 1`` (0 = the same
+    medians), ``max_excess`` the largest. The median, because a notebook times every model with
+    the same code, so a timing mistake (creating the session inside the loop, seconds) moves them
+    all, while a burst of load on a shared host hits the one model being timed at that moment.
+    ``retime(variant)`` gives another timing of the variant's model (or None)."""
     records, missing = {}, []
     for variant in variants:
         f = fields.get(f"{variant}.latency_ms", {})
@@ -127,7 +143,16 @@ def _latency(fields: dict[str, Any], variants: list[str]) -> dict[str, Any]:
         if not f.get("ok") or not _is_number(m) or m <= 0:
             missing.append(f"{variant}: {f.get('reason') or 'not measured'}")
             continue
-        factor = max(r / m, m / r)
+        timings = [m]
+        while retime is not None and len(timings) <= RETIMES and min(_factor(r, t) for t in timings) > RETIME_ABOVE:
+            again = retime(variant)
+            if not _is_number(again) or again <= 0:
+                break
+            timings.append(again)
+        m = min(timings, key=lambda t: _factor(r, t))
+        if len(timings) > 1:
+            f.update(measured=m, timings=timings)
+        factor = _factor(r, m)
         f["factor"] = factor
         records[variant] = (r, m, factor)
     if missing:
@@ -135,7 +160,8 @@ def _latency(fields: dict[str, Any], variants: list[str]) -> dict[str, Any]:
     worst = max(records, key=lambda v: records[v][2])
     detail = ", ".join(f"{v} reported {r:.3g} ms, the grader measured {m:.3g} ms ({f:.2f}×)"
                        for v, (r, m, f) in records.items())
-    return {"excess": records[worst][2] - 1.0, "worst": worst, "detail": detail}
+    return {"excess": statistics.median(f - 1.0 for _, _, f in records.values()),
+            "max_excess": records[worst][2] - 1.0, "worst": worst, "detail": detail}
 
 
 def measure_reported(assignment, workspace: Path, reported: Any, reported_error: str | None,
@@ -182,4 +208,10 @@ def measure_reported(assignment, workspace: Path, reported: Any, reported_error:
     honest = sum(1 for r in fields.values() if r["ok"])
     return {"present": True, "problems": problems, "checked": checked, "honest": honest,
             "honest_share": honest / checked if checked else 0.0, "fields": fields,
-            "latency": _latency(fields, variants)}
+            "latency": _latency(fields, variants, lambda v: _retime(assignment, workspace, v))}
+
+
+def _retime(assignment, workspace: Path, variant: str) -> float | None:
+    from .models import retime
+
+    return retime(assignment, workspace, variant)
