@@ -132,7 +132,7 @@ def test_dishonest_results_are_flagged(good, grading, assignment07):
     assert failed == {"int8_qdq.accuracy", "int8_dynamic.max_rel_drift", "fp32.size_bytes"}
     assert rep["honest"] == 12
     # latencies are judged apart, against a calibrated window: 1000× off is far outside any
-    assert rep["latency"]["worst"] == "int8_qdq" and rep["latency"]["excess"] > 500
+    assert rep["latency"]["worst"] == "int8_qdq" and rep["latency"]["max_excess"] > 500
     drift_problem = next(p for p in rep["problems"] if p.startswith("int8_dynamic.max_rel_drift"))
     assert "per row" in drift_problem
 
