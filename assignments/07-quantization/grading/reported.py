@@ -14,6 +14,7 @@ contract's public split (``models.<variant>.public_split``, measured by :mod:`.m
 
 An int8 variant whose file is not quantized (``models.<variant>.quantized`` false) has its numbers
 "not judged": they describe a model that is not what the variant promises, so they earn nothing.
+Its latency still counts: it says how the notebook times, whatever the model.
 """
 
 from __future__ import annotations
