@@ -24,8 +24,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from .canonical import size_facts
 from .graph_index import (FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, QuantWeight, attr, dq_weight, dtype_name,
                           float_weight_nodes, float_weights, input_at, quantized_weights)
+from .input_quant import input_quantization_facts
 
 CLASSES = ("fp32", "dynamic", "static_qdq", "static_qoperator", "weights_only_qdq", "unknown")
 
@@ -34,10 +36,6 @@ QUANT_OPS = frozenset({
     "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "QLinearConv",
     "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax",
 })
-# Ops that pass the model input through unchanged in value (looked through to find the first Q on X).
-_TRANSPARENT = frozenset({"Cast", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-_QRANGE = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535),
-           TensorProto.INT16: (-32768, 32767), TensorProto.UINT4: (0, 15), TensorProto.INT4: (-8, 7)}
 # The fused ops' float bias input (ORT-optimised models fold the Add into them).
 _FLOAT_BIAS_INPUT = {"DynamicQuantizeMatMul": 4, "MatMulIntegerToFloat": 6}
 
@@ -133,30 +131,6 @@ def activation_dtypes(ix: GraphIndex) -> list[str]:
     return sorted(found)
 
 
-def calibrated_input_range(ix: GraphIndex) -> list[float] | None:
-    """``[lo, hi]`` representable by the first constant-scale Q on the model input (per tensor)."""
-    if not ix.runtime_inputs:
-        return None
-    frontier, seen = [ix.runtime_inputs[0]], set()
-    while frontier:
-        name = frontier.pop(0)
-        for n in ix.consumers.get(name, []):
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            if n.op_type == "QuantizeLinear" and ix.is_const(input_at(n, 1)):
-                scale = ix.array(n.input[1]).astype(np.float64)
-                zp_name = input_at(n, 2)
-                zp_type = ix.elem_type(zp_name) if zp_name else TensorProto.UINT8
-                zp = ix.array(zp_name).astype(np.float64) if zp_name and ix.is_const(zp_name) else np.zeros(1)
-                qmin, qmax = _QRANGE.get(zp_type, (0, 255))
-                lo, hi = (qmin - zp) * scale, (qmax - zp) * scale
-                return [float(np.min(lo)), float(np.max(hi))]
-            if n.op_type in _TRANSPARENT:
-                frontier.append(n.output[0])
-    return None
-
-
 def param_count(ix: GraphIndex) -> int:
     """Elements of the layers' weights and biases (float constants of MatMul/Gemm/Add/Conv, and
     integer weights behind DequantizeLinear or integer weight ops)."""
@@ -179,11 +153,12 @@ def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
     return dict(sorted(Counter(n.op_type for n in model.graph.node).items()))
 
 
-FACT_GROUPS = ("graph", "quantization")
+FACT_GROUPS = ("graph", "quantization", "size")
 GRAPH_FACTS = ("op_histogram", "opset", "param_count")
 QUANTIZATION_FACTS = ("classification", "classification_detail", "weight_dtypes", "quantized_weights",
-                      "float_weights_left", "per_channel", "per_channel_weights", "activation_dtypes",
-                      "calibrated_input_range")
+                      "float_weights_left", "per_channel", "per_channel_weights", "per_channel_shaped_weights",
+                      "activation_dtypes", "calibrated_input_range", "input_quantization")
+SIZE_FACTS = ("canonical_bytes", "canonical_constant_bytes")
 
 
 def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> dict[str, Any]:
@@ -191,7 +166,9 @@ def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> d
 
     ``"graph"``: :data:`GRAPH_FACTS` (operators, opsets, parameters); ``"quantization"``:
     :data:`QUANTIZATION_FACTS` (classification, weight and activation types, per-channel, the
-    calibrated input range). With ``interface`` (a
+    calibrated input range of the live input quantizers, :mod:`autograder.measure.input_quant`);
+    ``"size"``: :data:`SIZE_FACTS` (the canonical re-serialisation's bytes,
+    :mod:`autograder.measure.canonical`). With ``interface`` (a
     :class:`~autograder.measure.model_interface.ModelInterface`), also ``interface_ok`` and
     ``problems`` (its deviations from the assignment's contract).
     """
@@ -219,9 +196,12 @@ def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> d
             float_weights_left=len(float_weight_nodes(ix)),
             per_channel=bool(weights) and all(w.per_channel for w in weights),
             per_channel_weights=sum(1 for w in weights if w.per_channel),
+            per_channel_shaped_weights=sum(1 for w in weights if w.scale_per_channel_shape),
             activation_dtypes=activation_dtypes(ix),
-            calibrated_input_range=calibrated_input_range(ix),
+            **input_quantization_facts(ix),
         )
+    if "size" in groups:
+        out.update(size_facts(model))
     return out
 
 

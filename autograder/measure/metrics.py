@@ -74,11 +74,12 @@ def latency_ratio(model_ms: float, baseline_ms: float) -> float:
     return float(model_ms) / float(baseline_ms) if baseline_ms > 0 else float("nan")
 
 
-def coverage(x: np.ndarray, lo: float, hi: float) -> float:
-    """Share of rows of ``x`` whose every feature lies inside ``[lo, hi]``."""
+def coverage(x: np.ndarray, lo, hi) -> float:
+    """Share of rows of ``x`` whose every feature lies inside ``[lo, hi]`` (numbers, or arrays
+    with one bound per feature)."""
     if not len(x):
         return 0.0
-    return float(np.mean(np.all((x >= lo) & (x <= hi), axis=1)))
+    return float(np.mean(np.all((x >= np.asarray(lo)) & (x <= np.asarray(hi)), axis=1)))
 
 
 def probability_problems(p: np.ndarray) -> list[str]:
@@ -94,6 +95,19 @@ def probability_problems(p: np.ndarray) -> list[str]:
         problems.append(f"probability rows sum to {float(sums.min()):.4g}…{float(sums.max()):.4g}, "
                         f"not 1 (± {PROB_SUM_ATOL})")
     return problems
+
+
+def median_ms(fn: Callable[[], object], rounds: int, warmup: int = 3) -> float:
+    """Median wall time in ms of ``rounds`` consecutive calls after ``warmup`` untimed ones: how
+    the contracts time one warm session."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000.0)
+    return float(np.median(times))
 
 
 def interleaved_medians(runs: dict[str, Callable[[], object]], rounds: int, warmup: int = 3) -> dict[str, float]:

@@ -6,7 +6,7 @@ job (nothing else is read, so a long-lived child could run many jobs)::
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
-     "facts": ["graph", "quantization"] | null,        # graph_facts groups (null: all)
+     "facts": ["graph", "quantization", "size"] | null,  # graph_facts groups (null: all)
      "latency_input": "public_test" | null, "latency_rounds": 50, "latency_baseline": bool,
      "limits": {...LoadLimits...}}
 
@@ -16,15 +16,19 @@ It sets its own resource limits before importing onnx or ONNX Runtime, then writ
     {"ok": false, "stage": "check" | "session" | "worker", "reason": "..."}
     {"ok": true, "facts": {...graph_facts...}, "derived": {...} | null,
      "run_error": null | "...", "adapted": [...],          # what an ``adapt`` interface adapted
-     "latency": {"model_ms", "baseline_ms"?, "rounds"} | null, "latency_error": null | "..."}
+     "latency": {"model_ms", "model_blocks_ms", "rounds", "baseline_ms"?, "model_paired_ms"?} | null,
+     "latency_error": null | "..."}
 
 ``inputs.npz`` holds input *sets*: key ``<set>`` feeds a model's only input, keys
 ``<set>__<input name>`` feed the named inputs of a model with several (a set name has no
 ``__``). Each set runs in one call, as the contracts measure. When the model ran, ``outputs.npz``
 holds ``<set>__<output name>`` for every set and every output of the interface (without one:
-every numeric output). The baseline (e.g. the student's fp32 model, already checked by its own
-worker) is used for ``derived_from`` and, when ``latency_baseline`` (its outputs are usable), for
-latency, timed interleaved with the model (A B A B …, medians).
+every numeric output). Latency (``latency_input``): the median of ``latency_rounds`` consecutive
+runs of the warm session, as the contracts ask a notebook to time it, taken in three blocks (the
+median of the blocks' medians is reported). The baseline (e.g. the
+student's fp32 model, already checked by its own worker) is used for ``derived_from`` and, when
+``latency_baseline`` (its outputs are usable), for a second timing of both interleaved
+(A B A B …, medians), whose ratio load drift cannot skew.
 """
 
 from __future__ import annotations
@@ -135,16 +139,27 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
     return kept, None, adapted
 
 
-def _latency(session, baseline, feed: dict, rounds: int) -> dict:
-    """Median ms of one run on ``feed``; model and baseline interleaved so drift hits both alike."""
-    from .metrics import interleaved_medians
+LATENCY_BLOCKS = 3   # blocks of consecutive timed runs; the median of their medians is reported
 
-    runs = {"model": lambda: session.run(None, feed)}
+
+def _latency(session, baseline, feed: dict, rounds: int) -> dict:
+    """``model_ms``: the median over :data:`LATENCY_BLOCKS` blocks of the median of ``rounds``
+    consecutive runs of the warm session on ``feed`` (each block is how the contracts time it;
+    on a shared, busy host one block hit by a burst of load does not move the result). With a
+    baseline also ``baseline_ms`` and ``model_paired_ms``, the two timed interleaved (A B A B …,
+    between the blocks) so that load drift hits both alike, for their ratio."""
+    import numpy as np
+
+    from .metrics import interleaved_medians, median_ms
+
+    run = lambda: session.run(None, feed)  # noqa: E731
+    blocks = [median_ms(run, rounds)]
+    out: dict = {"rounds": rounds}
     if baseline is not None:
-        runs["baseline"] = lambda: baseline.run(None, feed)
-    medians = interleaved_medians(runs, rounds)
-    out = {f"{k}_ms": v for k, v in medians.items()}
-    out["rounds"] = rounds
+        paired = interleaved_medians({"model": run, "baseline": lambda: baseline.run(None, feed)}, rounds)
+        out.update(model_paired_ms=paired["model"], baseline_ms=paired["baseline"])
+    blocks += [median_ms(run, rounds, warmup=0) for _ in range(LATENCY_BLOCKS - 1)]
+    out.update(model_ms=float(np.median(blocks)), model_blocks_ms=blocks)
     return out
 
 

@@ -43,6 +43,13 @@ def test_expected_examples_list_exactly_the_bundled_notebooks():
     assert set(mistakes.values()) == CHECK_IDS - {"fp32_model"}, "every check but fp32_model has a mistake example"
 
 
+def test_every_mistake_names_parts_of_its_own_check(assignment07):
+    parts = {c["id"]: {p["name"] for p in c["parts"]} for c in assignment07.rubric()["checks"]}
+    for name, v in EXPECTED.items():
+        if "loses" in v:
+            assert v.get("parts") and set(v["parts"]) <= parts[v["loses"]], f"{name}: {v.get('parts')}"
+
+
 def test_the_script_and_the_expectations_agree(make_examples):
     assert {m.file: m.check for m in make_examples.MISTAKES} == \
            {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}

@@ -69,7 +69,7 @@ def test_specs_come_from_the_rubric_and_calibration_toml(assignment07):
     config = tomllib.loads((assignment07.reference_folder / "calibration.toml").read_text())
     specs = {s.key: s for s in tolerance_specs(assignment07.rubric(), config)}
     assert specs["dynamic_model.accuracy_drop_max"] == Spec("dynamic_model.accuracy_drop_max",
-                                                            "models.int8_dynamic.accuracy_drop", "upper", 2.0,
+                                                            "models.int8_dynamic.quality.accuracy_drop", "upper", 2.0,
                                                             "models.fp32.accuracy")
     assert specs["size.static_ratio_max"].margin == 1.25
     assert specs["fp32_model.accuracy_min"].direction == "lower"

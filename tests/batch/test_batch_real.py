@@ -88,7 +88,7 @@ def test_real_rescore_executes_nothing(graded, assignment, tmp_path, monkeypatch
     tight = tmp_path / "tight.toml"
     tight.write_text(tomli_w.dumps(tolerances))
     part_points = next(p["points"] for c in assignment.rubric()["checks"] for p in c.get("parts", [])
-                       if p.get("measure") == "models.int8_dynamic.size_ratio")
+                       if p.get("measure") == "models.int8_dynamic.size.ratio")
 
     rescore(out, tolerances=tight)
     book = {r["name"]: r for r in read_gradebook(out)}

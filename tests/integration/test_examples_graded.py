@@ -2,7 +2,7 @@
 grade its first cell promises.
 
 ``tests/assignment/expected_examples.toml`` maps each example to the one check it must lose
-points at (or to full marks / a low score). Each example is graded once per module.
+points at and the parts of it that fail (or to full marks / a low score). Each example is graded once per module.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ def test_each_mistake_loses_points_at_its_check_and_nowhere_else(graded, example
     details = {c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
                for c in grade["checks"] if c["id"] in lost}
     assert lost == {expected_check}, f"{example}: lost points at {details}, expected only at {expected_check}"
+    failed = sorted(p["name"] for c in grade["checks"] for p in c["parts"] if not p["passed"])
+    assert failed == sorted(EXPECTED[example]["parts"]), f"{example}: failed parts {failed}"
 
 
 def test_grading_is_reproducible(graded, assignment07, tmp_path):

@@ -162,6 +162,85 @@ def tamper_one_weight(q_path: Path, out: Path, steps: int = 2) -> Path:
     return out
 
 
+# ── gamed files (issue 15): bytes, nodes and scales that change no computation ─────────────────
+
+def quantize_static_on(fp32: Path, out: Path, rows: np.ndarray, **options) -> Path:
+    """``quantize_static`` QDQ per channel, uint8 activations, int8 weights, calibrated on ``rows``."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(_Reader, CalibrationDataReader):
+        pass
+
+    kw = dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+              weight_type=QuantType.QInt8)
+    kw.update(options)
+    quantize_static(str(fp32), str(out), Reader(rows), **kw)
+    return out
+
+
+def padded(src: Path, out: Path, pad: int = 1_000_000) -> Path:
+    """The same model with about ``pad`` bytes of padding: doc strings, metadata, very long tensor
+    and node names, an unused initializer and a dead node. It computes the same outputs."""
+    model = onnx.load(str(src))
+    g = model.graph
+    model.doc_string = "p" * (pad // 4)
+    g.doc_string = "p" * (pad // 8)
+    model.metadata_props.add(key="padding", value="m" * (pad // 8))
+    keep = {i.name for i in g.input} | {o.name for o in g.output}
+    rename = {}
+    for k, n in enumerate(g.node):
+        n.name = f"node_{'n' * 500}_{k}"
+        for name in list(n.input) + list(n.output):
+            if name and name not in keep:
+                rename.setdefault(name, f"{'x' * 400}_{len(rename)}")
+    for n in g.node:
+        for i, x in enumerate(n.input):
+            n.input[i] = rename.get(x, x)
+        for i, x in enumerate(n.output):
+            n.output[i] = rename.get(x, x)
+    for t in g.initializer:
+        t.name = rename.get(t.name, t.name)
+    g.initializer.append(numpy_helper.from_array(np.zeros(pad // 16, np.float32), "unused_" + "u" * 100))
+    g.node.append(helper.make_node("Identity", ["X"], ["dead_" + "d" * 200], name="dead"))
+    onnx.checker.check_model(model, full_check=True)
+    out.write_bytes(model.SerializeToString())
+    return out
+
+
+def with_unused_input_quantizer(src: Path, out: Path, scale: float = 0.05, zero_point: int = 128) -> Path:
+    """``src`` plus a QuantizeLinear on X with a wide scale whose output nothing reads."""
+    model = onnx.load(str(src))
+    g = model.graph
+    g.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), "wide_scale"),
+                          numpy_helper.from_array(np.array(zero_point, np.uint8), "wide_zp")])
+    g.node.insert(0, helper.make_node("QuantizeLinear", ["X", "wide_scale", "wide_zp"], ["X_wide_q"]))
+    out.write_bytes(model.SerializeToString())
+    return out
+
+
+def with_repeated_per_tensor_scales(src: Path, out: Path, jitter: float = 0.0) -> Path:
+    """A per-tensor QDQ model whose weight scales (and zero points) are rewritten as one value per
+    output column, optionally multiplied by ``1 + jitter·k`` so they differ: same integers, same
+    computation (up to the jitter), a per-channel shape."""
+    model = onnx.load(str(src))
+    inits = {t.name: t for t in model.graph.initializer}
+    for n in model.graph.node:
+        q = inits.get(n.input[0]) if n.op_type == "DequantizeLinear" else None
+        if q is None or q.data_type != TensorProto.INT8 or len(q.dims) != 2:
+            continue
+        s, z = numpy_helper.to_array(inits[n.input[1]]), numpy_helper.to_array(inits[n.input[2]])
+        if s.ndim:
+            continue
+        cols = q.dims[1]
+        scales = (s * (1 + jitter * np.arange(cols))).astype(np.float32)
+        inits[n.input[1]].CopyFrom(numpy_helper.from_array(scales, n.input[1]))
+        inits[n.input[2]].CopyFrom(numpy_helper.from_array(np.full(cols, z, z.dtype), n.input[2]))
+        n.attribute.append(helper.make_attribute("axis", 1))
+    onnx.checker.check_model(model, full_check=True)
+    out.write_bytes(model.SerializeToString())
+    return out
+
+
 # ── hostile files ─────────────────────────────────────────────────────────────────────────────
 
 def _interface_graph(nodes, inits, name="hostile"):

@@ -14,10 +14,14 @@ import quant_model_factory as factory
 MODEL_KEYS = {"path", "size_bytes", "valid", "problems", "interface_ok", "classification",
               "classification_detail", "op_histogram", "opset", "param_count", "weight_dtypes",
               "quantized_weights", "float_weights_left", "per_channel", "per_channel_weights",
-              "activation_dtypes", "calibrated_input_range", "latency_ms", "accuracy", "public_split"}
-COMPARISON_KEYS = {"size_ratio", "derived_from_fp32", "derived_residual", "derived_detail", "latency_ratio",
-                   "accuracy_drop", "label_agreement", "max_abs_dp", "p99_abs_dp", "max_rel_drift",
-                   "edge_max_rel_drift", "edge_max_abs_dp", "edge_label_agreement"}
+              "per_channel_shaped_weights", "activation_dtypes", "calibrated_input_range", "input_quantization",
+              "canonical_bytes", "canonical_constant_bytes", "quantized", "latency_ms", "accuracy", "public_split"}
+COMPARISON_KEYS = {"file_size_ratio", "size", "derived_from_fp32", "derived_residual", "derived_detail",
+                   "latency_ratio", "quality"}
+QUALITY_KEYS = {"accuracy_drop", "label_agreement", "max_abs_dp", "p99_abs_dp", "max_rel_drift",
+                "edge_max_rel_drift", "edge_max_abs_dp", "edge_label_agreement"}
+CALIBRATION_KEYS = {"input_range", "data_range", "coverage", "live_input_quantizers", "unused_input_quantizers",
+                    "source", "source_detail", "source_ends"}
 
 
 @pytest.fixture(scope="session")
@@ -68,11 +72,13 @@ def test_good_workspace_has_every_fact(good):
         assert facts["valid"] and facts["interface_ok"] and facts["problems"] == []
         if name != "fp32":
             assert COMPARISON_KEYS <= set(facts), COMPARISON_KEYS - set(facts)
-            assert "comparison_error" not in facts
+            assert "comparison_error" not in facts and facts["quantized"] is True
+            assert set(facts["quality"]) == QUALITY_KEYS
     assert [m[k]["classification"] for k in m] == ["fp32", "dynamic", "static_qdq"]
     assert m["int8_qdq"]["per_channel"] and m["int8_qdq"]["activation_dtypes"] == ["uint8"]
     assert m["int8_dynamic"]["derived_from_fp32"] and m["int8_qdq"]["derived_from_fp32"]
-    assert {"data_range", "calibration_coverage"} <= set(m["int8_qdq"])
+    assert set(m["int8_qdq"]["calibration"]) == CALIBRATION_KEYS and "calibration" not in m["int8_dynamic"]
+    assert m["int8_qdq"]["calibration"]["source"] == "X_train"   # the factory calibrates on X_train[:300]
 
 
 def test_good_workspace_numbers_are_sane(good):
@@ -81,12 +87,14 @@ def test_good_workspace_numbers_are_sane(good):
     assert m["fp32"]["public_split"] == {"accuracy": m["fp32"]["public_split"]["accuracy"],
                                          "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0}
     for name in ("int8_dynamic", "int8_qdq"):
-        f = m[name]
-        assert abs(f["accuracy_drop"]) < 0.05 and f["label_agreement"] > 0.95
-        assert 0 < f["p99_abs_dp"] <= f["max_abs_dp"] < 0.3
-        assert f["max_rel_drift"] >= f["max_abs_dp"]          # divided by max_j |r| <= 1
-        assert f["size_ratio"] == f["size_bytes"] / m["fp32"]["size_bytes"]
-        assert f["latency_ratio"] > 0
+        f, q = m[name], m[name]["quality"]
+        assert abs(q["accuracy_drop"]) < 0.05 and q["label_agreement"] > 0.95
+        assert 0 < q["p99_abs_dp"] <= q["max_abs_dp"] < 0.3
+        assert q["max_rel_drift"] >= q["max_abs_dp"]          # divided by max_j |r| <= 1
+        assert f["file_size_ratio"] == f["size_bytes"] / m["fp32"]["size_bytes"]
+        assert f["size"]["ratio"] == f["canonical_bytes"] / m["fp32"]["canonical_bytes"] < f["file_size_ratio"]
+        assert f["latency_ratio"] > 0 and f["latency_ms"] > 0
+    assert 0.9 < m["int8_qdq"]["calibration"]["coverage"] <= 1.0
 
 
 def test_honest_results_are_honest(good, grading, assignment07):
@@ -96,6 +104,8 @@ def test_honest_results_are_honest(good, grading, assignment07):
     assert rep["present"] and rep["checked"] == 15
     assert rep["honest"] == 15, rep["problems"]
     assert rep["honest_share"] == 1.0
+    # timed in another process a moment apart: how close is the calibrated window's business
+    assert rep["latency"]["excess"] >= 0 and rep["latency"]["worst"] in results, rep["latency"]
     assert rep["fields"]["fp32.size_bytes"] == {"reported": results["fp32"]["size_bytes"],
                                                 "measured": results["fp32"]["size_bytes"], "ok": True}
 
@@ -119,8 +129,10 @@ def test_dishonest_results_are_flagged(good, grading, assignment07):
     bad["fp32"]["size_bytes"] += 1
     rep = grading[0].measure_reported(assignment07, ws, bad, None, m)
     failed = {k for k, f in rep["fields"].items() if not f["ok"]}
-    assert failed == {"int8_qdq.accuracy", "int8_dynamic.max_rel_drift", "int8_qdq.latency_ms", "fp32.size_bytes"}
-    assert rep["honest"] == 11
+    assert failed == {"int8_qdq.accuracy", "int8_dynamic.max_rel_drift", "fp32.size_bytes"}
+    assert rep["honest"] == 12
+    # latencies are judged apart, against a calibrated window: 1000× off is far outside any
+    assert rep["latency"]["worst"] == "int8_qdq" and rep["latency"]["max_excess"] > 500
     drift_problem = next(p for p in rep["problems"] if p.startswith("int8_dynamic.max_rel_drift"))
     assert "per row" in drift_problem
 
@@ -131,6 +143,7 @@ def test_malformed_or_missing_results(good, grading, assignment07):
     missing = measure_reported(assignment07, ws, None, "RESULTS is not defined", m)
     assert missing["present"] is False and missing["honest_share"] == 0.0
     assert missing["problems"] == ["RESULTS is not defined"]
+    assert missing["latency"] == {"error": "RESULTS is not defined"}
     partial = copy.deepcopy(results)
     del partial["int8_qdq"]
     partial["fp32"]["accuracy"] = "0.96"
@@ -139,6 +152,7 @@ def test_malformed_or_missing_results(good, grading, assignment07):
     assert rep["checked"] == 15 and rep["honest"] == 8
     assert "RESULTS['int8_qdq'] is missing" in rep["problems"]
     assert not rep["fields"]["fp32.latency_ms"]["ok"]   # a bool is not a number
+    assert "fp32: reported True, not a finite number" in rep["latency"]["error"]
 
 
 def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assignment07):
@@ -150,9 +164,10 @@ def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assi
     assert m["int8_qdq"]["error"].startswith("invalid model: not an ONNX model file")
     dyn = m["int8_dynamic"]
     assert dyn["classification"] == "dynamic" and "accuracy" in dyn
-    assert dyn["comparison_error"] == ("not compared with the fp32 model: "
-                                       "artifacts/fp32.onnx is a symlink, not a regular file")
-    assert not COMPARISON_KEYS & set(dyn)
+    why = "not compared with the fp32 model: artifacts/fp32.onnx is a symlink, not a regular file"
+    assert dyn["comparison_error"] == why
+    assert dyn["quality"] == dyn["size"] == {"error": why}
+    assert not (COMPARISON_KEYS - {"quality", "size"}) & set(dyn)
 
 
 def test_missing_artifact_and_reported_sizes(tmp_path, models, grading, assignment07):
@@ -176,5 +191,6 @@ def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading
     qdq = m["int8_qdq"]
     assert qdq["derived_from_fp32"] is True          # weights compare without running fp32
     assert qdq["comparison_error"].startswith("the fp32 model's outputs are unusable")
-    assert "accuracy_drop" not in qdq and "accuracy" in qdq
+    assert qdq["quality"] == {"error": qdq["comparison_error"]} and "accuracy" in qdq
+    assert qdq["size"]["ratio"] < 0.5     # sizes compare without running fp32
     assert m["int8_dynamic"]["derived_from_fp32"] is False   # quantized from another model

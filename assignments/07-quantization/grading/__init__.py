@@ -14,7 +14,8 @@ from typing import Any
 from . import data
 from .functions import measure_functions
 from .functions import probe_cases as probe_cases
-from .models import measure_models, measure_reported
+from .models import measure_models
+from .reported import measure_reported
 
 # The Gradescope leaderboard ranks the smallest int8 model that kept its accuracy: the model of
 # each of these checks, when the check's "accuracy drop" part passed.

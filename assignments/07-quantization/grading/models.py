@@ -1,21 +1,31 @@
-"""The ``models`` and ``reported`` sections of measurements.json for assignment 07.
+"""The ``models`` section of measurements.json for assignment 07.
 
 ``measure_models`` loads each artifact of ``[artifacts]`` safely (autograder.measure.onnx_load:
-one limited child process per model) and records facts: graph facts, accuracy on the grader's
-hidden test set, and, for each quantized variant, its comparison with the student's own
-``fp32.onnx`` on the same batches (the whole hidden test set in one call, the hidden edge set in
-one call). The contract's numbers on its public split are recorded too, under ``public_split``,
-so that ``measure_reported`` can check the notebook's ``RESULTS`` without running anything again.
+one limited child process per model) and records facts: graph facts, the canonical size, the
+latency (timed as the contract asks), accuracy on the grader's hidden test set, and, for each
+int8 variant, its comparison with the student's own ``fp32.onnx`` on the same batches (the whole
+hidden test set in one call, the hidden edge set in one call). The contract's numbers on its
+public split are recorded too, under ``public_split``, so that :mod:`.reported` can check the
+notebook's ``RESULTS`` without running anything again.
 
-A variant that cannot be measured is ``{"error": "<reason for the student>"}``. A variant that
-loads but whose outputs are unusable keeps its graph facts and says why in ``metrics_error``; a
-quantized variant that cannot be compared with fp32 omits the comparison fields and says why in
-``comparison_error``.
+What the rubric judges about an int8 variant sits in subsections that exist only for a file that
+is really quantized (every MatMul/Gemm multiplies by integer weights, as measured):
+
+- ``quality``: accuracy drop, label agreement and drift against fp32;
+- ``size``: the size ratio of the canonical re-serialisations (autograder.measure.canonical:
+  names, doc strings, metadata and dead code cannot pad either file), beside the raw file ratio;
+- ``calibration`` (the static variant): the calibrated input range of the *live* input
+  quantizers, its coverage of the hidden test inputs, and which rows calibration used
+  (:mod:`.provenance`).
+
+For a file that is not quantized each is ``{"error": "not judged: the file is not quantized …"}``
+and the judge fails its parts with that reason. A variant that cannot be measured is
+``{"error": "<reason for the student>"}``; one that loads but whose outputs are unusable keeps its
+graph facts and says why in ``metrics_error``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,30 +38,18 @@ from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
 
 from . import data
+from .provenance import calibration_source
+from .reported import measure_reported as measure_reported  # noqa: F401  (kept importable from here)
 
 # The contract: one input X float32 [N, 2]; outputs label int64 [N] and probabilities float32 [N, 2].
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))))
-FACTS = ("graph", "quantization")   # the model worker's fact groups this assignment needs
+FACTS = ("graph", "quantization", "size")   # the model worker's fact groups this assignment needs
 BASELINE = "fp32"
+STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
 LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
 LATENCY_ROUNDS = 50             # as many calls as the contract asks of the notebook
-
-REPORTED_FIELDS = ("size_bytes", "accuracy", "latency_ms", "max_rel_drift", "edge_max_rel_drift")
-# The same model on the same batch gives the same float32 outputs (ONNX Runtime, one thread, same
-# machine, identical outputs across optimisation levels), so an honest number differs from ours
-# only by how the last reductions were rounded: float32 vs float64 arithmetic, a few eps (1.2e-7)
-# relative. 1e-5 relative + 1e-6 absolute covers that 100× over; it is far below the accuracy's
-# granularity (1/500 = 0.002 on X_test) and below any drift a different definition would give.
-REPORT_ATOL = 1e-6
-REPORT_RTOL = 1e-5
-# Latency depends on load: the notebook timed while the jail ran other work, the grader in a quiet
-# child. Medians moved by up to 15% between runs in research and int8 by 1.4–3× vs fp32; 20× either
-# way accepts any honest timing and still rejects seconds or microseconds reported as ms (1000×).
-LATENCY_FACTOR = 20.0
-ELEMENTWISE_HINT = " (the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|)"
-
 
 @dataclass
 class _Artifact:
@@ -107,6 +105,19 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     return art
 
 
+def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadLimits()) -> float | None:
+    """The variant's latency timed again in a fresh worker (None when it cannot be): one more
+    independent sample, for a reported latency that disagrees with the first one."""
+    try:
+        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], limits)
+    except (UnsafeFileError, KeyError):
+        return None
+    run = run_model_worker(model, inputs={LATENCY_INPUT: data.public_split().X_test}, interface=INTERFACE,
+                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS, limits=limits)
+    latency = (run.result.get("latency") or {}) if run.ok else {}
+    return latency.get("model_ms")
+
+
 def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = None,
                    limits: LoadLimits = LoadLimits()) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first."""
@@ -123,6 +134,19 @@ def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = Non
     return out
 
 
+def quantization_gate(facts: dict[str, Any]) -> str | None:
+    """None when every MatMul/Gemm of the model multiplies by integer weights (the file is really
+    quantized, dynamically or statically), else why its quality is not judged."""
+    quantized, floats = facts.get("quantized_weights") or 0, facts.get("float_weights_left") or 0
+    if quantized and not floats:
+        return None
+    if not quantized:
+        return (f"not judged: the file is not quantized (classified as '{facts.get('classification')}': "
+                f"{facts.get('classification_detail')})")
+    return (f"not judged: the file is only partly quantized ({floats} MatMul/Gemm still multiply by float "
+            f"weights, {quantized} by integer ones)")
+
+
 def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifact | None) -> dict[str, Any]:
     if art.error:
         return {"error": art.error}
@@ -131,10 +155,10 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
     problems = list(facts.pop("problems"))
     out: dict[str, Any] = {"path": art.path, "size_bytes": len(art.data), "valid": True, "problems": problems}
     out.update(facts)
-    lo_hi = facts.get("calibrated_input_range")
-    if lo_hi is not None:
-        out["data_range"] = [float(hidden.X_test.min()), float(hidden.X_test.max())]
-        out["calibration_coverage"] = metrics.coverage(hidden.X_test, *lo_hi)
+    gate = quantization_gate(facts)
+    out["quantized"] = gate is None
+    if gate and base is not None:
+        out["quantized_reason"] = gate
     latency = result.get("latency") or {}
     if "model_ms" in latency:
         out["latency_ms"] = latency["model_ms"]
@@ -156,16 +180,47 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
                 max_rel_drift=metrics.max_rel_drift(art.p("public_test"), art.p("public_test")),
                 edge_max_rel_drift=metrics.max_rel_drift(art.p("public_edge"), art.p("public_edge")))
     if base is not None:
-        out.update(_comparison(art, base, hidden, public, out, latency))
+        out.update(_comparison(art, base, hidden, public, out, latency, gate))
+    if art.name in STATIC_VARIANTS:
+        out["calibration"] = _calibration(facts, hidden, public, gate)
     return out
 
 
+def _calibration(facts: dict[str, Any], hidden: data.Split, public: data.Split, gate: str | None) -> dict[str, Any]:
+    """The range the live input quantizers fix, how much of the hidden test set it covers, and
+    which rows of the contract's data set it (``provenance``)."""
+    if gate:
+        return {"error": gate}
+    iq = facts.get("input_quantization") or {}
+    live = iq.get("live") or []
+    if not live:
+        unused = iq.get("unused") or 0
+        return {"error": "no QuantizeLinear with a fixed scale reads the input X and feeds the outputs, so no "
+                         "calibrated input range was found" + (f" ({unused} unused one(s) ignored)" if unused else "")}
+    n = hidden.X_test.shape[1]
+    lo = np.max([np.broadcast_to(np.asarray(q["low"], dtype=np.float64), (n,)) for q in live], axis=0)
+    hi = np.min([np.broadcast_to(np.asarray(q["high"], dtype=np.float64), (n,)) for q in live], axis=0)
+    source = calibration_source(iq, public)
+    return {"input_range": facts["calibrated_input_range"],
+            "data_range": [float(hidden.X_test.min()), float(hidden.X_test.max())],
+            "coverage": metrics.coverage(hidden.X_test, lo, hi),
+            "live_input_quantizers": len(live), "unused_input_quantizers": int(iq.get("unused") or 0),
+            "source": source["source"], "source_detail": source["detail"], "source_ends": source["ends"]}
+
+
 def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: data.Split,
-                facts: dict, latency: dict) -> dict[str, Any]:
-    """Fields relative to the student's own fp32 model (absent when it cannot be compared)."""
+                facts: dict, latency: dict, gate: str | None) -> dict[str, Any]:
+    """Fields relative to the student's own fp32 model; ``quality`` and ``size`` only for a
+    quantized file (else their ``error`` says why they are not judged)."""
     if base.error:
-        return {"comparison_error": f"not compared with the fp32 model: {base.error}"}
-    out: dict[str, Any] = {"size_ratio": metrics.size_ratio(len(art.data), len(base.data))}
+        why = {"error": f"not compared with the fp32 model: {base.error}"}
+        return {"comparison_error": why["error"], "quality": why, "size": why}
+    base_facts = base.run.result["facts"]
+    out: dict[str, Any] = {"file_size_ratio": metrics.size_ratio(len(art.data), len(base.data))}
+    size = {"ratio": metrics.size_ratio(facts["canonical_bytes"], base_facts["canonical_bytes"]),
+            "canonical_bytes": facts["canonical_bytes"], "fp32_canonical_bytes": base_facts["canonical_bytes"],
+            "file_ratio": out["file_size_ratio"]}
+    out["size"] = {"error": gate, **size} if gate else size
     derived = art.run.result.get("derived") or {}
     if derived:
         out["derived_from_fp32"] = bool(derived["derived"])
@@ -175,7 +230,7 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
                                  f"{derived['fp32_weights_covered']} of {derived['fp32_weights']} fp32 weights "
                                  "are reproduced within scale/2")
     if "baseline_ms" in latency:
-        out["latency_ratio"] = metrics.latency_ratio(latency["model_ms"], latency["baseline_ms"])
+        out["latency_ratio"] = metrics.latency_ratio(latency["model_paired_ms"], latency["baseline_ms"])
     why = None
     if base.outputs_error:
         why = f"the fp32 model's outputs are unusable: {base.outputs_error}"
@@ -183,10 +238,11 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
         why = f"this model's outputs are unusable: {facts['metrics_error']}"
     if why:
         out["comparison_error"] = why
+        out["quality"] = {"error": gate or why}
         return out
     p, r = art.p("hidden_test"), base.p("hidden_test")
     pe, re_ = art.p("hidden_edge"), base.p("hidden_edge")
-    out.update(
+    quality = dict(
         accuracy_drop=metrics.accuracy(r, hidden.y_test) - facts["accuracy"],
         label_agreement=metrics.label_agreement(p, r),
         max_abs_dp=metrics.max_abs_dp(p, r),
@@ -196,6 +252,7 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
         edge_max_abs_dp=metrics.max_abs_dp(pe, re_),
         edge_label_agreement=metrics.label_agreement(pe, re_),
     )
+    out["quality"] = {"error": gate, **quality} if gate else quality
     pt, rt, pe_, re_pub = art.p("public_test"), base.p("public_test"), art.p("public_edge"), base.p("public_edge")
     facts["public_split"].update(
         max_rel_drift=metrics.max_rel_drift(pt, rt), edge_max_rel_drift=metrics.max_rel_drift(pe_, re_pub),
@@ -203,141 +260,3 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
         elementwise_max_rel_drift=metrics.elementwise_max_rel_drift(pt, rt),
         edge_elementwise_max_rel_drift=metrics.elementwise_max_rel_drift(pe_, re_pub))
     return out
-
-
-# ── reported ───────────────────────────────────────────────────────────────────────────────────
-
-def _is_number(v: Any) -> bool:
-    """A real number a float can hold (a JSON integer of 400 digits is not)."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return False
-    try:
-        float(v)
-    except OverflowError:
-        return False
-    return True
-
-
-def _plain(v: Any) -> Any:
-    """What the notebook reported, as the grader repeats it: a number as it is (bounded by being a
-    float), anything else only by its kind and size. RESULTS is the notebook's text channel back
-    to the student, so its strings, keys and containers are never copied into a message."""
-    if _is_number(v):
-        return v if math.isfinite(v) else str(v)
-    return _kind(v)
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return f"a boolean ({'true' if v else 'false'})"
-    if isinstance(v, int):
-        return f"an integer of {len(str(abs(v))) if abs(v) < 10 ** 4000 else 'over 4,000'} digits"
-    if isinstance(v, str):
-        return f"a string of {len(v):,} characters"
-    if isinstance(v, (list, dict)):
-        return f"a {'list' if isinstance(v, list) else 'dict'} of {len(v):,} items"
-    return f"a {type(v).__name__}"
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= REPORT_ATOL + REPORT_RTOL * abs(b)
-
-
-def _measured(variant: str, field: str, models: dict, workspace: Path, assignment) -> tuple[Any, str | None]:
-    """The grader's value of ``variant.field`` on the public split, or (None, why not)."""
-    facts = models.get(variant)
-    if field == "size_bytes":
-        if isinstance(facts, dict) and "size_bytes" in facts:
-            return facts["size_bytes"], None
-        try:
-            return len(read_model_bytes(workspace, assignment.artifacts[variant])), None
-        except (UnsafeFileError, KeyError) as e:
-            return None, str(e)
-    if not isinstance(facts, dict):
-        return None, "not measured"
-    if "error" in facts:
-        return None, facts["error"]
-    if field == "latency_ms":
-        return facts.get("latency_ms"), facts.get("latency_error") or facts.get("metrics_error")
-    value = facts.get("public_split", {}).get(field)
-    return value, None if value is not None else (facts.get("metrics_error") or facts.get("comparison_error"))
-
-
-def _elementwise(models: dict, variant: str, field: str) -> float | None:
-    facts = models.get(variant)
-    if "drift" not in field or not isinstance(facts, dict):
-        return None
-    return facts.get("public_split", {}).get(field.replace("max_rel", "elementwise_max_rel"))
-
-
-def _check(field: str, reported: Any, measured: Any, elementwise: float | None = None) -> str | None:
-    """None when ``reported`` is an honest report of ``measured``, else what is wrong.
-
-    ``elementwise``: the element-wise drift of the same outputs, to recognise that mistake.
-    """
-    if not _is_number(reported) or not math.isfinite(reported):
-        hint = ELEMENTWISE_HINT if "drift" in field and _is_number(reported) else ""
-        return f"reported {_plain(reported)}, not a finite number{hint}"
-    if field == "size_bytes":
-        return None if reported == measured else f"reported {reported:,}, the file has {measured:,} bytes"
-    if field == "latency_ms":
-        if reported <= 0:
-            return f"reported {reported:g} ms, latency must be positive"
-        lo, hi = measured / LATENCY_FACTOR, measured * LATENCY_FACTOR
-        return None if lo <= reported <= hi else (
-            f"reported {reported:.4g} ms, the grader measured {measured:.4g} ms (plausible: "
-            f"{lo:.3g}–{hi:.3g} ms; is it in milliseconds, one session.run on all of X_test?)")
-    if _close(reported, measured):
-        return None
-    data_name = "X_edge" if "edge" in field else "X_test"
-    msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's {data_name}"
-    if field == "accuracy":
-        return msg + " (argmax of probabilities on all of X_test in one call vs y_test)"
-    if elementwise is not None and _close(reported, elementwise):
-        return msg + ELEMENTWISE_HINT
-    return msg + " (difference beyond float rounding; one call on the whole array?)"
-
-
-def measure_reported(assignment, workspace: Path, reported: Any, reported_error: str | None,
-                     models: dict) -> dict[str, Any]:
-    """The ``reported`` section: is each of RESULTS' 15 numbers what the grader measures?"""
-    variants = list(assignment.artifacts)
-    if reported is None:
-        return {"present": False, "problems": [reported_error or "RESULTS was not found"],
-                "checked": 0, "honest": 0, "honest_share": 0.0, "fields": {}}
-    problems: list[str] = []
-    if not isinstance(reported, dict):
-        problems.append(f"RESULTS is a {type(reported).__name__}, expected a dict keyed by {', '.join(variants)}")
-        reported = {}
-    extra = [k for k in reported if k not in variants]
-    if extra:   # not named: a key is text the notebook chose, and it is shown to the student
-        problems.append(f"RESULTS has {len(extra):,} key(s) besides the contract's "
-                        f"{', '.join(variants)}; they are ignored")
-    fields: dict[str, Any] = {}
-    for variant in variants:
-        entry = reported.get(variant)
-        if not isinstance(entry, dict):
-            problems.append(f"RESULTS['{variant}'] is {'missing' if entry is None else 'not a dict'}")
-            entry = {}
-        for field in REPORTED_FIELDS:
-            key = f"{variant}.{field}"
-            value = entry.get(field)
-            measured, why = _measured(variant, field, models, Path(workspace), assignment)
-            record: dict[str, Any] = {"reported": _plain(value), "measured": measured}
-            if field not in entry:
-                reason = "missing from RESULTS"
-            elif measured is None:
-                reason = f"cannot be re-measured: {why or 'not measured'}"
-            else:
-                reason = _check(field, value, measured, _elementwise(models, variant, field))
-            record["ok"] = reason is None
-            if reason:
-                record["reason"] = reason
-                problems.append(f"{key}: {reason}")
-            fields[key] = record
-    checked = len(fields)
-    honest = sum(1 for r in fields.values() if r["ok"])
-    return {"present": True, "problems": problems, "checked": checked, "honest": honest,
-            "honest_share": honest / checked if checked else 0.0, "fields": fields}
