@@ -152,7 +152,7 @@ def test_malformed_or_missing_results(good, grading, assignment07):
     assert rep["checked"] == 15 and rep["honest"] == 8
     assert "RESULTS['int8_qdq'] is missing" in rep["problems"]
     assert not rep["fields"]["fp32.latency_ms"]["ok"]   # a bool is not a number
-    assert "fp32: reported True, not a finite number" in rep["latency"]["error"]
+    assert "fp32: reported a boolean (true), not a finite number" in rep["latency"]["error"]
 
 
 def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assignment07):
