@@ -27,9 +27,10 @@ from typing import Any
 
 from .. import pipeline
 from ..assignment import Assignment, load_assignment, project_root
-from .pool import run_tasks
-from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
-from .cache import cache_key, sha256_bytes
+from .dispatch import run_tasks
+from .executor import make_executor
+from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
+from .cache import ExecutionCache, cache_key, sha256_bytes
 from ..environment import environment_fingerprint
 from ..errors import AssignmentError, AutograderError
 from ..safe_files import write_json_atomic
@@ -42,7 +43,7 @@ GRADEBOOK_FILE = "gradebook.csv"
 SUMMARY_FILE = "summary.html"
 NOT_GRADED = "not_graded"
 # failures of the grader or its machine, not of the notebook: a re-run grades these again
-RETRIED_STATUSES = frozenset({None, GRADER_ERROR, "sandbox_error", "startup_failed"})
+RETRIED_STATUSES = frozenset({None, GRADER_ERROR, WORKER_LOST, "sandbox_error", "startup_failed"})
 
 
 class BatchError(AutograderError):
@@ -78,8 +79,13 @@ class BatchSummary:
 
 def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
               unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
-              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None) -> BatchSummary:
-    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure."""
+              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None,
+              scheduler: str | None = None) -> BatchSummary:
+    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure.
+
+    ``scheduler``: None for the local pool of ``jobs`` processes, else a Dask scheduler's address
+    (``tcp://HOST:PORT``) or ``local:N`` (a Dask LocalCluster of N single-threaded workers).
+    """
     started = time.monotonic()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -97,12 +103,15 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         "fingerprint": assignment.fingerprint(), "environment": environment_fingerprint(),
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
         "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
+        "executor": scheduler or f"local pool -j {jobs or 'auto'}",
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
     }
     write_json_atomic(out / BATCH_FILE, batch)
     todo = [t for t in tasks if not is_finished(out, t)]
     try:
-        records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
+        records = run_tasks(todo, assignment, lambda n: make_executor(scheduler, jobs, assignment, n),
+                            progress=progress, cache=ExecutionCache(cache_root) if cache_root else None,
+                            dedupe=cache_root is not None)
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         raise
