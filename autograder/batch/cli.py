@@ -15,6 +15,9 @@ def batch(
     source: Path = typer.Argument(..., help="A folder of .ipynb files or a Gradescope 'Export Submissions' zip."),
     out: Path = typer.Option(..., "--out", "-o", help="Where each submission's results, gradebook.csv and summary.html go."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel submissions (0: the number of cores)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="Grade on Dask: tcp://HOST:PORT (a running scheduler) or local:N "
+                                                 "(N local single-threaded workers). Needs autograder[dask]."),
     assignment: str = typer.Option(DEFAULT_ASSIGNMENT, "--assignment", "-a", help="Assignment id (a folder under assignments/)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
                                            help="Run even when no isolation layer is available. Only for trusted notebooks."),
@@ -31,10 +34,17 @@ def batch(
     from .run import run_batch
     from ..report.console import print_scores_table
 
+    if scheduler is not None and jobs:
+        typer.secho("error: give either -j N (the local pool) or --scheduler (Dask), not both", fg="red", err=True)
+        raise typer.Exit(2)
     try:
+        if scheduler is not None:
+            from .dask_executor import parse_scheduler
+
+            parse_scheduler(scheduler)
         a = load_assignment(assignment)
         summary = run_batch(source, out, assignment=a, jobs=jobs or None, unsafe_no_sandbox=unsafe_no_sandbox,
-                            progress=progress, cache_dir=cache_dir, use_cache=not no_cache)
+                            progress=progress, cache_dir=cache_dir, use_cache=not no_cache, scheduler=scheduler)
     except (AutograderError, SandboxUnavailableError) as e:
         typer.secho(f"error: {e}", fg="red", err=True)
         raise typer.Exit(2)
