@@ -39,7 +39,9 @@ PLUGIN_NAME = "autograder-grader"
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
 CAPACITY_REFRESH_S = 5.0
-JOBS_PER_THREAD = 2           # one running, one queued on the worker: no idle gap between jobs
+# One job per worker thread: a job queued behind another on a worker that dies counts that death
+# too (Dask's rule: every task processing there turns suspicious), so none waits on a worker.
+JOBS_PER_THREAD = 1
 
 
 class ClusterError(AutograderError):

@@ -82,13 +82,16 @@ class DaskProcs:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(10)
+        stragglers = []
         for pid in sorted(self.known):
             try:
                 proc = psutil.Process(pid)
                 if proc.status() != psutil.STATUS_ZOMBIE:
                     proc.kill()
+                    stragglers.append(proc)
             except psutil.Error:
                 pass
+        psutil.wait_procs(stragglers, timeout=10)
 
     def alive(self) -> list[int]:
         """The pids started here (or under them) that still run."""
