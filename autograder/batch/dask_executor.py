@@ -36,6 +36,7 @@ from .executor import WorkerLost
 from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, mismatch
 
 PLUGIN_NAME = "autograder-grader"
+TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
 CAPACITY_REFRESH_S = 5.0
@@ -86,14 +87,18 @@ class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
     def setup(self, worker: Any) -> None:
         self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
         nthreads = max(1, int(worker.state.nthreads))
-        base = int(worker.name) * nthreads if str(worker.name).isdigit() else 0
-        for slot in range(base, base + nthreads):
+        first = int(worker.name) * nthreads if str(worker.name).isdigit() else 0
+        for slot in range(first, first + nthreads):
             self.slots.put(slot)
-        # jailed workspaces live here: gone with the worker, or purged by the next one if it was killed
-        self.tmp = Path(worker.local_directory) / "autograder"
-        self.tmp.mkdir(exist_ok=True)
-        for folder in (self.tmp, Path(worker.local_directory)):
-            os.chmod(folder, os.stat(folder).st_mode | 0o111)  # traversable by the sandbox uids
+        # jailed workspaces live here, on a short path (the kernel's ipc sockets must fit in 108
+        # bytes); a killed worker's folder is removed by the next worker that starts on the machine
+        base = Path(tempfile.gettempdir())
+        base = base.parent if base.name.startswith(TMP_PREFIX) else base
+        _sweep_dead_workers(base)
+        self.tmp = base / f"{TMP_PREFIX}{os.getpid()}"
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(mode=0o711)
+        os.chmod(self.tmp, 0o711)  # traversable by the sandbox uids
         tempfile.tempdir = str(self.tmp)
         self.assignments: dict[str, tuple[Assignment, str]] = {}
         self.lock = threading.Lock()
@@ -160,6 +165,7 @@ class DaskExecutor:
             raise ClusterError("--scheduler needs Dask distributed: pip install 'autograder[dask]' "
                                "(the same pinned versions on the client and every worker)") from None
         self.spec, self.cluster, self.client = spec, None, None
+        self.scratch: Path | None = None
         self.limit_s = wall_limit_s(assignment)
         self.done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.started: dict[str, float] = {}
@@ -169,9 +175,12 @@ class DaskExecutor:
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
+                self.scratch = Path(tempfile.mkdtemp(prefix="autograder-dask-"))
+                os.chmod(self.scratch, 0o711)
                 self.cluster = distributed.LocalCluster(
                     n_workers=int(value), threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
+                    dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                    local_directory=str(self.scratch))
                 self.client = distributed.Client(self.cluster)
             else:
                 self.client = distributed.Client(str(value), timeout=CONNECT_TIMEOUT_S)
@@ -270,6 +279,8 @@ class DaskExecutor:
                 except Exception:  # noqa: BLE001 - closing what may already be gone
                     pass
         self.client = self.cluster = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def stop(self) -> None:
         if self.client is not None:
@@ -278,6 +289,14 @@ class DaskExecutor:
             except Exception:  # noqa: BLE001 - the scheduler may be gone already
                 pass
         self.close()
+
+
+def _sweep_dead_workers(base: Path) -> None:
+    """Remove the temporary folders of this machine's Dask workers that died (SIGKILL, OOM)."""
+    for folder in base.glob(f"{TMP_PREFIX}*"):
+        pid = folder.name[len(TMP_PREFIX):]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _drain(q: queue.SimpleQueue[Any]) -> list[Any]:
