@@ -52,6 +52,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return fmt_x(value)
     if unit == "MB":
         return fmt_mb(value)
+    if unit == "ms":
+        return f"{value:.1f} ms"
     if unit == "overhead":  # a ratio shown as the overhead it implies
         return f"{(value - 1) * 100:+.1f} % ({value:.3f}×)"
     return f"{value:g} {unit}"

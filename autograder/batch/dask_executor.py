@@ -172,6 +172,7 @@ class DaskExecutor:
         self.futures: dict[str, Any] = {}
         self.reported: set[str] = set()
         self._capacity, self._capacity_at = 1, 0.0
+        self._hosts, self._hosts_at = ["?"], 0.0
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
@@ -214,9 +215,19 @@ class DaskExecutor:
             self._capacity_at = now
         return self._capacity
 
-    def submit(self, job: Job) -> Any:
+    def hosts(self) -> list[str]:
+        now = time.monotonic()
+        if now - self._hosts_at > CAPACITY_REFRESH_S:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            self._hosts = sorted({str(w.get("host")) for w in workers.values() if w.get("host")}) or ["?"]
+            self._hosts_at = now
+        return self._hosts
+
+    def submit(self, job: Job, *, host: str | None = None) -> Any:
+        # a host restriction (not a worker address) still holds when a nanny restarts the worker
+        where = {"workers": [host], "allow_other_workers": False} if host else {}
         future = self.client.submit(grade_on_worker, job, key=f"autograder-{job.name}-{uuid.uuid4().hex[:12]}",
-                                    pure=False)
+                                    pure=False, **where)
         self.started[future.key] = time.monotonic()
         self.futures[future.key] = future
         future.add_done_callback(self.done.put)

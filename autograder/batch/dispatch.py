@@ -9,9 +9,9 @@
   local pool breaks for every job in flight) the job is retried alone, before anything else, and
   is ``worker_lost`` when it kills its worker again while alone, or ``MAX_LOSSES`` times in all.
 - No resource timeout is final: a ``timeout`` or ``kernel_died`` from a job that had neighbours
-  running is regraded once alone (at the end of the batch, nothing else in flight) before it is
-  recorded or cached; the regrade's outcome is the submission's, and the first is kept in its
-  record (``first_attempt``).
+  running is regraded once alone before it is recorded or cached: at the end of the batch, one
+  regrade per machine (``executor.hosts()``) with nothing else running there. The regrade's
+  outcome is the submission's, and the first is kept in its record (``first_attempt``).
 - A fatal reply (no sandbox, a worker whose versions differ) stops the batch: it would fail every
   submission alike. The caller stops the executor on any exception (Ctrl-C included).
 """
@@ -43,8 +43,14 @@ class _Entry:
     task: Task
     losses: int = 0                        # times its worker died under it
     first: dict[str, Any] | None = None    # a neighbour-dependent first outcome, before the regrade
-    alone: bool = False                    # must run with nothing else in flight
-    solo: bool = False                     # nothing else was in flight during its whole run
+    alone: bool = False                    # must run with nothing else in flight (on its host)
+    host: str | None = None                # the machine it was sent to; None: any
+    solo: bool = False                     # no neighbour ran during its whole run
+
+
+def _neighbours(a: _Entry, b: _Entry) -> bool:
+    """Whether two jobs in flight may share a machine (a job sent anywhere may land beside any)."""
+    return a.host is None or b.host is None or a.host == b.host
 
 
 def run_tasks(tasks: list[Task], assignment: Assignment, make_executor: ExecutorFactory, *,
@@ -109,12 +115,13 @@ class _Dispatcher:
     # ── what runs next ──────────────────────────────────────────────────────────────────────
 
     def _fill(self, bar: ProgressBar) -> None:
-        while not any(e.alone for e in self.pending.values()):
+        while not any(e.alone and e.host is None for e in self.pending.values()):
+            pinned = [e for e in self.pending.values() if e.host is not None]
             if self.suspects:
                 if not self.pending:
                     self._submit(self.suspects.popleft(), alone=True)
                 return
-            if self.queue:
+            if self.queue and not pinned:
                 if self.pending and len(self.pending) >= self._capacity():
                     return
                 entry = self.queue.popleft()
@@ -126,8 +133,12 @@ class _Dispatcher:
                 else:
                     self._submit(entry)
                 continue
-            if self.regrades and not self.pending:
-                self._submit(self.regrades.popleft(), alone=True)
+            if self.regrades and len(pinned) == len(self.pending):  # only regrades in flight, if any
+                busy = {e.host for e in pinned}
+                free = [h for h in self.start_executor(1).hosts() if h not in busy]
+                if free:
+                    self._submit(self.regrades.popleft(), alone=True, host=free[0])
+                    continue
             return
 
     def _capacity(self) -> int:
@@ -141,17 +152,18 @@ class _Dispatcher:
             return from_cache(task, self.assignment, self.cache)
         return None
 
-    def _submit(self, entry: _Entry, *, alone: bool = False) -> None:
+    def _submit(self, entry: _Entry, *, alone: bool = False, host: str | None = None) -> None:
         try:
             job = make_job(entry.task, self.assignment.id, self.fingerprint)
         except OSError as e:  # the staged notebook vanished: this submission's grader_error
             self._finish(entry, from_exception(entry.task, e), None)
             return
         executor = self.start_executor(1)
+        entry.alone, entry.host, entry.solo = alone, host, True
         for other in self.pending.values():
-            other.solo = False
-        entry.alone, entry.solo = alone, not self.pending
-        self.pending[executor.submit(job)] = entry
+            if _neighbours(entry, other):
+                other.solo = entry.solo = False
+        self.pending[executor.submit(job, host=host)] = entry
         if self.dedupe:
             self.held.setdefault(entry.task.key, [])
 

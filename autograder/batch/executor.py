@@ -40,8 +40,11 @@ class Executor(Protocol):
     def capacity(self) -> int:
         """How many jobs to keep in flight (enough to keep every worker busy)."""
 
-    def submit(self, job: Job) -> Any:
-        """Start grading ``job`` on some worker; returns a handle."""
+    def hosts(self) -> list[str]:
+        """The machines the workers run on: a job is alone when nothing else runs on its machine."""
+
+    def submit(self, job: Job, *, host: str | None = None) -> Any:
+        """Start grading ``job`` on a worker (of machine ``host`` when given); returns a handle."""
 
     def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, Reply | BaseException]]:
         """Block until at least one handle is done or ``timeout`` s passed; returns the done ones

@@ -52,7 +52,10 @@ class LocalPool:
     def capacity(self) -> int:
         return self.n
 
-    def submit(self, job: Job) -> Future:
+    def hosts(self) -> list[str]:
+        return ["localhost"]
+
+    def submit(self, job: Job, *, host: str | None = None) -> Future:
         future = self.executor.submit(run_job, job)
         self.futures.add(future)
         future.add_done_callback(self.futures.discard)

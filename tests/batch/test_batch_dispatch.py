@@ -59,8 +59,10 @@ class InlineEngine:
     """A third engine in a few lines: grades each job at once, in this process; it can also pretend
     that the worker of a named job died (``lose``: name → (how many times, final?))."""
 
-    def __init__(self, assignment, lose: dict[str, tuple[int, bool]] | None = None) -> None:
-        self.assignment, self.lose = assignment, dict(lose or {})
+    def __init__(self, assignment, lose: dict[str, tuple[int, bool]] | None = None,
+                 machines: tuple[str, ...] = ("here",)) -> None:
+        self.assignment, self.lose, self.machines = assignment, dict(lose or {}), list(machines)
+        self.hosts_asked: list[tuple[str, str | None, int]] = []   # (job, host, jobs in flight)
         self.ready: list[tuple[int, Reply | BaseException]] = []
         self.submitted: list[str] = []
         self.closed = self.stopped = False
@@ -71,8 +73,12 @@ class InlineEngine:
     def capacity(self) -> int:
         return 2
 
-    def submit(self, job: Job) -> int:
+    def hosts(self) -> list[str]:
+        return self.machines
+
+    def submit(self, job: Job, *, host: str | None = None) -> int:
         self.submitted.append(job.name)
+        self.hosts_asked.append((job.name, host, len(self.ready)))
         times, final = self.lose.get(job.name, (0, False))
         if times:
             self.lose[job.name] = (times - 1, final)
@@ -144,3 +150,14 @@ def test_grade_job_refuses_a_client_with_other_versions(tmp_path, fake_assignmen
     other = Job(name="a", notebook=nb.read_bytes(), assignment=fake_assignment.id, fingerprint="0" * 16,
                 versions=dict(environment_versions()))
     assert "fingerprint" in grade_job(other, fake_assignment).fatal
+
+
+def test_timeouts_are_regraded_alone_on_each_machine_at_once(tmp_path, fake_assignment, exec_log):
+    tasks = tasks_of(tmp_path, fake_assignment, {n: {**GOOD, "timeout_once": True} for n in "abcd"})
+    engine = InlineEngine(fake_assignment, machines=("node1", "node2"))
+    records = run_tasks(tasks, fake_assignment, lambda n: engine, progress=False, dedupe=False)
+    assert sorted((r["name"], r["status"], r["alone"]) for r in records) == [(n, "ok", True) for n in "abcd"]
+    assert [h for _, h, _ in engine.hosts_asked[:4]] == [None] * 4, "first runs: anywhere, two at a time"
+    regrades = engine.hosts_asked[4:]
+    assert [h for _, h, _ in regrades] == ["node1", "node2", "node1", "node2"], "one regrade per machine at a time"
+    assert regrades[1][2] == 1, "the second machine's regrade ran beside the first's, on another machine"
