@@ -45,7 +45,7 @@ FULL: dict[str, Any] = {
     "memory_notebook": "reference", "memory_rounds": 2,
     "memory_class_size": 4, "memory_class_examples": ["reference"], "memory_class_rounds": 1,
     "timeout_s": 900, "batch_timeout_s": 3600,
-    "dask_class_size": 12, "dask_rounds": 2, "dask_examples": None,
+    "dask_class_size": 12, "dask_rounds": 3, "dask_examples": None,
     "dask_overhead_tasks": 1000, "dask_overhead_rounds": 3,
 }
 QUICK: dict[str, Any] = {

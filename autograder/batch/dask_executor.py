@@ -172,7 +172,8 @@ class DaskExecutor:
         self.futures: dict[str, Any] = {}
         self.reported: set[str] = set()
         self._capacity, self._capacity_at = 1, 0.0
-        self._hosts, self._hosts_at = ["?"], 0.0
+        self._hosts: list[str] = []
+        self._hosts_at = 0.0
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
@@ -219,7 +220,7 @@ class DaskExecutor:
         now = time.monotonic()
         if now - self._hosts_at > CAPACITY_REFRESH_S:
             workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
-            self._hosts = sorted({str(w.get("host")) for w in workers.values() if w.get("host")}) or ["?"]
+            self._hosts = sorted({str(w.get("host")) for w in workers.values() if w.get("host")})
             self._hosts_at = now
         return self._hosts
 

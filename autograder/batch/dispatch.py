@@ -136,8 +136,8 @@ class _Dispatcher:
             if self.regrades and len(pinned) == len(self.pending):  # only regrades in flight, if any
                 busy = {e.host for e in pinned}
                 free = [h for h in self.start_executor(1).hosts() if h not in busy]
-                if free:
-                    self._submit(self.regrades.popleft(), alone=True, host=free[0])
+                if free or not self.pending:  # no machine known (no worker at the moment): anywhere, alone
+                    self._submit(self.regrades.popleft(), alone=True, host=free[0] if free else None)
                     continue
             return
 

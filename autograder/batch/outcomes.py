@@ -51,8 +51,11 @@ def from_reply(task: Task, reply: Reply, cache: ExecutionCache | None, *, alone:
         record["traceback"] = reply.traceback
     if first is not None:
         record["first_attempt"] = first  # the outcome with neighbours running, before the regrade
-    if reply.error is None and pipeline.RESULTS_FILE not in reply.files:
-        record["error"] = "the worker sent back no results.json"
+    if pipeline.RESULTS_FILE not in reply.files:  # the student always gets a results.json
+        record["error"] = record["error"] or "the worker sent back no results.json"
+        write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
+            "The grader itself failed while grading this notebook; this is not a problem with your work, "
+            "and course staff can see the error."))
     if cache is not None and (alone or execution_status(reply) not in NEIGHBOUR_STATUSES):
         cache.store(task.key, out, info={"name": task.name, "sha256": task.sha256, "alone": alone})
     return _stamp(out, record)

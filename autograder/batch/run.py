@@ -4,7 +4,9 @@
 measurements.json, execution.json, submission.json}``, ``OUT/gradebook.csv``, ``OUT/summary.html``
 and ``OUT/batch.json`` (the assignment and the submissions, so that ``rescore`` can re-judge).
 
-- N worker processes (default: the number of cores), worker i jails with sandbox slot i;
+- N worker processes (default: the number of cores), worker i jails with sandbox slot i; or a
+  Dask cluster (``scheduler``): the engines are behind ``executor.py``, the common work in
+  ``dispatch.py`` (cache on the client, duplicates, retries, regrades alone) and ``outcomes.py``;
 - a submission is finished when its ``submission.json`` stamp exists (written last) and matches
   the notebook's hash and the cache key: a re-run after Ctrl-C skips finished work;
 - an execution cache (``OUT/.cache`` or ``cache_dir``) keyed by notebook hash + assignment +

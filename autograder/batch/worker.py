@@ -128,7 +128,8 @@ def mismatch(job_versions: dict[str, str], job_fingerprint: str, assignment: Ass
         return None
     return (f"worker {where or worker_label()} refuses to grade: {'; '.join(diffs)}. Hint: install the "
             "same pinned versions and assignment folders on every worker as on the client "
-            "(pip install -c constraints.txt 'autograder[dask]' from the same checkout).")
+            "(pip install -c constraints.txt 'autograder[dask]' from the same checkout), and restart "
+            "long-lived workers after an assignment changes (a worker keeps the grading code it loaded).")
 
 
 def grade_job(job: Job, assignment: Assignment, *, slot: int = 0, loaded_fingerprint: str | None = None) -> Reply:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -192,3 +193,21 @@ def test_scheduler_mistakes_are_refused_before_anything_runs(tmp_path, assignmen
                                           "--scheduler", spec, "-a", ASSIGNMENT_ID])
         assert result.exit_code == 2 and why in result.output, result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_dask_batch_resumes_and_checks_the_cache_on_the_client(tmp_path, cluster, assignment, log):
+    src = tmp_path / "src"
+    names = {f"res_{i}" for i in range(4)}
+    for name in names:
+        write_notebook(src / f"{name}.ipynb", **GOOD, tag=name)
+    out = tmp_path / "out"
+    run_batch(src, out, assignment=assignment, scheduler=cluster.address, progress=False)
+    assert len(lines_of(log, names)) == 4
+    (out / "res_2" / "submission.json").unlink()              # interrupted before its stamp
+    (out / "res_3" / "submission.json").unlink()
+    entry = next(p.parent for p in (out / ".cache").glob("*/entry.json") if json.loads(p.read_text())["name"] == "res_3")
+    shutil.rmtree(entry)                                      # and its cache entry is gone
+    again = run_batch(src, out, assignment=assignment, scheduler=cluster.address, progress=False)
+    assert (again.skipped, again.cache_hits, again.executed) == (2, 1, 1)
+    assert [line.split()[0] for line in lines_of(log, names)].count("res_3") == 2, "only res_3 went to a worker"
+    assert [r["score"] for r in again.rows] == [35.0] * 4
