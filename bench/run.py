@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(data, dict):
             raise SystemExit(f"bench/run.py: {args.render_only} is not a saved results file")
         output = args.output or DEFAULT_OUTPUT
-        output.write_text(render(data))
+        output.write_text(splice(output.read_text(), data) if args.splice and output.is_file() else render(data))
         log(f"wrote {output}")
         return 0
     cfg = config_from(args)

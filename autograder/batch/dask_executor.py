@@ -291,8 +291,9 @@ class DaskExecutor:
                 except Exception:  # noqa: BLE001 - closing what may already be gone
                     pass
         self.client = self.cluster = None
-        if self.scratch is not None:
+        if self.scratch is not None:  # our LocalCluster: its workers are gone, and so must be their folders
             shutil.rmtree(self.scratch, ignore_errors=True)
+            _sweep_dead_workers(Path(tempfile.gettempdir()))
 
     def stop(self) -> None:
         if self.client is not None:
@@ -307,8 +308,17 @@ def _sweep_dead_workers(base: Path) -> None:
     """Remove the temporary folders of this machine's Dask workers that died (SIGKILL, OOM)."""
     for folder in base.glob(f"{TMP_PREFIX}*"):
         pid = folder.name[len(TMP_PREFIX):]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        if pid.isdigit() and not _running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (killed, not yet reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _drain(q: queue.SimpleQueue[Any]) -> list[Any]:

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,9 @@ class DaskProcs:
             except psutil.Error:
                 pass
         psutil.wait_procs(stragglers, timeout=10)
+        from autograder.batch.dask_executor import _sweep_dead_workers
+
+        _sweep_dead_workers(Path(tempfile.gettempdir()))  # a worker killed at close had no teardown
 
     def alive(self) -> list[int]:
         """The pids started here (or under them) that still run."""
