@@ -5,8 +5,8 @@
 - Every worker gets the ``GraderPlugin``: it gives each of the worker's threads a sandbox slot
   (from the worker's name when it is a number, so workers of one machine start apart; ``claim_slot``
   then takes the machine-wide lock, so two jails never share a uid), keeps the worker's temporary
-  folders inside the worker's own Dask directory (removed with it, or purged by the next worker
-  when it was killed), and loads the assignment from the worker's own installation.
+  folders in ``$TMPDIR/autograder-dw-<pid>`` (removed with it; a killed worker's is removed by the
+  next job or worker on that machine), and loads the assignment from the worker's own installation.
 - Before the first job, every connected worker's package versions and assignment fingerprint are
   compared with the client's (``client.run``); each job carries them too, so a worker that joins
   later and differs refuses it. Either way the batch stops with one clear error.
@@ -40,6 +40,7 @@ TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
 CAPACITY_REFRESH_S = 5.0
+OVERDUE_CHECK_S = 5.0         # how often jobs in flight are checked against the wall-time limit
 # One job per worker thread: a job queued behind another on a worker that dies counts that death
 # too (Dask's rule: every task processing there turns suspicious), so none waits on a worker.
 JOBS_PER_THREAD = 1
@@ -129,6 +130,7 @@ def grade_on_worker(job: Job) -> Reply:
     except AutograderError as e:
         return Reply(name=job.name, fatal=f"worker {worker.address} cannot load the assignment: {e}",
                      fatal_kind=FATAL_MISMATCH)
+    _sweep_dead_workers(plugin.tmp.parent)  # a worker of this machine killed since we started
     slot = plugin.slots.get()
     try:
         return grade_job(job, assignment, slot=slot, loaded_fingerprint=loaded)
@@ -173,7 +175,7 @@ class DaskExecutor:
         self.reported: set[str] = set()
         self._capacity, self._capacity_at = 1, 0.0
         self._hosts: list[str] = []
-        self._hosts_at = 0.0
+        self._hosts_at = self._overdue_at = 0.0
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
@@ -243,7 +245,11 @@ class DaskExecutor:
                 if future.key in live and future.key not in self.reported:
                     out.append((future, self._outcome(future)))
         except queue.Empty:
-            out = self._overdue(live)
+            pass
+        if time.monotonic() - self._overdue_at > OVERDUE_CHECK_S:  # even while other jobs keep finishing
+            self._overdue_at = time.monotonic()
+            answered = {f.key for f, _ in out}
+            out += self._overdue({k: f for k, f in live.items() if k not in answered})
         for future, _ in out:
             self.reported.add(future.key)
             self.started.pop(future.key, None)
@@ -313,12 +319,13 @@ def _sweep_dead_workers(base: Path) -> None:
 
 
 def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie (killed, not yet reaped)."""
+    """Whether process ``pid`` runs: not gone, not a zombie, not exiting (its memory already released)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
         return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    return state not in ("Z", "X") and bool(cmdline)
 
 
 def _drain(q: queue.SimpleQueue[Any]) -> list[Any]:

@@ -211,3 +211,19 @@ def test_dask_batch_resumes_and_checks_the_cache_on_the_client(tmp_path, cluster
     assert (again.skipped, again.cache_hits, again.executed) == (2, 1, 1)
     assert [line.split()[0] for line in lines_of(log, names)].count("res_3") == 2, "only res_3 went to a worker"
     assert [r["score"] for r in again.rows] == [35.0] * 4
+
+
+def test_dask_job_past_the_wall_time_limit_is_retried_alone_then_worker_lost(tmp_path, cluster, assignment, log,
+                                                                           monkeypatch):
+    import autograder.batch.dask_executor as dask_executor
+
+    monkeypatch.setattr(dask_executor, "wall_limit_s", lambda a: 4.0)   # the client's limit, seconds
+    monkeypatch.setattr(dask_executor, "OVERDUE_CHECK_S", 0.5)
+    src = tmp_path / "src"
+    write_notebook(src / "hung.ipynb", **GOOD, sleep=300)              # a worker that never answers
+    write_notebook(src / "hung_ok.ipynb", **GOOD, sleep=0.2)
+    summary = run_batch(src, tmp_path / "out", assignment=assignment, scheduler=cluster.address, progress=False)
+    cluster.known.update(cluster.wait_for_workers(2).values())         # its worker was restarted by its nanny
+    assert [(r["name"], r["status"]) for r in summary.rows] == [("hung", "worker_lost"), ("hung_ok", "ok")]
+    assert "wall-time limit" in summary.rows[0]["reason"] or "alone" in summary.rows[0]["reason"]
+    assert len(lines_of(log, {"hung"})) == 2, "once beside hung_ok, once alone"

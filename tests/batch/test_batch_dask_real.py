@@ -154,7 +154,7 @@ def test_real_grade_survives_its_worker_killed_mid_notebook(tmp_path, cluster, a
     folder = f"{TMP_PREFIX}{killed[0][1]}"
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if folder in " ".join(p.info["cmdline"] or [])]
     assert left == [], "the killed worker's jail took its kernel with it"
-    deadline = time.monotonic() + 120  # the restarted worker sweeps it when its plugin is set up
+    deadline = time.monotonic() + 30  # swept by the next job or worker that starts on this machine
     while (Path(tempfile.gettempdir()) / folder).exists() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not (Path(tempfile.gettempdir()) / folder).exists(), "the restarted worker swept the dead one's folder"
