@@ -30,7 +30,7 @@ system-packages:
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,dask]'
 	@touch $(STAMP)
 
 # the lesson 07 examples; `autograder demo` without --assignment grades every assignment's

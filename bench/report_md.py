@@ -19,6 +19,7 @@ SECTION_TITLES = (
     "## 2 · Batch grading: autograder vs otter-grader",
     "## 3 · Rescoring stored submissions",
     "## 4 · Peak memory per submission in flight",
+    "## 5 · Dask distributed vs the local pool",
 )
 
 
@@ -51,6 +52,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return fmt_x(value)
     if unit == "MB":
         return fmt_mb(value)
+    if unit == "ms":
+        return f"{value:.1f} ms"
     if unit == "overhead":  # a ratio shown as the overhead it implies
         return f"{(value - 1) * 100:+.1f} % ({value:.3f}×)"
     return f"{value:g} {unit}"
@@ -138,7 +141,7 @@ def machine_lines(m: dict[str, Any], isolation: dict[str, Any] | None,
 def render(data: dict[str, Any]) -> str:
     """The whole RESULTS.md from ``data`` = {"machine", "config", "isolation", "overhead", "batch",
     "rescore", "memory", "goals", "elapsed_s", "notes"} (any benchmark may be missing: "Not run")."""
-    from . import bench_memory, bench_otter, bench_overhead, bench_rescore
+    from . import bench_dask, bench_memory, bench_otter, bench_overhead, bench_rescore
 
     cfg = data.get("config", {})
     lines = [HEADER, "", TITLE, "",
@@ -153,6 +156,7 @@ def render(data: dict[str, Any]) -> str:
     lines += bench_otter.section(data.get("batch"))
     lines += bench_rescore.section(data.get("rescore"))
     lines += bench_memory.section(data.get("memory"), data.get("batch"))
+    lines += bench_dask.section(data.get("dask"))
     notes = data.get("notes") or []
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -160,7 +164,7 @@ def render(data: dict[str, Any]) -> str:
 
 
 def all_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
-    from . import bench_memory, bench_otter, bench_overhead, bench_rescore
+    from . import bench_dask, bench_memory, bench_otter, bench_overhead, bench_rescore
 
     goals: list[dict[str, Any]] = []
     if data.get("overhead"):
@@ -171,4 +175,44 @@ def all_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
         goals += bench_rescore.goals(data["rescore"])
     if data.get("memory") or (data.get("batch") or {}).get("memory_per_in_flight"):
         goals += bench_memory.goals(data.get("memory"), data.get("batch"))
+    if data.get("dask"):
+        goals += bench_dask.goals(data["dask"])
     return goals
+
+
+def splice(text: str, data: dict[str, Any]) -> str:
+    """``text`` (an existing RESULTS.md) with the sections and goal rows of the benchmarks in ``data``
+    replaced (or added), the rest kept as it is: one benchmark rerun after a full run.
+
+    Supported for the sections that stand alone (``dask``); each gets a line saying when it was
+    measured, since the machine section above describes the full run.
+    """
+    from . import bench_dask
+
+    m = data.get("machine", {})
+    for name, title, render_section, goals_of in (("dask", bench_dask.TITLE, bench_dask.section, bench_dask.goals),):
+        if name not in data.get("config", {}).get("only", []):
+            continue
+        body = render_section(data.get(name))
+        body[1:1] = ["", f"*Measured on its own ({name} benchmark only) on {m.get('date')}, commit "
+                         f"{m.get('git') or '?'}, load average {m.get('load_average_start')} at the start and "
+                         f"{m.get('load_average_end')} at the end: the machine was shared and busy, so read the "
+                         "medians and the paired ratios, not single runs.*"]
+        block = "\n".join(body).rstrip() + "\n\n"
+        start = text.find(title)
+        if start >= 0:
+            end = text.find("\n## ", start + len(title))
+            text = text[:start] + block + (text[end + 1:] if end >= 0 else "")
+        else:
+            notes = text.find("## Notes")
+            text = (text[:notes] + block + text[notes:]) if notes >= 0 else text.rstrip() + "\n\n" + block
+        new = goals_of(data[name]) if data.get(name) else []
+        rows = goals_table(new)[2:]
+        subjects = {f"| {g['subject']} |" for g in new}
+        lines = [line for line in text.split("\n") if not any(line.startswith(sub) for sub in subjects)]
+        head = lines.index("| goal | measured | target | result |")
+        last = head + 2
+        while last < len(lines) and lines[last].startswith("|"):
+            last += 1
+        text = "\n".join(lines[:last] + rows + lines[last:])
+    return text

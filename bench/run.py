@@ -7,7 +7,10 @@
 
 Benchmarks: ``overhead`` (grade vs bare nbclient), ``batch`` (20 submissions, -j 1 / -j 2 vs otter
 run one / two at a time), ``rescore`` (100 stored submissions), ``memory`` (peak per submission in
-flight). See bench/README.md for what each figure means.
+flight), ``dask`` (``--scheduler local:2`` vs ``-j 2`` on one class; per-task overhead of the
+scheduler path on 1,000 submissions with no execution). See bench/README.md for what each figure means.
+
+    .venv/bin/python bench/run.py --only dask --splice   # rerun one benchmark, replace its section in RESULTS.md
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (make bench): import the package ``bench`` from the root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
+from bench import bench_dask, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
 from bench.common import ROOT, isolation_summary, load_average, log, machine_facts, read_json, write_json  # noqa: E402
-from bench.report_md import all_goals, render  # noqa: E402
+from bench.report_md import all_goals, render, splice  # noqa: E402
 
-BENCHMARKS = ("overhead", "batch", "rescore", "memory")
+BENCHMARKS = ("overhead", "batch", "rescore", "memory", "dask")
 DEFAULT_OUTPUT = ROOT / "bench" / "RESULTS.md"
 
 FULL: dict[str, Any] = {
@@ -42,6 +45,8 @@ FULL: dict[str, Any] = {
     "memory_notebook": "reference", "memory_rounds": 2,
     "memory_class_size": 4, "memory_class_examples": ["reference"], "memory_class_rounds": 1,
     "timeout_s": 900, "batch_timeout_s": 3600,
+    "dask_class_size": 12, "dask_rounds": 3, "dask_examples": None,
+    "dask_overhead_tasks": 1000, "dask_overhead_rounds": 3,
 }
 QUICK: dict[str, Any] = {
     **FULL, "mode": "quick",
@@ -50,6 +55,8 @@ QUICK: dict[str, Any] = {
     "rescore_size": 100, "rescore_rounds": 2,
     "memory_notebook": "untouched", "memory_rounds": 1,
     "memory_class_size": 2, "memory_class_examples": ["untouched"],
+    "dask_class_size": 4, "dask_rounds": 1, "dask_examples": ["untouched"],
+    "dask_overhead_tasks": 100, "dask_overhead_rounds": 1,
 }
 
 
@@ -74,6 +81,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp folder, removed afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (batch outputs, otter results)")
     p.add_argument("--render-only", type=Path, metavar="RAW_JSON", help="only rewrite the Markdown from saved results")
+    p.add_argument("--splice", action="store_true",
+                   help="replace only the sections (and goal rows) of the benchmarks run in the existing Markdown, "
+                        "keeping the others as they are (for one benchmark rerun after a full run)")
     return p.parse_args(argv)
 
 
@@ -118,6 +128,8 @@ def run_all(cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
     if "rescore" in only:
         source = Path(data["batch"]["last_out"]) if data.get("batch") else None
         data["rescore"] = _guarded(data, "rescore", lambda: bench_rescore.run(cfg, workdir=workdir, source=source))
+    if "dask" in only:
+        data["dask"] = _guarded(data, "dask", lambda: bench_dask.run(cfg, workdir=workdir))
     if "memory" in only:
         zip_path = Path(otter["zip"]) if otter else None
         data["memory"] = _guarded(data, "memory", lambda: bench_memory.run(cfg, otter_zip=zip_path, workdir=workdir))
@@ -152,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(data, dict):
             raise SystemExit(f"bench/run.py: {args.render_only} is not a saved results file")
         output = args.output or DEFAULT_OUTPUT
-        output.write_text(render(data))
+        output.write_text(splice(output.read_text(), data) if args.splice and output.is_file() else render(data))
         log(f"wrote {output}")
         return 0
     cfg = config_from(args)
@@ -168,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     write_json(args.json or (Path(tempfile.gettempdir()) / "autograder-bench-raw.json"), data)
-    output.write_text(render(data))
+    if args.splice and output.is_file():
+        output.write_text(splice(output.read_text(), data))
+    else:
+        output.write_text(render(data))
     log(f"wrote {output} (raw results: {args.json or Path(tempfile.gettempdir()) / 'autograder-bench-raw.json'})")
     for g in data["goals"]:
         verdict = "not measured" if g["met"] is None else "met" if g["met"] else "MISSED"

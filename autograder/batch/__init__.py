@@ -1,8 +1,10 @@
 """Batch grading front end: a folder of notebooks or a Gradescope export → a graded class.
 
-``run.py`` drives a batch (tasks, resume, cache, gradebook and summary) and ``rescore``;
-``pool.py`` is the local process-pool executor and ``worker.py`` grades one task in a worker;
-``sources.py`` finds the submissions and ``cache.py`` keeps executions by content hash.
+``run.py`` drives a batch (tasks, resume, gradebook and summary) and ``rescore``;
+``dispatch.py`` runs the tasks on an engine (``executor.py``: the interface; ``pool.py``: the local
+process pool; ``dask_executor.py``: Dask distributed), ``worker.py`` grades one job on a worker
+and ``outcomes.py`` writes its result on the client; ``sources.py`` finds the submissions,
+``cache.py`` keeps executions by content hash and ``progress.py`` shows the progress bar.
 """
 
 from .run import BatchError, BatchSummary, read_batch_file, rescore, run_batch

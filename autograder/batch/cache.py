@@ -8,7 +8,9 @@ need an execution. Entries are published with an atomic rename, so concurrent wo
 interrupted run never leave a half-written entry.
 
 Infrastructure failures (``sandbox_error``, ``startup_failed``) are not cached: they say nothing
-about the notebook, and a re-run should try again.
+about the notebook, and a re-run should try again. Nor is a ``timeout`` or ``kernel_died`` that
+happened while a neighbour was running (``outcomes.from_reply``): only its regrade alone is.
+Entries are read and written by the batch's client only; workers never see the cache.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ def batch(
     source: Path = typer.Argument(..., metavar="SOURCE", help="A folder of .ipynb files or a Gradescope 'Export Submissions' zip."),
     out: Path = typer.Option(..., "--out", "-o", help="Where each submission's results, gradebook.csv and summary.html go."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel submissions (0: the number of cores)."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="Grade on Dask: tcp://HOST:PORT (a running scheduler) or local:N "
+                                                 "(N local single-threaded workers). Needs autograder[dask]."),
     assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
                                              help="Assignment id (a folder under assignments/). Default: the only "
                                                   "one, else the one the notebooks' metadata or names agree on."),
@@ -40,6 +43,12 @@ def batch(
     from ..report.console import print_scores_table
 
     with command_errors(SandboxUnavailableError):
+        if scheduler is not None and jobs:
+            raise CommandError("give either -j N (the local pool) or --scheduler (Dask), not both")
+        if scheduler is not None:
+            from .dask_executor import parse_scheduler
+
+            parse_scheduler(scheduler)
         check_source(source)
         check_out_dir(out)
         if cache_dir is not None:
@@ -50,7 +59,8 @@ def batch(
         try:
             summary = run_batch(source, out, assignment=a, jobs=jobs or None, unsafe_no_sandbox=unsafe_no_sandbox,
                                 progress=progress, cache_dir=cache_dir, use_cache=not no_cache,
-                                tolerances=tolerances, allow_empty=allow_empty)
+                                tolerances=tolerances, allow_empty=allow_empty,
+                                scheduler=scheduler)
         except KeyboardInterrupt:
             typer.secho(f"interrupted: finished submissions are kept in {out}; run the same command again to resume",
                         fg="yellow", err=True)

@@ -4,7 +4,9 @@
 measurements.json, execution.json, submission.json}``, ``OUT/gradebook.csv``, ``OUT/summary.html``
 and ``OUT/batch.json`` (the assignment and the submissions, so that ``rescore`` can re-judge).
 
-- N worker processes (default: the number of cores), worker i jails with sandbox slot i;
+- N worker processes (default: the number of cores), worker i jails with sandbox slot i; or a
+  Dask cluster (``scheduler``): the engines are behind ``executor.py``, the common work in
+  ``dispatch.py`` (cache on the client, duplicates, retries, regrades alone) and ``outcomes.py``;
 - a submission is finished when its ``submission.json`` stamp exists (written last) and matches
   the notebook's hash and the cache key: a re-run after Ctrl-C skips finished work;
 - an execution cache (``OUT/.cache`` or ``cache_dir``) keyed by notebook hash + assignment +
@@ -30,9 +32,10 @@ from typing import Any
 from .. import pipeline
 from ..assignment import Assignment, load_assignment, project_root
 from ..assignment_match import mismatch_reason
-from .pool import run_tasks
-from .worker import GRADER_ERROR, SUBMISSION_FILE, Task, submission_status, task_from_json, task_to_json
-from .cache import cache_key, sha256_bytes
+from .dispatch import run_tasks
+from .executor import make_executor
+from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
+from .cache import ExecutionCache, cache_key, sha256_bytes
 from ..errors import AssignmentError, AutograderError
 from ..safe_files import write_json_atomic
 from ..tolerances import tolerances_record, version_drift
@@ -47,7 +50,7 @@ INTEGRITY_FILE = "integrity.csv"
 RESCORE_DIFF_FILE = "rescore-diff.csv"
 NOT_GRADED = "not_graded"
 # failures of the grader or its machine, not of the notebook: a re-run grades these again
-RETRIED_STATUSES = frozenset({None, GRADER_ERROR, "sandbox_error", "startup_failed"})
+RETRIED_STATUSES = frozenset({None, GRADER_ERROR, WORKER_LOST, "sandbox_error", "startup_failed"})
 
 
 class BatchError(AutograderError):
@@ -104,12 +107,14 @@ class BatchSummary:
 def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
               unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
               use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None,
-              allow_empty: bool = False) -> BatchSummary:
+              allow_empty: bool = False, scheduler: str | None = None) -> BatchSummary:
     """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure.
 
     Everything the instructor gave is checked before anything is written; a source with no
     notebook raises ``EmptyBatchError`` unless ``allow_empty``. A batch that fails or is
     interrupted leaves no folder it created for nothing (staging, empty submission folders).
+    ``scheduler``: None for the local pool of ``jobs`` processes, else a Dask scheduler's address
+    (``tcp://HOST:PORT``) or ``local:N`` (a Dask LocalCluster of N single-threaded workers).
     """
     started = time.monotonic()
     out = Path(out).resolve()
@@ -142,12 +147,15 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
         "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
         "tolerances_used": tolerances_record(assignment.tolerances_path, tolerances, limits), "version_drift": drift,
+        "executor": scheduler or f"local pool -j {jobs or 'auto'}",
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
     }
     write_json_atomic(out / BATCH_FILE, batch)
     todo = [t for t in tasks if not is_finished(out, t)]
     try:
-        records = run_tasks(todo, assignment, jobs=jobs, progress=progress, dedupe=cache_root is not None)
+        records = run_tasks(todo, assignment, lambda n: make_executor(scheduler, jobs, assignment, n),
+                            progress=progress, cache=ExecutionCache(cache_root) if cache_root else None,
+                            dedupe=cache_root is not None)
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)

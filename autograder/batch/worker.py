@@ -1,16 +1,17 @@
-"""One submission of a batch, graded in a worker process (or in-process for rescoring).
+"""One submission of a batch: the task the client keeps, the job a worker grades, the reply it returns.
 
-``grade_task`` always ends with ``OUT/<name>/results.json`` and, last of all, ``submission.json``:
-the stamp that says this submission is finished (a re-run skips it). Three paths:
+Only bytes travel between the batch (the client) and a worker, whatever the engine:
 
-- no gradable notebook (a ``problem`` from the source): a zero with that reason, through the
-  normal judge so every check says why;
-- a cache hit: the stored execution and measurements are copied, then judged (nothing runs);
-- otherwise ``pipeline.grade_notebook`` in the jail, whose stage files then feed the cache.
+- a ``Job`` holds the notebook's bytes, the assignment's id and fingerprint, the client's package
+  versions, and a custom rubric or tolerances file when the instructor gave one (trusted files,
+  read only by the judge on the worker, never placed where the notebook runs);
+- ``grade_job`` runs on the worker (a local pool process or a Dask worker): it refuses a job
+  whose versions or assignment differ from its own, then runs ``pipeline.grade_notebook`` in a
+  private temporary folder and returns a ``Reply`` with the stage files' bytes;
+- the client writes them into ``OUT/<name>/`` and stamps the submission (``outcomes.py``).
 
-A grader exception becomes status ``grader_error`` (results.json says so to the student); only a
-missing sandbox (``SandboxUnavailableError``) is reported back as fatal, since it would fail
-every submission alike.
+A grader exception becomes the reply's ``error`` (status ``grader_error``); only a missing sandbox
+or a worker that does not match the client is ``fatal``, since it would fail every submission alike.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
+import socket
 import tempfile
 import time
 import traceback
@@ -28,22 +31,29 @@ from typing import Any
 
 from .. import pipeline
 from ..assignment import Assignment, load_assignment
-from .cache import ExecutionCache
-from ..errors import SandboxUnavailableError
-from ..safe_files import write_json_atomic
+from ..environment import environment_versions
+from ..errors import AutograderError, SandboxUnavailableError
 
 SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
+WORKER_LOST = "worker_lost"
 STAGE_FILES = (pipeline.EXECUTION_FILE, pipeline.MEASUREMENTS_FILE, pipeline.GRADE_FILE,
                pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE)
+FATAL_SANDBOX, FATAL_MISMATCH = "sandbox", "mismatch"
 
 
 class BatchInterrupted(BaseException):
     """The batch was stopped (Ctrl-C in the parent); unwinds a worker through its cleanups."""
 
 
+class WorkerMismatchError(AutograderError):
+    """A worker's package versions or assignment differ from the client's: it refuses to grade."""
+
+
 @dataclass(frozen=True)
 class Task:
+    """A submission as the client sees it (paths on the client's disk); stored in batch.json."""
+
     name: str
     notebook: str | None
     problem: str | None
@@ -58,9 +68,131 @@ class Task:
     unsafe_no_sandbox: bool = False
 
 
-# ── worker process ──────────────────────────────────────────────────────────────────────────
+@dataclass(frozen=True)
+class Job:
+    """What a worker receives: bytes and names only, no path of the client's."""
 
-_WORKER: dict[str, Any] = {"slot": 0, "assignment": None}
+    name: str
+    notebook: bytes
+    assignment: str
+    fingerprint: str                       # Assignment.fingerprint() on the client
+    versions: dict[str, str]               # environment_versions() on the client
+    unsafe_no_sandbox: bool = False
+    tolerances: bytes | None = None        # a custom tolerances.toml (instructor's, trusted)
+    rubric: bytes | None = None            # a custom rubric.toml (instructor's, trusted)
+
+
+@dataclass
+class Reply:
+    """What a worker sends back: the stage files it wrote, and how it went."""
+
+    name: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    error: str | None = None               # a grader exception: the submission's grader_error
+    traceback: str | None = None
+    fatal: str | None = None               # the batch must stop (no sandbox, a mismatched worker)
+    fatal_kind: str | None = None          # FATAL_SANDBOX | FATAL_MISMATCH
+    slot: int | None = None
+    worker: str = ""                       # host:pid, for the instructor
+    duration_s: float = 0.0
+
+
+def make_job(task: Task, assignment_id: str, fingerprint: str) -> Job:
+    """The job of ``task``: its notebook's bytes read now, on the client."""
+    return Job(name=task.name, notebook=Path(task.notebook or "").read_bytes(), assignment=assignment_id,
+               fingerprint=fingerprint, versions=dict(environment_versions()),
+               unsafe_no_sandbox=task.unsafe_no_sandbox,
+               tolerances=Path(task.tolerances).read_bytes() if task.tolerances else None,
+               rubric=Path(task.rubric).read_bytes() if task.rubric else None)
+
+
+def worker_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def mismatch(job_versions: dict[str, str], job_fingerprint: str, assignment: Assignment,
+             where: str | None = None, loaded_fingerprint: str | None = None) -> str | None:
+    """Why this worker must not grade for that client (versions, assignment), or None.
+
+    ``loaded_fingerprint``: the fingerprint of the grading code this worker has loaded (a
+    long-lived worker keeps the code it imported first, even if the files change later).
+    """
+    mine = environment_versions()
+    diffs = [f"{k} {mine.get(k, 'missing')} here, {job_versions.get(k, 'missing')} on the client"
+             for k in sorted(set(mine) | set(job_versions)) if mine.get(k) != job_versions.get(k)]
+    here = loaded_fingerprint or assignment.fingerprint()
+    if here != job_fingerprint:
+        diffs.append(f"assignment '{assignment.id}' fingerprint {here} here, "
+                     f"{job_fingerprint} on the client (another assignment.toml or grading code)")
+    if not diffs:
+        return None
+    return (f"worker {where or worker_label()} refuses to grade: {'; '.join(diffs)}. Hint: install the "
+            "same pinned versions and assignment folders on every worker as on the client "
+            "(pip install -c constraints.txt 'autograder[dask]' from the same checkout), and restart "
+            "long-lived workers after an assignment changes (a worker keeps the grading code it loaded).")
+
+
+def grade_job(job: Job, assignment: Assignment, *, slot: int = 0, loaded_fingerprint: str | None = None) -> Reply:
+    """Grade ``job`` on this worker into a private temporary folder; returns the stage files."""
+    started = time.monotonic()
+    reply = Reply(name=job.name, slot=slot, worker=worker_label())
+    why = mismatch(job.versions, job.fingerprint, assignment, loaded_fingerprint=loaded_fingerprint)
+    if why:
+        reply.fatal, reply.fatal_kind = why, FATAL_MISMATCH
+        return reply
+    tmp = Path(tempfile.mkdtemp(prefix="autograder-job-"))
+    try:
+        notebook = tmp / f"{job.name}.ipynb"
+        notebook.write_bytes(job.notebook)
+        tolerances = _write(tmp / "tolerances.toml", job.tolerances)
+        rubric = _write(tmp / "rubric.toml", job.rubric)
+        out = tmp / "out"
+        try:
+            pipeline.grade_notebook(notebook, assignment, out, slot=slot, unsafe_no_sandbox=job.unsafe_no_sandbox,
+                                    tolerances=tolerances, rubric=rubric)
+        except SandboxUnavailableError as e:
+            reply.fatal, reply.fatal_kind = str(e), FATAL_SANDBOX
+            return reply
+        except Exception as e:  # noqa: BLE001 - one submission's failure never stops the batch
+            reply.error = f"{type(e).__name__}: {e}"[:2000]
+            reply.traceback = traceback.format_exc(limit=12)[-6000:]
+        reply.files = {name: (out / name).read_bytes() for name in STAGE_FILES if (out / name).is_file()}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    reply.duration_s = round(time.monotonic() - started, 3)
+    return reply
+
+
+def submission_status(out: Path, error: str | None) -> tuple[str, str | None]:
+    """(gradebook status, reason): ``ok`` for a completed execution, else its status."""
+    if error is not None or not (out / pipeline.GRADE_FILE).is_file():
+        return GRADER_ERROR, error or "no grade.json was written"
+    try:
+        execution = json.loads((out / pipeline.EXECUTION_FILE).read_text())
+    except (OSError, ValueError):
+        return GRADER_ERROR, "execution.json is missing or unreadable"
+    status = str(execution.get("status") or "unknown")
+    return ("ok" if status == "completed" else status), execution.get("reason")
+
+
+def task_from_json(data: dict[str, Any]) -> Task:
+    return Task(**{k: data[k] for k in Task.__dataclass_fields__ if k in data})
+
+
+def task_to_json(task: Task) -> dict[str, Any]:
+    return asdict(task)
+
+
+def _write(path: Path, data: bytes | None) -> Path | None:
+    if data is None:
+        return None
+    path.write_bytes(data)
+    return path
+
+
+# ── a local pool's worker process ───────────────────────────────────────────────────────────
+
+_WORKER: dict[str, Any] = {"slot": 0, "assignment": None, "fingerprint": None}
 
 
 def init_worker(slots: Any, assignment_id: str, root: str, tmp: str) -> None:
@@ -72,12 +204,13 @@ def init_worker(slots: Any, assignment_id: str, root: str, tmp: str) -> None:
     signal.signal(signal.SIGTERM, _interrupted)
     _die_with_parent()
     _WORKER["assignment"] = load_assignment(assignment_id, Path(root))
+    _WORKER["fingerprint"] = _WORKER["assignment"].fingerprint()
 
 
-def run_task(task: Task) -> dict[str, Any]:
+def run_job(job: Job) -> Reply:
     _WORKER["busy"] = True
     try:
-        return grade_task(task, _WORKER["assignment"], slot=_WORKER["slot"])
+        return grade_job(job, _WORKER["assignment"], slot=_WORKER["slot"], loaded_fingerprint=_WORKER["fingerprint"])
     except BatchInterrupted:
         os._exit(128 + signal.SIGTERM)  # cleanups ran while the exception unwound
     finally:
@@ -96,111 +229,3 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-# ── one submission ──────────────────────────────────────────────────────────────────────────
-
-def grade_task(task: Task, assignment: Assignment, *, slot: int = 0) -> dict[str, Any]:
-    """Grade one submission into ``task.out_dir``; returns the record written to submission.json."""
-    out = Path(task.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SUBMISSION_FILE).unlink(missing_ok=True)
-    started = time.monotonic()
-    record: dict[str, Any] = {
-        "name": task.name, "origin": task.origin, "submitters": task.submitters, "sha256": task.sha256,
-        "cache_key": task.key, "cached": False, "executed": False, "slot": slot, "error": None,
-    }
-    cache = ExecutionCache(Path(task.cache_dir)) if task.cache_dir else None
-    tolerances = Path(task.tolerances) if task.tolerances else None
-    rubric = Path(task.rubric) if task.rubric else None
-    try:
-        if task.problem is not None:
-            _grade_problem(task.problem, assignment, out, tolerances, rubric)
-        elif cache is not None and _restore(cache, task.key, out):
-            record["cached"] = True
-            _judge_own(out, assignment, tolerances, rubric)
-        else:
-            record["executed"] = True
-            try:
-                pipeline.grade_notebook(Path(task.notebook or ""), assignment, out, slot=slot,
-                                        unsafe_no_sandbox=task.unsafe_no_sandbox,
-                                        tolerances=tolerances, rubric=rubric)
-            finally:
-                if cache is not None:
-                    cache.store(task.key, out, info={"name": task.name, "sha256": task.sha256})
-    except SandboxUnavailableError as e:
-        record["fatal"] = str(e)
-        return record
-    except Exception as e:  # noqa: BLE001 - one submission's failure never stops the batch
-        record["error"] = f"{type(e).__name__}: {e}"[:2000]
-        record["traceback"] = traceback.format_exc(limit=12)[-6000:]
-    record["status"], record["reason"] = submission_status(out, record["error"])
-    record["duration_s"] = round(time.monotonic() - started, 3)
-    record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    write_json_atomic(out / SUBMISSION_FILE, record)
-    return record
-
-
-def submission_status(out: Path, error: str | None) -> tuple[str, str | None]:
-    """(gradebook status, reason): ``ok`` for a completed execution, else its status."""
-    if error is not None or not (out / pipeline.GRADE_FILE).is_file():
-        return GRADER_ERROR, error or "no grade.json was written"
-    try:
-        execution = json.loads((out / pipeline.EXECUTION_FILE).read_text())
-    except (OSError, ValueError):
-        return GRADER_ERROR, "execution.json is missing or unreadable"
-    status = str(execution.get("status") or "unknown")
-    return ("ok" if status == "completed" else status), execution.get("reason")
-
-
-def _restore(cache: ExecutionCache, key: str, out: Path) -> bool:
-    _clear(out)
-    return cache.restore(key, out)
-
-
-def _judge_own(out: Path, assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
-    """rejudge, with a failure results.json left behind when it raises."""
-    from ..report.gradescope_results import failure_results_json
-
-    try:
-        pipeline.rejudge(out, assignment, tolerances=tolerances, rubric=rubric)
-    except Exception as e:
-        write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
-            "The grader itself failed while grading this notebook; this is not a problem with your "
-            f"work, and course staff can see the error ({type(e).__name__})."))
-        raise
-
-
-def _grade_problem(problem: str, assignment: Assignment, out: Path, tolerances: Path | None,
-                   rubric: Path | None) -> None:
-    """A zero with ``problem`` as the reason of every check: nothing was run."""
-    _clear(out)
-    execution = {
-        "status": "unreadable", "reason": problem, "cells_total": 0, "cells_run": 0, "cells_errored": 0,
-        "cells": [], "first_error": None, "probe": "not_run", "duration_s": 0.0, "output_truncated": False,
-        "isolation": {"mode": "none", "layers": [], "warnings": ["nothing was executed"]},
-    }
-    write_json_atomic(out / pipeline.EXECUTION_FILE, execution)
-    measurements = {
-        "schema": 1,
-        "error": problem,  # at the root: every measurement path yields this reason (see judge.lookup)
-        "assignment": {"id": assignment.id, "version": assignment.version,
-                       "fingerprint": assignment.fingerprint()},
-        "environment": assignment.environment(),
-        "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": False},
-    }
-    write_json_atomic(out / pipeline.MEASUREMENTS_FILE, measurements)
-    _judge_own(out, assignment, tolerances, rubric)
-
-
-def _clear(out: Path) -> None:
-    for name in STAGE_FILES:
-        (out / name).unlink(missing_ok=True)
-
-
-def task_from_json(data: dict[str, Any]) -> Task:
-    return Task(**{k: data[k] for k in Task.__dataclass_fields__ if k in data})
-
-
-def task_to_json(task: Task) -> dict[str, Any]:
-    return asdict(task)

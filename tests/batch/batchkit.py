@@ -173,6 +173,11 @@ def fake_stages(log: Path):
         if fake.get("raise"):
             raise RuntimeError(fake["raise"])
         status = fake.get("status", "completed")
+        if fake.get("timeout_once"):  # a timeout the first time only (a busy neighbour, say)
+            marker = log.with_name(f"{log.name}.{Path(notebook).stem}.timed-out")
+            if not marker.exists():
+                marker.write_text("1")
+                status = "timeout"
         first_error = fake.get("first_error")
         execution = {"status": status, "reason": fake.get("reason"), "cells_total": 1, "cells_run": 1,
                      # the cell that hung or died counts as errored, as a raising one does

@@ -105,7 +105,7 @@ def test_goal_verdicts_follow_the_fake_numbers():
 
 def test_missing_benchmarks_render_as_not_run():
     text = report_md.render({"config": {"mode": "quick", "only": ["rescore"]}, "machine": {}, "goals": []})
-    assert text.count("Not run.") == 4
+    assert text.count("Not run.") == 5
 
 
 def test_pairing_and_order_helpers():
@@ -114,3 +114,26 @@ def test_pairing_and_order_helpers():
     assert round_order(["a", "b", "c"], 0) == ["a", "b", "c"]
     assert round_order(["a", "b", "c"], 1) == ["c", "b", "a"]
     assert spread([3.0, 1.0, 2.0])["median"] == 2.0
+
+
+def test_dask_section_goals_and_splice_into_an_existing_results_md():
+    from bench import bench_dask
+
+    dask = {"class": {"size": 12, "rounds": 2, "local_s": spread([60.0, 62.0]), "dask_s": spread([64.0, 66.0]),
+                      "ratio": spread([1.07, 1.06]), "same_scores": True, "statuses": {"ok": 12}},
+            "overhead": {"tasks": 1000, "rounds": 3, "dask_ms": spread([30.0, 31.0, 29.0]),
+                         "local_ms": spread([20.0, 19.0, 21.0]), "diff_ms": spread([10.0, 12.0, 8.0]),
+                         "client_cpu_ms": spread([9.0, 9.5, 10.0])}}
+    goals = bench_dask.goals(dask)
+    assert [g["met"] for g in goals] == [True, True]                               # 1.065 ≤ 1.10; 10 ms ≤ 20
+    assert "10,000 submissions on 50 workers" in "\n".join(bench_dask.estimate(dask))
+    full = report_md.render(fake_results())
+    data = {"config": {"only": ["dask"]}, "machine": {"date": "2026-02-02", "git": "def5678"}, "dask": dask}
+    spliced = report_md.splice(full, data)
+    assert spliced.count(bench_dask.TITLE) == 1 and "Measured on its own" in spliced and "2026-02-02" in spliced
+    assert spliced.count("Dask scheduler path: overhead per task") == 2, "one goal row and one verdict line"
+    before = [line for line in spliced.split(bench_dask.TITLE)[0].split("\n")
+              if not line.startswith(("| `batch --scheduler", "| Dask scheduler path"))]
+    assert before == full.split(bench_dask.TITLE)[0].split("\n"), "nothing else changed but the two goal rows"
+    again = report_md.splice(spliced, {**data, "dask": {**dask, "class": {**dask["class"], "ratio": spread([1.5])}}})
+    assert again.count("Dask scheduler path: overhead per task") == 2 and "1.500×" in again, "replaced, not added"

@@ -1,0 +1,341 @@
+"""The Dask engine: ``--scheduler tcp://HOST:PORT`` (a running cluster) or ``--scheduler local:N``.
+
+- ``local:N`` starts a ``distributed.LocalCluster`` of N single-threaded worker processes on
+  127.0.0.1 (dashboard on loopback, an ephemeral port), closed with the batch.
+- Every worker gets the ``GraderPlugin``: it gives each of the worker's threads a sandbox slot
+  (from the worker's name when it is a number, so workers of one machine start apart; ``claim_slot``
+  then takes the machine-wide lock, so two jails never share a uid), keeps the worker's temporary
+  folders in ``$TMPDIR/autograder-dw-<pid>`` (removed with it; a killed worker's is removed by the
+  next job or worker on that machine), and loads the assignment from the worker's own installation.
+- Before the first job, every connected worker's package versions and assignment fingerprint are
+  compared with the client's (``client.run``); each job carries them too, so a worker that joins
+  later and differs refuses it. Either way the batch stops with one clear error.
+- Lost workers are Dask's business: a job whose worker died is rerun elsewhere by the scheduler,
+  and after ``distributed.scheduler.allowed-failures`` deaths (3 by default) it fails with
+  ``KilledWorker``, reported as a final ``WorkerLost`` (the submission is ``worker_lost``).
+- A job without a reply after ``wall_limit_s`` (a hung worker) is cancelled, its worker restarted
+  when a nanny watches it, and reported as a (non-final) ``WorkerLost``: retried alone.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..assignment import Assignment, load_assignment
+from ..environment import environment_versions
+from ..errors import AutograderError
+from .executor import WorkerLost
+from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, mismatch
+
+PLUGIN_NAME = "autograder-grader"
+TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
+CONNECT_TIMEOUT_S = 30
+WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
+CAPACITY_REFRESH_S = 5.0
+OVERDUE_CHECK_S = 5.0         # how often jobs in flight are checked against the wall-time limit
+# One job per worker thread: a job queued behind another on a worker that dies counts that death
+# too (Dask's rule: every task processing there turns suspicious), so none waits on a worker.
+JOBS_PER_THREAD = 1
+
+
+class ClusterError(AutograderError):
+    """The Dask cluster cannot be used as asked (bad address, unreachable, no worker, not installed)."""
+
+
+def parse_scheduler(spec: str) -> tuple[str, int | str]:
+    """``("local", N)`` or ``("address", "tcp://HOST:PORT")``; ClusterError for anything else."""
+    spec = spec.strip()
+    if spec.startswith("local:"):
+        n = spec.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ClusterError(f"--scheduler {spec!r}: local:N needs a number of workers N >= 1, e.g. local:2")
+        return "local", int(n)
+    if "://" in spec and spec.split("://", 1)[1]:
+        return "address", spec
+    raise ClusterError(f"--scheduler {spec!r} is neither tcp://HOST:PORT (a Dask scheduler) nor local:N")
+
+
+def wall_limit_s(assignment: Assignment) -> float:
+    """How long one job may go without a reply: the notebook's own limit twice over (the probe and
+    a queued job ahead of it on the worker), plus ten minutes for the kernel start and measuring."""
+    return 2 * float(assignment.limits.notebook_timeout_s) + 600.0
+
+
+# ── on the worker ───────────────────────────────────────────────────────────────────────────
+
+try:
+    from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPluginBase
+except ImportError:  # without the [dask] extra; DaskExecutor then says how to install it
+    _WorkerPluginBase = object  # type: ignore[assignment,misc]
+
+
+class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
+    """Per-worker state: sandbox slots for its threads, a temporary folder, loaded assignments."""
+
+    idempotent = True  # one per worker, shared by the batches that use it; never torn down under one
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root   # the assignments' project root; None: the worker's own ($AUTOGRADER_ROOT or checkout)
+
+    def setup(self, worker: Any) -> None:
+        self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
+        nthreads = max(1, int(worker.state.nthreads))
+        first = int(worker.name) * nthreads if str(worker.name).isdigit() else 0
+        for slot in range(first, first + nthreads):
+            self.slots.put(slot)
+        # jailed workspaces live here, on a short path (the kernel's ipc sockets must fit in 108
+        # bytes); a killed worker's folder is removed by the next worker that starts on the machine
+        base = Path(tempfile.gettempdir())
+        base = base.parent if base.name.startswith(TMP_PREFIX) else base
+        _sweep_dead_workers(base)
+        self.tmp = base / f"{TMP_PREFIX}{os.getpid()}"
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(mode=0o711)
+        os.chmod(self.tmp, 0o711)  # traversable by the sandbox uids
+        tempfile.tempdir = str(self.tmp)
+        self.assignments: dict[str, tuple[Assignment, str]] = {}
+        self.lock = threading.Lock()
+
+    def teardown(self, worker: Any) -> None:
+        shutil.rmtree(getattr(self, "tmp", ""), ignore_errors=True)
+
+    def assignment(self, assignment_id: str) -> tuple[Assignment, str]:
+        """The assignment and the fingerprint of the code loaded for it (loaded once per worker)."""
+        with self.lock:
+            if assignment_id not in self.assignments:
+                a = load_assignment(assignment_id, Path(self.root) if self.root else None)
+                self.assignments[assignment_id] = (a, a.fingerprint())
+            return self.assignments[assignment_id]
+
+
+def grade_on_worker(job: Job) -> Reply:
+    """The Dask task: grade ``job`` with a slot of this worker's plugin."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if plugin is None:
+        return Reply(name=job.name, fatal=f"worker {worker.address} has no {PLUGIN_NAME} plugin",
+                     fatal_kind=FATAL_MISMATCH)
+    try:
+        assignment, loaded = plugin.assignment(job.assignment)
+    except AutograderError as e:
+        return Reply(name=job.name, fatal=f"worker {worker.address} cannot load the assignment: {e}",
+                     fatal_kind=FATAL_MISMATCH)
+    _sweep_dead_workers(plugin.tmp.parent)  # a worker of this machine killed since we started
+    slot = plugin.slots.get()
+    try:
+        return grade_job(job, assignment, slot=slot, loaded_fingerprint=loaded)
+    finally:
+        plugin.slots.put(slot)
+
+
+def check_worker(assignment_id: str, fingerprint: str, versions: dict[str, str], root: str | None,
+                 dask_worker: Any = None) -> str | None:
+    """Run on every worker before the batch (``client.run``): why it must not grade, or None."""
+    try:
+        plugin = dask_worker.plugins.get(PLUGIN_NAME) if dask_worker is not None else None
+        if plugin is not None:
+            assignment, loaded = plugin.assignment(assignment_id)
+        else:
+            assignment = load_assignment(assignment_id, Path(root) if root else None)
+            loaded = assignment.fingerprint()
+    except AutograderError as e:
+        return f"worker {getattr(dask_worker, 'address', '?')} cannot load assignment '{assignment_id}': {e}"
+    return mismatch(versions, fingerprint, assignment, where=getattr(dask_worker, "address", None),
+                    loaded_fingerprint=loaded)
+
+
+# ── on the client ───────────────────────────────────────────────────────────────────────────
+
+class DaskExecutor:
+    """Jobs as Dask futures; completions reach ``wait`` through done-callbacks and a queue."""
+
+    def __init__(self, spec: str, assignment: Assignment) -> None:
+        kind, value = parse_scheduler(spec)
+        try:
+            import distributed
+        except ImportError:
+            raise ClusterError("--scheduler needs Dask distributed: pip install 'autograder[dask]' "
+                               "(the same pinned versions on the client and every worker)") from None
+        self.spec, self.cluster, self.client = spec, None, None
+        self.scratch: Path | None = None
+        self.limit_s = wall_limit_s(assignment)
+        self.done: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.started: dict[str, float] = {}
+        self.futures: dict[str, Any] = {}
+        self.reported: set[str] = set()
+        self._capacity, self._capacity_at = 1, 0.0
+        self._hosts: list[str] = []
+        self._hosts_at = self._overdue_at = 0.0
+        root = str(assignment.folder.parent.parent) if kind == "local" else None
+        try:
+            if kind == "local":
+                self.scratch = Path(tempfile.mkdtemp(prefix="autograder-dask-"))
+                os.chmod(self.scratch, 0o711)
+                self.cluster = distributed.LocalCluster(
+                    n_workers=int(value), threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                    local_directory=str(self.scratch))
+                self.client = distributed.Client(self.cluster)
+            else:
+                self.client = distributed.Client(str(value), timeout=CONNECT_TIMEOUT_S)
+            self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+            self.client.register_plugin(GraderPlugin(root), name=PLUGIN_NAME)
+            self._check_workers(assignment, root)
+        except BaseException as e:
+            self.close()
+            if isinstance(e, (AutograderError, KeyboardInterrupt)):
+                raise
+            raise ClusterError(f"cannot use the Dask scheduler {spec}: {type(e).__name__}: {e}".rstrip(": ")
+                               + ". Hint: is `dask scheduler` running there, with workers started by "
+                                 "`dask worker ADDRESS --nthreads 1`?") from None
+
+    def _check_workers(self, assignment: Assignment, root: str | None) -> None:
+        answers = self.client.run(check_worker, assignment.id, assignment.fingerprint(),
+                                  dict(environment_versions()), root, on_error="return")
+        problems = [str(a) if not isinstance(a, BaseException) else f"worker {w}: {type(a).__name__}: {a}"
+                    for w, a in sorted(answers.items()) if a is not None]
+        if problems:
+            raise WorkerMismatchError(f"{len(problems)} of {len(answers)} Dask worker(s) cannot grade for this "
+                                      "client:\n  " + "\n  ".join(problems))
+
+    def describe(self) -> str:
+        return f"Dask {self.spec} ({sum(self.client.nthreads().values())} worker thread(s))"
+
+    def capacity(self) -> int:
+        now = time.monotonic()
+        if now - self._capacity_at > CAPACITY_REFRESH_S:
+            self._capacity = max(1, JOBS_PER_THREAD * sum(self.client.nthreads().values()))
+            self._capacity_at = now
+        return self._capacity
+
+    def hosts(self) -> list[str]:
+        now = time.monotonic()
+        if now - self._hosts_at > CAPACITY_REFRESH_S:
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            self._hosts = sorted({str(w.get("host")) for w in workers.values() if w.get("host")})
+            self._hosts_at = now
+        return self._hosts
+
+    def submit(self, job: Job, *, host: str | None = None) -> Any:
+        # a host restriction (not a worker address) still holds when a nanny restarts the worker
+        where = {"workers": [host], "allow_other_workers": False} if host else {}
+        future = self.client.submit(grade_on_worker, job, key=f"autograder-{job.name}-{uuid.uuid4().hex[:12]}",
+                                    pure=False, **where)
+        self.started[future.key] = time.monotonic()
+        self.futures[future.key] = future
+        future.add_done_callback(self.done.put)
+        return future
+
+    def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, Reply | BaseException]]:
+        live = {f.key: f for f in handles}
+        out: list[tuple[Any, Reply | BaseException]] = []
+        try:
+            first = self.done.get(timeout=timeout)
+            for future in [first, *_drain(self.done)]:
+                if future.key in live and future.key not in self.reported:
+                    out.append((future, self._outcome(future)))
+        except queue.Empty:
+            pass
+        if time.monotonic() - self._overdue_at > OVERDUE_CHECK_S:  # even while other jobs keep finishing
+            self._overdue_at = time.monotonic()
+            answered = {f.key for f, _ in out}
+            out += self._overdue({k: f for k, f in live.items() if k not in answered})
+        for future, _ in out:
+            self.reported.add(future.key)
+            self.started.pop(future.key, None)
+            self.futures.pop(future.key, None)
+        return out
+
+    def _outcome(self, future: Any) -> Reply | BaseException:
+        from distributed.scheduler import KilledWorker
+
+        if future.status == "finished":
+            try:
+                return future.result()
+            except BaseException as e:  # noqa: BLE001 - e.g. a reply that cannot be unpickled
+                return e
+        if future.status == "error":
+            error = future.exception()
+            if isinstance(error, KilledWorker):
+                return WorkerLost(f"the Dask worker grading this notebook died every time it ran it "
+                                  f"({getattr(error, 'allowed_failures', '?')} retries on other workers; "
+                                  f"last on {_address(getattr(error, 'last_worker', None))})", final=True)
+            return error
+        return WorkerLost(f"the Dask scheduler dropped the job ({future.status})")
+
+    def _overdue(self, live: dict[str, Any]) -> list[tuple[Any, Reply | BaseException]]:
+        now = time.monotonic()
+        late = [f for k, f in live.items() if now - self.started.get(k, now) > self.limit_s]
+        if not late:
+            return []
+        late_keys = {f.key for f in late}
+        hung = [w for w, keys in self.client.processing().items() if late_keys & set(keys)]
+        self.client.cancel(late, reason="no reply within the wall-time limit")
+        if hung:
+            try:
+                self.client.restart_workers(hung, raise_for_error=False)
+            except Exception:  # noqa: BLE001 - best effort: a worker without a nanny stays as it is
+                pass
+        lost = WorkerLost(f"no reply within the {self.limit_s:g} s wall-time limit of a job (a hung worker)")
+        return [(f, lost) for f in late]
+
+    def close(self) -> None:
+        for closing in (self.client, self.cluster):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception:  # noqa: BLE001 - closing what may already be gone
+                    pass
+        self.client = self.cluster = None
+        if self.scratch is not None:  # our LocalCluster: its workers are gone, and so must be their folders
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            _sweep_dead_workers(Path(tempfile.gettempdir()))
+
+    def stop(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.cancel(list(self.futures.values()), reason="the batch was interrupted")
+            except Exception:  # noqa: BLE001 - the scheduler may be gone already
+                pass
+        self.close()
+
+
+def _sweep_dead_workers(base: Path) -> None:
+    """Remove the temporary folders of this machine's Dask workers that died (SIGKILL, OOM)."""
+    for folder in base.glob(f"{TMP_PREFIX}*"):
+        pid = folder.name[len(TMP_PREFIX):]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: not gone, not a zombie, not exiting (its memory already released)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and bool(cmdline)
+
+
+def _drain(q: queue.SimpleQueue[Any]) -> list[Any]:
+    items = []
+    while True:
+        try:
+            items.append(q.get_nowait())
+        except queue.Empty:
+            return items
+
+
+def _address(worker: Any) -> str:
+    return str(getattr(worker, "address", worker or "?"))
