@@ -21,7 +21,6 @@ from typing import Any
 
 from .. import pipeline
 from ..assignment import Assignment
-from ..environment import environment_versions
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import write_json_atomic
 from .cache import ExecutionCache

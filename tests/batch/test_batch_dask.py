@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from batchkit import ASSIGNMENT_ID, GOOD, executions, make_assignment_tree, read_gradebook, write_notebook
+from batchkit import ASSIGNMENT_ID, GOOD, make_assignment_tree, read_gradebook, write_notebook
 from dask_procs import FAKE_PRELOAD, DaskProcs
 
 from autograder.assignment import load_assignment
