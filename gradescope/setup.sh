@@ -38,6 +38,10 @@ while (($#)); do
   esac
 done
 
+manifest() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$SOURCE/gradescope.json" "$1"
+}
+
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
@@ -54,11 +58,14 @@ else
   log "system packages: bubblewrap, util-linux, passwd, python3, pip already there"
 fi
 
-manifest() {
-  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$SOURCE/gradescope.json" "$1"
-}
 PYTHON_VERSION=$(manifest python)
 WHEEL="$SOURCE/$(manifest wheel)"
+if [[ -n "$PYTHON" ]]; then
+  [[ -x "$PYTHON" ]] || die "--python $PYTHON is not an executable"
+  found=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  [[ "$found" == "$PYTHON_VERSION" ]] \
+    || die "--python $PYTHON is Python $found; the zip was built and pinned with $PYTHON_VERSION"
+fi
 
 log "uv $UV_VERSION"
 mkdir -p "$PREFIX"
@@ -72,10 +79,6 @@ fi
 export UV_PYTHON_INSTALL_DIR="$PREFIX/python" UV_CACHE_DIR UV_NO_CONFIG=1
 
 if [[ -n "$PYTHON" ]]; then
-  [[ -x "$PYTHON" ]] || die "--python $PYTHON is not an executable"
-  found=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-  [[ "$found" == "$PYTHON_VERSION" ]] \
-    || die "--python $PYTHON is Python $found; the zip was built and pinned with $PYTHON_VERSION"
   log "Python $PYTHON_VERSION: $PYTHON ($("$PYTHON" -c 'import sys; print(sys.version.split()[0])')), not downloaded"
   "$UV" venv --no-project --seed --python "$PYTHON" "$VENV"
 else

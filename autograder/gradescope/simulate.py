@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import AutograderError
 from .cgroups import CgroupStats
@@ -62,8 +62,11 @@ def _place_submission(submission: Path, target: Path) -> None:
 
 def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRADESCOPE_MEMORY_MB,
                  cpus: float | None = GRADESCOPE_CPUS, timeout_s: float | None = GRADESCOPE_TIMEOUT_S,
-                 metadata: dict | None = None) -> Simulation:
-    """One submission in a fresh container of ``image``."""
+                 metadata: dict | None = None, inspect: Callable[[Path], None] | None = None,
+                 env: dict[str, str] | None = None) -> Simulation:
+    """One submission in a fresh container of ``image``. ``inspect(root)`` may look at the
+    run's ``/autograder`` folder (as the host sees it) before it is removed; ``env`` adds
+    variables (tests plant canaries with it)."""
     work = Path(tempfile.mkdtemp(prefix="autograder-simulate-", dir=STATE_PARENT))
     try:
         root = fresh_autograder_dir(image, work)
@@ -71,12 +74,14 @@ def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRAD
         (root / "submission_metadata.json").write_text(json.dumps(metadata or {"id": 1}))
         spec = image.container_spec(memory_mb, cpus)
         spec.binds.append((str(root), "/autograder", "rw"))
-        run = run_container(spec, ["/autograder/run_autograder"], cwd="/autograder", timeout_s=timeout_s)
+        run = run_container(spec, ["/autograder/run_autograder"], cwd="/autograder", timeout_s=timeout_s, env=env)
         results_file = root / "results" / "results.json"
         try:
             results = json.loads(results_file.read_text()) if results_file.is_file() else None
         except ValueError:
             results = None
+        if inspect is not None:
+            inspect(root)
         return Simulation(results=results, stdout=run.log, returncode=run.returncode, timed_out=run.timed_out,
                           wall_s=run.wall_s, stats=run.stats, image=image.key)
     finally:
