@@ -21,7 +21,8 @@ cd /    # no project or venv of the current folder may steer uv
 
 SOURCE=/autograder/source
 PREFIX=/opt/autograder
-VENV="$PREFIX/venv"
+VENV="$PREFIX/venv"        # the interpreter and libraries: the jailed kernel runs it too
+GRADER="$PREFIX/grader"    # the autograder package, on the grader's PYTHONPATH only
 UV_VERSION=0.13.9          # the tool that provisions Python; pinned like everything else
 SANDBOX_SLOTS=4            # users autograder-sb0 .. autograder-sb3 (one per parallel submission)
 PYTHON=""                  # --python: an existing interpreter instead of uv's download
@@ -87,9 +88,15 @@ else
   "$UV" venv --no-project --managed-python --seed --python "$PYTHON_VERSION" "$VENV"
 fi
 
-log "venv $VENV with $(basename "$WHEEL") and the pins of constraints.txt"
+log "venv $VENV with the dependencies of $(basename "$WHEEL"), pinned by constraints.txt"
 "$UV" pip install --quiet --compile-bytecode --python "$VENV/bin/python" -c "$SOURCE/constraints.txt" "$WHEEL"
-"$VENV/bin/autograder" --version
+# The grader's own package lives beside the venv, not in it: the venv is what the jailed kernel
+# may read (its interpreter), and the grader's code has no business there.
+log "grader package in $GRADER (outside the kernel's view)"
+"$UV" pip uninstall --quiet --python "$VENV/bin/python" autograder
+"$UV" pip install --quiet --compile-bytecode --no-deps --python "$VENV/bin/python" --target "$GRADER" "$WHEEL"
+PYTHONPATH="$GRADER" "$VENV/bin/python" -P -m autograder.cli --version
+! "$VENV/bin/python" -P -c 'import autograder' 2>/dev/null || die "the grader is still importable from the venv"
 "$VENV/bin/python" -c 'import onnxruntime, onnx, nbclient, ipykernel; print("onnxruntime", onnxruntime.__version__)'
 if ((OWN_CACHE)); then rm -rf "$UV_CACHE_DIR"; fi
 rm -rf "$PREFIX/uv"
