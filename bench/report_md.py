@@ -153,6 +153,10 @@ def render(data: dict[str, Any]) -> str:
     lines += bench_otter.section(data.get("batch"))
     lines += bench_rescore.section(data.get("rescore"))
     lines += bench_memory.section(data.get("memory"), data.get("batch"))
+    if "gradescope" in cfg.get("only", []) or data.get("gradescope"):
+        from . import bench_gradescope
+
+        lines += bench_gradescope.section(data.get("gradescope"))
     notes = data.get("notes") or []
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -171,4 +175,8 @@ def all_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
         goals += bench_rescore.goals(data["rescore"])
     if data.get("memory") or (data.get("batch") or {}).get("memory_per_in_flight"):
         goals += bench_memory.goals(data.get("memory"), data.get("batch"))
+    if data.get("gradescope"):
+        from . import bench_gradescope
+
+        goals += bench_gradescope.goals(data["gradescope"])
     return goals
