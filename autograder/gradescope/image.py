@@ -132,13 +132,20 @@ def image_for(zip_path: Path, *, base: str = "host", cache_dir: Path = DEFAULT_C
     os.chmod(cache_dir, 0o700)
     key = image_key(zip_path, base)
     image = Image(key, images / key, base)
-    lock = images / f"{key}.lock"
-    with _lock(lock):
+    lock_path = images / f"{key}.lock"
+    with open(lock_path, "a") as lock:
+        # shared while in use (others may use it too); exclusive only to build it
+        fcntl.flock(lock, fcntl.LOCK_SH)
         if rebuild or not (image.folder / "image.json").is_file():
-            _build(zip_path, image, Path(cache_dir))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if rebuild or not (image.folder / "image.json").is_file():
+                _build(zip_path, image, Path(cache_dir))
+            fcntl.flock(lock, fcntl.LOCK_SH)
         os.utime(image.folder)
-    with _lock(lock, shared=True):
-        yield image
+        try:
+            yield image
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     _evict(images)
 
 
