@@ -157,6 +157,7 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
     if image.rootfs is not None:
         tarball = rootfs_mod.debian_tarball(cache_dir / "rootfs")
         rootfs_mod.unpack(tarball, image.rootfs)
+        rootfs_mod.separate_system_ids(image.rootfs)
         autograder = image.rootfs / "autograder"
         spec = ContainerSpec(memory_mb=None, cpus=None, rootfs=image.rootfs,
                              binds=[(HOST_CA, "/run/host-ca.crt", "ro")])

@@ -7,6 +7,9 @@ Debian mirror. The tarball is cached for a week; each image unpacks its own copy
 from __future__ import annotations
 
 import fcntl
+import grp
+import pwd
+import re
 import shutil
 import subprocess
 import time
@@ -63,3 +66,24 @@ def unpack(tarball: Path, target: Path) -> Path:
     if proc.returncode != 0:
         raise RootfsError(f"cannot unpack {tarball}: {proc.stderr.strip()[-500:]}")
     return target
+
+
+SEPARATE_IDS = (61000, 61999)
+
+
+def separate_system_ids(root: Path) -> None:
+    """Make the root file system's ``useradd --system`` take uids and gids no user or group of
+    this host has. On Gradescope the container is alone; here, setup.sh's ``autograder-sb0`` would
+    otherwise get uid 999, which on this shared machine may be another run's sandbox user, and
+    ``RLIMIT_NPROC`` (counted per uid, machine-wide) would couple the two."""
+    low, high = SEPARATE_IDS
+    taken = {p.pw_uid for p in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()}
+    if any(low <= i <= high for i in taken):
+        raise RootfsError(f"uids/gids {low}-{high} are in use on this host; the simulation needs them free")
+    defs = root / "etc" / "login.defs"
+    text = defs.read_text() if defs.is_file() else ""
+    for key, value in (("SYS_UID_MIN", low), ("SYS_UID_MAX", high), ("SYS_GID_MIN", low), ("SYS_GID_MAX", high)):
+        text, n = re.subn(rf"^#?\s*{key}\s+\d+\s*$", f"{key} {value}", text, flags=re.M)
+        if not n:
+            text += f"{key} {value}\n"
+    defs.write_text(text)

@@ -73,10 +73,10 @@ def test_setup_sh_in_a_fresh_debian_installs_users_modes_and_venv(debian_image):
     assert run.returncode == 0, run.log[-3000:]
     out = json.loads(run.log.strip().splitlines()[-1])
     assert sorted(out["users"]) == [f"autograder-sb{i}" for i in range(4)]
-    assert all(uid != 0 and home == "/nonexistent" and shell.endswith("nologin")
-               for uid, home, shell in out["users"].values()), out["users"]
+    assert all(61000 <= uid <= 61999 and home == "/nonexistent" and shell.endswith("nologin")
+               for uid, home, shell in out["users"].values()), out["users"]   # rootfs.separate_system_ids
     assert all(out["packages"].values()), out["packages"]
-    assert out["source_modes"] == [(0, 0, 0)], f"/autograder/source: (uid, gid, group/other bits) {out['source_modes']}"
+    assert out["source_modes"] == [[0, 0, 0]], f"/autograder/source: (uid, gid, group/other bits) {out['source_modes']}"
     assert out["venv_python"] == "/usr/bin/python3.11"
     assert out["sb_reads_source"][0] != 0 and "Permission denied" in out["sb_reads_source"][1], out["sb_reads_source"]
     assert out["sb_lists_source"][0] != 0, out["sb_lists_source"]
@@ -103,8 +103,8 @@ def test_setup_sh_refuses_an_interpreter_of_another_version(gradescope_zip, tmp_
     os.chmod(fake, 0o755)
     os.chmod(tmp_path, 0o755)
     spec = ContainerSpec(memory_mb=None, cpus=None, binds=[(str(source), "/autograder/source", "rw"),
-                                                           (str(fake), "/usr/local/bin/python3.10", "ro")])
-    run = run_container(spec, ["/bin/bash", "/autograder/source/setup.sh", "--python", "/usr/local/bin/python3.10"],
+                                                           (str(fake), "/opt/python3.10", "ro")])
+    run = run_container(spec, ["/bin/bash", "/autograder/source/setup.sh", "--python", "/opt/python3.10"],
                         timeout_s=120)
     assert run.returncode == 1, run.log[-2000:]
     assert "is Python 3.10; the zip was built and pinned with 3.11" in run.log
