@@ -86,19 +86,24 @@ def test_adversarial_suite_holds_in_gradescopes_container(gradescope_image, test
             f"inside the container the grader chose {jail}"
         suite = ET.parse(out / "junit.xml").getroot()
         cases = suite.iter("testcase")
-        failed, skipped, passed = [], [], 0
+        failed, skipped, xfailed, passed = [], [], [], 0
         for case in cases:
             name = f"{case.get('classname', '')}::{case.get('name')}"
             bad = case.find("failure") if case.find("failure") is not None else case.find("error")
             skip = case.find("skipped")
             if bad is not None:
                 failed.append(f"{name}: {(bad.get('message') or '')[:600]}")
+            elif skip is not None and skip.get("type") == "pytest.xfail":
+                xfailed.append(f"{name}: {skip.get('message', '')}")
             elif skip is not None:
                 skipped.append(f"{name}: {skip.get('message', '')}")
             else:
                 passed += 1
         assert run.returncode in (0, 1), f"pytest in the container exited {run.returncode}:\n{tail}"
         assert not failed, f"{test_file} in Gradescope's container:\n" + "\n".join(failed) + f"\n{tail}"
+        # a strict xfail is an open hole on record (SECURITY.md, advkit.HOLES): it must name one
+        unnamed = [x for x in xfailed if "SECURITY.md, H" not in x]
+        assert not unnamed, "expected failures that name no hole in SECURITY.md:\n" + "\n".join(unnamed)
         unexpected = [s for s in skipped if not any(a in s for a in ALLOWED_SKIPS)]
         assert not unexpected, "skipped in the container (the fallback must run them):\n" + "\n".join(unexpected)
         assert passed > 0, f"nothing ran:\n{tail}"
