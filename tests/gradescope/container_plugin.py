@@ -13,17 +13,22 @@ from __future__ import annotations
 import json
 import os
 
+SLOT = 8  # where the adversarial suite's slots start (advkit.SLOT_BASE): clear of `grade` and `batch`
+
 
 def pytest_sessionstart(session):
     report = os.environ.get("AUTOGRADER_CONTAINER_REPORT")
     if not report or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     from autograder.sandbox.jail import choose_isolation
+    from autograder.sandbox.users import claim_slot
 
     assert "AUTOGRADER_JAIL" not in os.environ, "the container must not force a jail mode"
     try:
-        iso = choose_isolation()
-        chosen = iso.record()
+        # a slot of its own, like every run: a sandbox uid busy elsewhere (RLIMIT_NPROC is per uid)
+        # would make the check fail for reasons that are not the container's
+        with claim_slot(SLOT) as slot:
+            chosen = choose_isolation(slot=slot).record()
     except Exception as e:  # noqa: BLE001 - reported to the outer test, which fails on it
         chosen = {"error": f"{type(e).__name__}: {e}"}
     with open(report, "w") as f:
