@@ -201,6 +201,9 @@ def _evict(images: Path) -> None:
         with _lock(images / f"{old.name}.lock", blocking=False) as free:
             if free:
                 shutil.rmtree(old, ignore_errors=True)
+    for lock in images.glob("*.lock"):       # the locks of images gone for a day
+        if not (images / lock.stem).exists() and time.time() - lock.stat().st_mtime > 24 * 3600:
+            lock.unlink(missing_ok=True)
 
 
 def fresh_autograder_dir(image: Image, parent: Path) -> Path:
