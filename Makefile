@@ -10,14 +10,18 @@ JOBS   ?= 2
 setup: system-packages $(STAMP)
 
 # Debian packages the jail needs (bubblewrap, setpriv from util-linux), shellcheck for the
-# Gradescope scripts' tests and chromium for the summary page's browser test. Installed only
-# where missing, and only where apt may be used.
+# Gradescope scripts' tests, chromium for the summary page's browser test, and for the simulated
+# Gradescope container (`autograder gradescope simulate`, tests/gradescope/): libseccomp's Python
+# bindings for Debian's python3 (Docker's seccomp profile) and mmdebstrap (a fresh Debian root
+# file system for setup.sh). Installed only where missing, and only where apt may be used.
 system-packages:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v setpriv >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	/usr/bin/python3 -c "import seccomp" >/dev/null 2>&1 || missing="$$missing python3-seccomp"; \
+	command -v mmdebstrap >/dev/null 2>&1 || missing="$$missing mmdebstrap"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "installing system packages:$$missing"; \

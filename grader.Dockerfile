@@ -8,6 +8,10 @@
 #
 # The build context is the folder holding the zip (dist/ above), so nothing else of the checkout
 # is sent. Base: Gradescope's Ubuntu 22.04 image, the default of its zip upload.
+#
+# Without Docker, `autograder gradescope simulate ZIP NOTEBOOK` builds the same image (these steps,
+# with `setup.sh --python /usr/bin/python3` in place of uv's Python download) and runs
+# run_autograder in a container with Docker's default capabilities, seccomp profile and limits.
 FROM gradescope/autograder-base:ubuntu-22.04
 
 ARG AUTOGRADER_ZIP=autograder.zip

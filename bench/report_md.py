@@ -157,6 +157,10 @@ def render(data: dict[str, Any]) -> str:
     lines += bench_rescore.section(data.get("rescore"))
     lines += bench_memory.section(data.get("memory"), data.get("batch"))
     lines += bench_dask.section(data.get("dask"))
+    if "gradescope" in cfg.get("only", []) or data.get("gradescope"):
+        from . import bench_gradescope
+
+        lines += bench_gradescope.section(data.get("gradescope"))
     notes = data.get("notes") or []
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -177,6 +181,10 @@ def all_goals(data: dict[str, Any]) -> list[dict[str, Any]]:
         goals += bench_memory.goals(data.get("memory"), data.get("batch"))
     if data.get("dask"):
         goals += bench_dask.goals(data["dask"])
+    if data.get("gradescope"):
+        from . import bench_gradescope
+
+        goals += bench_gradescope.goals(data["gradescope"])
     return goals
 
 

@@ -8,7 +8,9 @@
 Benchmarks: ``overhead`` (grade vs bare nbclient), ``batch`` (20 submissions, -j 1 / -j 2 vs otter
 run one / two at a time), ``rescore`` (100 stored submissions), ``memory`` (peak per submission in
 flight), ``dask`` (``--scheduler local:2`` vs ``-j 2`` on one class; per-task overhead of the
-scheduler path on 1,000 submissions with no execution). See bench/README.md for what each figure means.
+scheduler path on 1,000 submissions with no execution), ``gradescope`` (the reference and the slowest
+legal notebook in the simulated Gradescope container, at 768 MB / 0.5 CPU and at the recommended
+settings). See bench/README.md for what each figure means.
 
     .venv/bin/python bench/run.py --only dask --splice   # rerun one benchmark, replace its section in RESULTS.md
 """
@@ -27,11 +29,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (make bench): import the package ``bench`` from the root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bench_dask, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
+from bench import bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
 from bench.common import ROOT, isolation_summary, load_average, log, machine_facts, read_json, write_json  # noqa: E402
 from bench.report_md import all_goals, render, splice  # noqa: E402
 
-BENCHMARKS = ("overhead", "batch", "rescore", "memory", "dask")
+BENCHMARKS = ("overhead", "batch", "rescore", "memory", "dask", "gradescope")
 DEFAULT_OUTPUT = ROOT / "bench" / "RESULTS.md"
 
 FULL: dict[str, Any] = {
@@ -47,6 +49,7 @@ FULL: dict[str, Any] = {
     "timeout_s": 900, "batch_timeout_s": 3600,
     "dask_class_size": 12, "dask_rounds": 3, "dask_examples": None,
     "dask_overhead_tasks": 1000, "dask_overhead_rounds": 3,
+    "gradescope_rounds": 3, "gradescope_slow_rounds": 1,
 }
 QUICK: dict[str, Any] = {
     **FULL, "mode": "quick",
@@ -57,6 +60,7 @@ QUICK: dict[str, Any] = {
     "memory_class_size": 2, "memory_class_examples": ["untouched"],
     "dask_class_size": 4, "dask_rounds": 1, "dask_examples": ["untouched"],
     "dask_overhead_tasks": 100, "dask_overhead_rounds": 1,
+    "gradescope_rounds": 1, "gradescope_slow_rounds": 0,
 }
 
 
@@ -133,6 +137,8 @@ def run_all(cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
     if "memory" in only:
         zip_path = Path(otter["zip"]) if otter else None
         data["memory"] = _guarded(data, "memory", lambda: bench_memory.run(cfg, otter_zip=zip_path, workdir=workdir))
+    if "gradescope" in only:
+        data["gradescope"] = _guarded(data, "gradescope", lambda: bench_gradescope.run(cfg, workdir=workdir))
     data["machine"]["load_average_end"] = load_average()
     data["elapsed_s"] = time.monotonic() - started
     data["goals"] = all_goals(data)

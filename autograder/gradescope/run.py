@@ -30,6 +30,7 @@ from ..errors import AssignmentError, UnsafeFileError
 from ..report.escape import code_span
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
+from .cgroups import own_limits
 
 DEFAULT_ROOT = Path("/autograder")
 MANIFEST = "gradescope.json"                    # written by gradescope.build into the zip
@@ -43,6 +44,10 @@ PLACEHOLDER_REASON = (
     "Grading did not finish: the autograder was stopped before it could write a result, most "
     "likely because the notebook ran past Gradescope's time limit or out of memory. Check that it "
     "runs top to bottom in a fresh kernel within a few minutes, then resubmit.")
+OUT_OF_MEMORY_NOTE = (
+    "**The grading container ran out of memory** ({limit}): its out-of-memory killer stopped "
+    "{kills} while your submission was graded, so part of it could not run. Use less memory (smaller "
+    "arrays, fewer copies, `del` what you no longer need) and resubmit.")
 GRADER_FAILED_REASON = (
     "The grader itself failed while grading this submission ({error}). This is not a problem with "
     "your work; course staff can see the details. Please let them know.")
@@ -181,6 +186,23 @@ def _restrict(path: Path, mask: int) -> None:
         log(f"could not restrict permissions of {path}: {e.strerror}")
 
 
+def placeholder_reason(limits: dict[str, Any]) -> str:
+    """The placeholder's reason, with the container's memory limit when it can be read."""
+    if limits.get("memory_limit_mb"):
+        return PLACEHOLDER_REASON.replace("out of memory", f"out of its {limits['memory_limit_mb']} MB of memory")
+    return PLACEHOLDER_REASON
+
+
+def memory_note(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """A note for the student when the container's OOM killer struck during grading, else ''."""
+    if before.get("oom_kills") is None or after.get("oom_kills") is None or not after.get("memory_limit_mb"):
+        return ""     # no container limit to blame (a host's root cgroup counts other kills)
+    kills = after["oom_kills"] - before["oom_kills"]
+    if kills <= 0:
+        return ""
+    return OUT_OF_MEMORY_NOTE.format(limit=f"{after['memory_limit_mb']} MB", kills="a process" if kills == 1 else f"{kills} processes")
+
+
 def _with_extras(results: dict[str, Any], extra: dict[str, Any], note: str,
                  board: list[dict[str, Any]]) -> dict[str, Any]:
     results = dict(results)
@@ -241,7 +263,8 @@ def run(root: Path = DEFAULT_ROOT, assignment_id: str | None = None) -> dict[str
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
     _restrict(results_path.parent, 0o007)
-    write_json_atomic(results_path, failure_results_json(PLACEHOLDER_REASON))
+    before = own_limits()
+    write_json_atomic(results_path, failure_results_json(placeholder_reason(before)))
     try:
         results = grade_submission(root, assignment_id)
     except Exception as e:  # the grader's own failure: a zero with a reason, never a missing file
@@ -250,6 +273,17 @@ def run(root: Path = DEFAULT_ROOT, assignment_id: str | None = None) -> dict[str
         sys.stdout.flush()
         results = failure_results_json(GRADER_FAILED_REASON.format(error=type(e).__name__),
                                        extra={"gradescope": {"grader_error": repr(e)[:500]}})
+    after = own_limits()
+    note = memory_note(before, after)
+    if note:
+        log(f"the container's OOM killer struck: {before} -> {after}")
+        results = dict(results)
+        results["output"] = f"{note}\n\n{results.get('output') or ''}".rstrip() + "\n"
+    if after.get("memory_limit_mb"):
+        extra_data = dict(results.get("extra_data") or {})
+        extra_data["container"] = {**after, "oom_kills_while_grading": (after.get("oom_kills") or 0)
+                                   - (before.get("oom_kills") or 0)}
+        results = {**results, "extra_data": extra_data}
     write_json_atomic(results_path, results)
     log(f"wrote {results_path}")
     return results

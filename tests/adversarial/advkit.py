@@ -67,7 +67,10 @@ def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
 # Holes this suite found that are still open (SECURITY.md, "Open holes"); none is, today. A new
 # one's test is marked ``@hole("H9")``, xfail(strict=True): when its fix lands the test passes,
 # strict xfail turns that into a failure, and the entry (and the marker) must be removed.
-HOLES: dict[str, str] = {}
+HOLES: dict[str, str] = {
+    "H19": ("fallback without mounts (Gradescope's container): the workspace watchdog polls every 0.5 s, and "
+            "fallocate writes 2 GB past the 256 MB cap before it fires (SECURITY.md, H19)"),
+}
 
 
 def hole(key: str):

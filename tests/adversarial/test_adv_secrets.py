@@ -131,7 +131,20 @@ def scan(d, depth):
         if e.is_dir(follow_symlinks=False) and "site-packages" not in e.path:
             scan(e.path, depth + 1)
 scan("/", 0)
-_record("probe_scan", {"found": found, "visited": visited, "probe_dir": os.path.exists("/probe") and sorted(os.listdir("/probe"))})
+# Under the fallback jail (no mount namespace) Landlock hides "/": scan what the kernel can list
+# (its working and run folders), and look where the grader keeps the probe's files, beside the run
+# folder that TMPDIR names.
+tmp = os.environ.get("TMPDIR", "")
+for root in (os.getcwd(), os.path.dirname(tmp)):
+    if root and root != "/":
+        scan(root, 1)
+beside = os.path.join(os.path.dirname(os.path.dirname(tmp)), "probe") if tmp else ""
+def listing(d):
+    try:
+        return sorted(os.listdir(d))
+    except OSError:
+        return False
+_record("probe_scan", {"found": found, "visited": visited, "probe_dir": listing("/probe") or listing(beside)})
 '''
 
 

@@ -26,3 +26,16 @@ def world_readable_tmp():
     d.chmod(0o755)
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def gradescope_image(gradescope_zip):
+    """The simulated Gradescope image of the real zip (setup.sh run once in the container, cached
+    by the zip's hash across runs and xdist workers), held for the session."""
+    from container_testlib import require_container
+
+    require_container()
+    from autograder.gradescope.image import image_for
+
+    with image_for(gradescope_zip, base="host") as image:
+        yield image
