@@ -79,12 +79,9 @@ def simulate(
     from .image import ImageBuildError
     from .simulate import simulate as run_simulation
 
-    try:
+    with command_errors(ContainerUnavailable, ImageBuildError):
         sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
                              base=base, rebuild=rebuild)
-    except (ContainerUnavailable, ImageBuildError, AutograderError) as e:
-        typer.secho(f"error: {e}", fg="red", err=True)
-        raise typer.Exit(2)
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "stdout.txt").write_text(sim.stdout)

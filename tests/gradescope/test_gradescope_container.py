@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from container_testlib import ROOT, require_container
+from container_testlib import require_container
 
 from autograder.gradescope import docker_profile
 from autograder.gradescope.cgroups import own_limits
