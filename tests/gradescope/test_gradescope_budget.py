@@ -12,6 +12,7 @@ from autograder.gradescope import budget as budget_mod
 from autograder.gradescope.budget import budget, settings_line
 from autograder.measure.onnx_load import LoadLimits
 from autograder.sandbox import execute
+from autograder.sandbox.probe_run import probe_budget_s
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +22,8 @@ def test_the_timeout_covers_every_limit_of_the_worst_legal_notebook(assignment07
     limits = assignment07.limits
     # every part of one execution's hard bound, one measuring child per artifact, the grader's own work
     assert b.execution_s == (execute.STARTUP_TIMEOUT_S + limits.notebook_timeout_s
-                             + min(execute.PROBE_MAX_S, limits.cell_timeout_s) + execute.RECOVER_GRACE_S + 10)
+                             + probe_budget_s(limits, len(assignment07.grading.probe_cases()))
+                             + execute.RECOVER_GRACE_S + 10)
     assert b.measuring_s == len(assignment07.artifacts) * LoadLimits().timeout_s
     assert b.timeout_s >= b.ceiling_s * (1 + budget_mod.TIME_MARGIN) and b.timeout_s % 60 == 0
     assert b.timeout_s - 60 < b.ceiling_s * (1 + budget_mod.TIME_MARGIN), "rounded up to the next minute only"
