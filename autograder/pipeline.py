@@ -23,7 +23,7 @@ from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
-from .tolerances import tolerances_record, version_drift
+from .tolerances import public_tolerances_record, tolerances_record, version_drift
 
 EXECUTION_FILE = "execution.json"
 MEASUREMENTS_FILE = "measurements.json"
@@ -123,7 +123,8 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     grade["version_drift"] = version_drift(limits, measurements.get("environment"))
     _write_json(out_dir / GRADE_FILE, grade)
     (out_dir / FEEDBACK_FILE).write_text(feedback_markdown(grade, measurements))
-    extra = {"tolerances": grade["tolerances"], "version_drift": grade["version_drift"]}
+    # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
+    extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
                                                      extra=extra))
     return grade

@@ -108,6 +108,16 @@ def tolerances_record(calibrated_path: Path, override_path: Path | None, merged:
     }
 
 
+def public_tolerances_record(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as results.json carries it: each file by its name and hash, never the grader's
+    path (results.json is shown to the student)."""
+    def files(entry: Any) -> Any:
+        if not isinstance(entry, dict):
+            return entry
+        return {**entry, "path": Path(str(entry.get("path", ""))).name}
+    return {**record, "calibrated": files(record.get("calibrated")), "override": files(record.get("override"))}
+
+
 def flat_values(tolerances: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"size.dynamic_ratio_max": 0.3367, …}``: the value the judge reads for every key."""
     out: dict[str, Any] = {}

@@ -43,12 +43,14 @@ def _size(folder: Path) -> int:
     return total
 
 
-def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_check, jail_mode, monkeypatch):
+def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_check, jail_mode, monkeypatch, limited):
     """64 MB written to the kernel's file descriptors 1 and 2: the run folder (kept for the test)
     holds none of it, and the grading goes on."""
     monkeypatch.setenv("AUTOGRADER_KEEP_RUNDIR", "1")
     before = set(Path(tempfile.gettempdir()).glob(f"autograder-run-{os.getpid()}-*"))
-    g = grade_cells([RAW_FLOOD, "x = 1"], name=f"raw-output-{jail_mode}")
+    # 64 MB through a pipe at 0.5 CPU on a busy machine took more than 5 s: a cell limit that holds at 5x slower CPU
+    g = grade_cells([RAW_FLOOD, "x = 1"], name=f"raw-output-{jail_mode}",
+                    assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
     require_mode(g, jail_mode)
     kept = set(Path(tempfile.gettempdir()).glob(f"autograder-run-{os.getpid()}-*")) - before
     try:

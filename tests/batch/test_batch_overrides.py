@@ -41,7 +41,10 @@ def test_a_partial_override_changes_only_its_keys_and_is_recorded_everywhere(tmp
     assert grade["tolerances"]["values"] == {"functions.agree_share_min": 1.0, "size.ratio_max": 0.28,
                                              "drift.max_abs_dp_max": 0.10}
     results = json.loads((graded / "alice" / "results.json").read_text())
-    assert results["extra_data"]["tolerances"] == grade["tolerances"]
+    shown = results["extra_data"]["tolerances"]   # the student's copy: file names, not the grader's paths
+    assert shown["values"] == grade["tolerances"]["values"]
+    assert shown["override"] == {**grade["tolerances"]["override"], "path": override.name}
+    assert shown["calibrated"]["path"] == "tolerances.toml" and str(graded.parent) not in json.dumps(results)
     batch = json.loads((graded / "batch.json").read_text())
     assert batch["tolerances_used"]["override"]["changed"] == changed
     page = (graded / "summary.html").read_text()
