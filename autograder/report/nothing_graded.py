@@ -24,6 +24,8 @@ MAX_REASONS = 3
 TODO = ("Complete the notebook's tasks, then restart the kernel, run all cells top to bottom in a "
         "fresh folder and submit the notebook you ran. Once your work produces something, this "
         "feedback lists each check with what it measured and a hint.")
+TODO_GRADER = ("This is not a judgment of your work: submit again, and ask course staff if it happens "
+               "again.")
 TODO_UNREADABLE = ("Open the file in Jupyter, check that it is the assignment's notebook (.ipynb), "
                    "run all cells, save, and submit it again.")
 
@@ -72,7 +74,9 @@ def why(measurements: Mapping[str, Any] | None, grade: Mapping[str, Any], fmt: A
 def short_lines(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None, fmt: Any = md) -> list[str]:
     """The paragraph: why, what to do, and the checks not measured, in one line."""
     execution = execution_of(measurements) or {}
-    todo = TODO_UNREADABLE if execution.get("status") == "unreadable" else TODO
+    status = execution.get("status")
+    todo = {"unreadable": TODO_UNREADABLE, "sandbox_error": TODO_GRADER, "startup_failed": TODO_GRADER}.get(
+        str(status), TODO)
     return [f"{why(measurements, grade, fmt)} {todo}", "", not_measured_line(grade, fmt)]
 
 

@@ -213,3 +213,11 @@ def test_hidden_results_never_decide_the_short_form():
     text = feedback_markdown(grade, passing_hidden)
     assert "RESULTS is honest" not in text and not re.search(r"\b1 of 2\b", text)
     assert text == feedback_markdown(judge(RUBRIC, TOLERANCES, _nothing()), _nothing())
+
+
+def test_a_failure_on_the_grader_side_is_not_the_student_s_to_fix():
+    measurements = _nothing(status="sandbox_error", reason="bwrap failed", cells_run=0, completed=False)
+    text = feedback_markdown(judge(RUBRIC, TOLERANCES, measurements), measurements)
+    assert ("The grader could not run your notebook (a problem on our side, not in your work): bwrap failed. "
+            "This is not a judgment of your work: submit again") in text
+    assert "Complete the notebook's tasks" not in text
