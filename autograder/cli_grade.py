@@ -33,7 +33,7 @@ def grade(
     is a zero with its reason); 2 for a mistake in the command, checked before anything runs.
     """
     from .assignment_match import read_notebook, resolve_assignment
-    from .pipeline import EXECUTION_FILE, grade_notebook
+    from .pipeline import EXECUTION_FILE, MEASUREMENTS_FILE, grade_notebook
     from .report.console import print_grade_table
 
     with command_errors():
@@ -52,24 +52,39 @@ def grade(
         typer.secho(line, fg="yellow")
     for warning in grade_.get("version_drift", []):
         typer.secho(f"warning: {warning}", fg="yellow")
-    print_grade_table(grade_)
+    print_grade_table(grade_, measurements=_read_json(out / MEASUREMENTS_FILE))
     typer.echo(f"score {grade_['score']:g}/{grade_['max_score']:g} · wrote {out / 'results.json'} and {out / 'feedback.md'}")
 
 
 def execution_notes(execution_file: Path) -> list[str]:
-    """One line each: why the notebook did not run to the end, and its first failing cell."""
-    try:
-        execution = json.loads(execution_file.read_text())
-    except (OSError, ValueError):
+    """One line each: why the notebook did not run to the end, the language its metadata names
+    when not Python, and its first failing cell (named as the student reads it)."""
+    from .cell_numbers import where_of
+    from .report.execution_text import error_text
+
+    execution = _read_json(execution_file)
+    if not execution:
         return []
     notes = []
     status = execution.get("status")
     if status not in (None, "completed"):
         notes.append(f"{status}: {plain(execution.get('reason') or 'the notebook did not run to the end')}")
+    if execution.get("language"):
+        notes.append(f"the notebook's metadata names {plain(execution['language'], 40)}; it ran as Python")
+    if status == "completed" and execution.get("cells_total") == 0:
+        notes.append("the notebook has no code cell: nothing ran")
     first = execution.get("first_error")
-    if isinstance(first, dict) and first.get("ename"):
-        notes.append(f"cell {first.get('cell')} raised {plain(first.get('ename'), 80)}: {plain(first.get('evalue'), 300)}")
+    if isinstance(first, dict):
+        notes.append(f"{where_of(first)} raised {plain(error_text(first), 380)}")
     return notes
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def plain(text: object, limit: int = 400) -> str:

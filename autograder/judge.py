@@ -21,16 +21,19 @@ Ops: ``==  !=  <=  <  >=  >`` compare (the ordering ones need numbers on both si
 a number); ``in`` passes when the measured value, or every element of a measured list, is one of
 the threshold list (an empty measured list fails); ``is_true`` / ``is_false`` need a measured bool.
 
-Templates (``message``, ``hint``) take placeholders in braces; ``{{`` and ``}}`` are literal braces:
+Templates (``message``, ``hint``) take placeholders in braces; ``{{`` and ``}}`` are literal braces
+and a lone ``{`` or ``}`` is refused (it was a literal brace eaten by its neighbour):
 
 - ``{measured}``, ``{threshold}``: formatted with the part's ``format``; ``{op}`` (``≤``), ``{name}``;
 - ``{models.fp32.param_count}``: any other measurement, by dotted path;
 - ``{tolerances.dynamic_model.accuracy_drop_max}``: a tolerance;
 - ``{path:fmt}``: the same with an explicit format (``{models.fp32.param_count:int}``).
 Without ``:fmt`` other values are formatted ``auto`` (ints with thousands separators, floats to
-four significant digits). A missing or errored value renders as ``?``.
+four significant digits). A sentence whose placeholder has no value (missing or errored) is left
+out, so no ``?`` stands in for a number; a message left empty falls back to the default.
 
-Formats: ``text``, ``int`` (66,817), ``float3`` (0.031), ``percent`` (3.1%), ``bytes``
+Formats: ``text``, ``int`` (66,817), ``float3`` (0.031), ``percent`` (3.1%), ``pp`` (a
+difference of two shares in percentage points: 1.2 pp), ``bytes``
 (262.4 KiB (268,674 bytes)), ``ratio`` (0.27×), ``auto`` (four significant digits: 5.907e-07 for
 values too small for float3). A value of the wrong kind falls back to text.
 """
@@ -46,7 +49,7 @@ from typing import Any
 from .errors import AssignmentError
 
 OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
-FORMATS = ("text", "int", "float3", "percent", "bytes", "ratio", "auto")
+FORMATS = ("text", "int", "float3", "percent", "pp", "bytes", "ratio", "auto")
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 OP_TEXT = {"==": "=", "!=": "≠", "<=": "≤", "<": "<", ">=": "≥", ">": ">", "in": "one of",
            "is_true": "=", "is_false": "="}
@@ -59,6 +62,7 @@ _CHECK_KEYS = frozenset({"id", "title", "points", "visibility", "requires", "par
 _PART_KEYS = frozenset({"name", "measure", "op", "value", "tolerance", "points", "format", "message", "hint"})
 _MANUAL_KEYS = frozenset({"id", "title", "points", "description"})
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][\w.\-]*)(?::([a-z0-9]+))?\}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _POINTS_EPS = 1e-9
 
 
@@ -213,6 +217,11 @@ def _validate_template(template: Any, where: str) -> None:
     for m in _PLACEHOLDER.finditer(template):
         if m.group(2) and m.group(2) not in FORMATS + ("auto",):
             raise AssignmentError(f"{where}: unknown format ':{m.group(2)}' in {m.group(0)} (known: {', '.join(FORMATS)}, auto)")
+    rest = _PLACEHOLDER.sub("", template)
+    if "{" in rest or "}" in rest:
+        at = template[max(0, template.find("{" if "{" in rest else "}") - 20):][:60]
+        raise AssignmentError(f"{where}: a lone brace near {at!r}; write {{{{ and }}}} for literal braces "
+                              "and {dotted.path} for a value")
 
 
 # ── measurement lookup ────────────────────────────────────────────────────────────────────────
@@ -300,7 +309,8 @@ def _judge_part(part: Mapping[str, Any], tolerances: Mapping[str, Any], measurem
         "passed": passed, "points": points, "score": points if passed else 0 * points,
         "measured": measured, "threshold": threshold,
         "measured_text": fields["measured"], "threshold_text": fields["threshold"],
-        "message": reason if reason is not None else render(part.get("message") or DEFAULT_MESSAGE),
+        "message": reason if reason is not None else (render(part.get("message") or DEFAULT_MESSAGE)
+                                                       or render(DEFAULT_MESSAGE)),
         "hint": render(part.get("hint", "")),
         "reason": reason,
     }
@@ -335,7 +345,11 @@ def _equal(a: Any, b: Any) -> bool:
 
 def _render(template: str, fields: Mapping[str, str], raw: Mapping[str, Any],
             measurements: Mapping[str, Any], tolerances: Mapping[str, Any]) -> str:
+    """The template filled in, sentence by sentence: a sentence with a value missing is left out."""
+    missing = False
+
     def substitute(m: re.Match[str]) -> str:
+        nonlocal missing
         token, name, fmt = m.group(0), m.group(1), m.group(2)
         if token in ("{{", "}}"):
             return token[0]
@@ -343,9 +357,18 @@ def _render(template: str, fields: Mapping[str, str], raw: Mapping[str, Any],
             return fields[name] if fmt is None else format_value(raw.get(name, fields[name]), fmt)
         source, path = (tolerances, name[len("tolerances."):]) if name.startswith("tolerances.") else (measurements, name)
         value, reason = lookup(source, path)
-        return UNKNOWN if reason is not None else format_value(value, fmt or "auto")
+        if reason is not None:
+            missing = True
+            return UNKNOWN
+        return format_value(value, fmt or "auto")
 
-    return _PLACEHOLDER.sub(substitute, template)
+    kept = []
+    for sentence in _SENTENCE_END.split(template):
+        missing = False
+        filled = _PLACEHOLDER.sub(substitute, sentence)
+        if not missing:
+            kept.append(filled)
+    return " ".join(kept)
 
 
 def _threshold_text(op: str, threshold: Any, fmt: str) -> str:
@@ -376,6 +399,8 @@ def format_value(value: Any, fmt: str = "text") -> str:
         return _fixed(value, 3)
     if fmt == "percent":
         return _fixed(value * 100, 1) + "%"
+    if fmt == "pp":
+        return _fixed(value * 100, 1) + " pp"
     if fmt == "ratio":
         return _fixed(value, 2) + "×"
     if fmt == "bytes":

@@ -41,7 +41,7 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     """execution.json without the per-cell list, plus ``completed`` and ``ran``.
 
     ``ran`` is ``{"error": reason}`` when no cell could run at all (not a notebook, the kernel
-    never started), so that checks about how the cells ran fail with that reason instead of
+    never started, no code cell in it), so that checks about how the cells ran fail with that reason instead of
     passing vacuously ("no cell raised an error").
     """
     summary = {k: v for k, v in execution.items() if k != "cells"}
@@ -49,6 +49,8 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     status = execution.get("status")
     summary["ran"] = {"error": execution.get("reason") or f"the notebook did not run ({status})"} \
         if status in NOT_RUN_STATUSES else True
+    if status == "completed" and execution.get("cells_total") == 0:   # no code, no credit
+        summary["ran"] = {"error": "the notebook has no code cell, so nothing ran"}
     return summary
 
 

@@ -23,8 +23,8 @@ from .escape import plain
 NOTE_CHARS = 300   # of a reason or a note in a table cell
 
 
-def grade_table(grade: Mapping[str, Any]) -> Table:
-    """One row per check (its score), then one row per part: measured, threshold, points."""
+def grade_table(grade: Mapping[str, Any], *, parts: bool = True) -> Table:
+    """One row per check (its score), then (``parts``) one row per part: measured, threshold, points."""
     table = Table(title=_data(f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}"),
                   show_lines=False, title_justify="left")
     table.add_column("check")
@@ -37,7 +37,7 @@ def grade_table(grade: Mapping[str, Any]) -> Table:
             label.append(f" ({plain(check['visibility'], 40)})", style="dim")
         table.add_row(label, Text(), Text(), _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
                       end_section=False)
-        for part in check.get("parts", []):
+        for part in check.get("parts", []) if parts else []:
             mark = Text("  ✓ " if part.get("passed") else "  ✗ ", style="green" if part.get("passed") else "red")
             mark.append(plain(part.get("name", ""), NOTE_CHARS))
             measured = _data(part.get("reason") or part.get("measured_text", "?"),
@@ -51,9 +51,18 @@ def grade_table(grade: Mapping[str, Any]) -> Table:
     return table
 
 
-def print_grade_table(grade: Mapping[str, Any], console: Console | None = None) -> Table:
-    table = grade_table(grade)
-    (console or Console()).print(table)
+def print_grade_table(grade: Mapping[str, Any], console: Console | None = None,
+                      measurements: Mapping[str, Any] | None = None) -> Table:
+    """The grade's table; when nothing of the work could be graded, one row per check and the
+    short paragraph (:mod:`.nothing_graded`) instead of ~35 "not measured" rows."""
+    from .nothing_graded import nothing_to_grade, short_text
+
+    short = nothing_to_grade(grade)
+    table = grade_table(grade, parts=not short)
+    console = console or Console()
+    console.print(table)
+    if short:
+        console.print(_data(short_text(grade, measurements), limit=2000))
     return table
 
 

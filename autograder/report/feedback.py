@@ -1,8 +1,10 @@
 """``feedback.md``: the grade as the student reads it, as a file.
 
-The total, then each visible check with measured vs threshold and a hint for what failed, the
-number of hidden checks that failed (never which, and nothing of their inputs, thresholds or the
-reference), the items graded by hand, and how the notebook ran.
+The total, how the notebook ran, then each visible check with measured vs threshold and a hint
+for what failed, the items graded by hand. With any check not visible, neither the total nor
+anything of the hidden checks' results is shown, only their number. When nothing of the work
+could be graded (:mod:`.nothing_graded`), one paragraph replaces the checks: why, what to do,
+and the checks not measured in one line.
 """
 
 from __future__ import annotations
@@ -11,27 +13,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import markdown as md
+from .execution_text import execution_lines
+from .nothing_graded import nothing_to_grade, short_lines
 
 
 def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None) -> str:
     title = _title(grade, measurements)
     blocks = [f"# Feedback · {md.text(title)}", "\n".join(md.score_lines(grade))]
-    execution = md.execution_lines(measurements)
-    if execution:
-        blocks.append("## Running your notebook\n\n" + "\n".join(execution))
-    shown = md.visible_checks(grade)
-    if shown:
-        blocks.append("## Checks")
-        for check in shown:
-            mark = md.PASS if check.get("passed") else md.FAIL
-            blocks.append(f"### {mark} {md.text(check.get('title', check.get('id', '?')))}\n\n" + md.check_markdown(check))
-    hidden = md.hidden_checks(grade)
-    if hidden:
-        failed = sum(1 for c in hidden if not c.get("passed"))
-        blocks.append("## Hidden checks\n\n"
-                      f"{failed} of {len(hidden)} hidden checks failed. They run on the grader's own "
-                      "inputs and thresholds, which stay hidden so that passing them means the work is "
-                      "right, not tuned to the test; which ones failed is not shown.")
+    if nothing_to_grade(grade):
+        blocks.append("## Nothing to grade yet\n\n" + "\n".join(short_lines(grade, measurements)))
+        execution = execution_lines(measurements)
+        if execution:
+            blocks.append("## Running your notebook\n\n" + "\n".join(execution))
+    else:
+        execution = execution_lines(measurements)
+        if execution:
+            blocks.append("## Running your notebook\n\n" + "\n".join(execution))
+        shown = md.visible_checks(grade)
+        if shown:
+            blocks.append("## Checks")
+            for check in shown:
+                mark = md.PASS if check.get("passed") else md.FAIL
+                blocks.append(f"### {mark} {md.text(check.get('title', check.get('id', '?')))}\n\n"
+                              + md.check_markdown(check))
     manual = md.manual_lines(grade)
     if manual:
         blocks.append("## Graded by hand\n\n" + "\n".join(manual))

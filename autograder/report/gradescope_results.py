@@ -4,7 +4,8 @@ Format: Gradescope's autograder specification (docs/specs.md of gradescope/autog
 tests/schemas/gradescope_results.schema.json holds it as a JSON Schema). One test per check:
 ``name`` = title, ``tags`` = [check id], ``score``, ``max_score``, ``status``, ``visibility``,
 ``number``, Markdown ``output``. Top level: ``score`` (it overrides the tests' sum), a Markdown
-``output`` that counts hidden checks without naming them, ``execution_time`` in whole seconds and
+``output`` that counts hidden checks without naming them (and, with any, shows neither the total
+nor their results: Gradescope hides the total while a test is hidden), ``execution_time`` in whole seconds and
 ``extra_data`` for instructors (versions, isolation layers, execution status, per-check scores).
 
 Everything returned is plain JSON: numpy values become numbers and lists, and non-finite floats
@@ -20,6 +21,8 @@ from typing import Any
 from .. import __version__
 from ..safe_files import json_safe
 from . import markdown as md
+from .execution_text import execution_lines
+from .nothing_graded import nothing_to_grade, short_check_markdown, short_lines
 
 MAX_TEST_OUTPUT_CHARS = 20_000
 MAX_OUTPUT_CHARS = 50_000
@@ -32,6 +35,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
                  execution_time: float | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes."""
     checks = list(grade.get("checks", []))
+    short = nothing_to_grade(grade)
     result: dict[str, Any] = {
         "score": _number(grade.get("score", 0.0)),
         "output": _cap(summary_markdown(grade, measurements), MAX_OUTPUT_CHARS),
@@ -39,7 +43,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "test_output_format": "md",
         "test_name_format": "text",
         "stdout_visibility": "hidden",
-        "tests": [_test(check, number) for number, check in enumerate(checks, start=1)],
+        "tests": [_test(check, number, short) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
     if execution_time is not None:
@@ -48,9 +52,12 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
 
 
 def summary_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> str:
-    """The top-level output: score, visible tally, hidden count, how the notebook ran, manual items."""
+    """The top-level output: score, visible tally, hidden count, how the notebook ran, manual items;
+    when nothing could be graded, the short paragraph first."""
     blocks = ["\n".join(md.score_lines(grade))]
-    execution = md.execution_lines(measurements)
+    if nothing_to_grade(grade):
+        blocks.append("**Nothing to grade yet**\n\n" + "\n".join(short_lines(grade, measurements)))
+    execution = execution_lines(measurements)
     if execution:
         blocks.append("**Running your notebook**\n\n" + "\n".join(execution))
     manual = md.manual_lines(grade)
@@ -92,7 +99,7 @@ def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
 
 # ── pieces ────────────────────────────────────────────────────────────────────────────────────
 
-def _test(check: Mapping[str, Any], number: int) -> dict[str, Any]:
+def _test(check: Mapping[str, Any], number: int, short: bool = False) -> dict[str, Any]:
     return {
         "name": str(check.get("title", check.get("id", f"check {number}"))),
         "name_format": "text",
@@ -102,7 +109,7 @@ def _test(check: Mapping[str, Any], number: int) -> dict[str, Any]:
         "max_score": _number(check.get("max_score", 0.0)),
         "status": "passed" if check.get("passed") else "failed",
         "visibility": check.get("visibility", "visible"),
-        "output": _cap(md.check_markdown(check), MAX_TEST_OUTPUT_CHARS),
+        "output": _cap(short_check_markdown(check) if short else md.check_markdown(check), MAX_TEST_OUTPUT_CHARS),
         "output_format": "md",
     }
 

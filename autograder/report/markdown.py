@@ -24,16 +24,6 @@ from . import escape
 PASS, FAIL = "✓", "✗"
 MAX_UNTRUSTED_CHARS = 300
 MAX_TEXT_CHARS = 2000      # a hint or a message (filled with values) on one line
-CELL_INDEX_BASE = 0  # execution.json counts cells from 0 (nbformat's list index); students count from 1
-
-_STATUS_HEADLINES = {
-    "completed": "Your notebook ran to the end",
-    "timeout": "Your notebook was stopped because it ran out of time",
-    "kernel_died": "Your notebook's kernel died (often: it ran out of memory or crashed)",
-    "startup_failed": "Your notebook's kernel could not start",
-    "unreadable": "Your notebook could not be read",
-    "sandbox_error": "The grader could not run your notebook (a problem on our side, not in your work)",
-}
 
 
 # ── escaping ──────────────────────────────────────────────────────────────────────────────────
@@ -102,19 +92,26 @@ def check_markdown(check: Mapping[str, Any]) -> str:
 
 
 def score_lines(grade: Mapping[str, Any]) -> list[str]:
-    """The total, the visible checks' tally and how many hidden checks failed (never which)."""
-    lines = [f"**Score: {points(grade.get('score', 0), grade.get('max_score', 0))}**", ""]
+    """The total and the visible checks' tally; with any check not visible, neither the total
+    nor anything of the hidden checks' results (Gradescope hides the total then too)."""
     shown, hidden = visible_checks(grade), hidden_checks(grade)
+    lines = [] if hidden else [f"**Score: {points(grade.get('score', 0), grade.get('max_score', 0))}**", ""]
     if shown:
         passed = sum(1 for c in shown if c.get("passed"))
         lines.append(f"- Visible checks: {passed} of {len(shown)} passed "
                      f"({points(sum(c.get('score', 0) for c in shown), sum(c.get('max_score', 0) for c in shown))} points).")
     if hidden:
-        failed = sum(1 for c in hidden if not c.get("passed"))
-        noun = "check" if len(hidden) == 1 else "checks"
-        lines.append(f"- Hidden {noun}: {failed} of {len(hidden)} failed. Hidden checks use inputs and "
-                     "thresholds you don't see, so they are counted here but not named.")
+        lines.append(f"- {hidden_note(hidden)}")
     return lines
+
+
+def hidden_note(hidden: list[Mapping[str, Any]]) -> str:
+    """What the student may know of hidden checks: that they exist and how many."""
+    n = len(hidden)
+    return (f"{n} more {'check is' if n == 1 else 'checks are'} not shown here: "
+            f"{'it uses' if n == 1 else 'they use'} inputs and thresholds you don't see. "
+            f"{'Its result' if n == 1 else 'Their results'} and your total score are not shown until "
+            "course staff release them.")
 
 
 def manual_lines(grade: Mapping[str, Any]) -> list[str]:
@@ -125,52 +122,6 @@ def manual_lines(grade: Mapping[str, Any]) -> list[str]:
         suffix = f" ({_num(pts)} points)" if pts else ""
         lines.append(f"- {text(item.get('title', item.get('id', '?')))}{suffix}: graded by hand, not part of this score.")
     return lines
-
-
-# ── execution ─────────────────────────────────────────────────────────────────────────────────
-
-def execution_lines(measurements: Mapping[str, Any] | None) -> list[str]:
-    """What happened when the notebook ran, for the student: status, first error, truncation."""
-    execution = (measurements or {}).get("execution") if isinstance(measurements, Mapping) else None
-    if not isinstance(execution, Mapping):
-        return []
-    if execution.get("error") is not None:
-        return [f"- The grader could not tell how your notebook ran: {text(execution['error'])}"]
-    status = str(execution.get("status", "unknown"))
-    headline = _STATUS_HEADLINES.get(status, f"Execution status: {text(status)}")
-    details = []
-    if execution.get("reason") and status != "completed":
-        details.append(code(execution["reason"]))
-    if isinstance(execution.get("duration_s"), (int, float)):
-        details.append(f"{execution['duration_s']:.1f} s")
-    lines = [f"- {headline}" + (f" ({', '.join(details)})" if details else "") + "."]
-    run, total = execution.get("cells_run"), execution.get("cells_total")
-    if status != "completed" and isinstance(run, int) and isinstance(total, int):
-        lines.append(f"- {run} of {total} cells ran; checks that need the rest got no measurement.")
-    lines += _first_error_lines(execution)
-    if execution.get("probe") == "failed" and status == "completed":
-        lines.append("- After your notebook ran, the grader could not call your functions in it.")
-    if execution.get("output_truncated"):
-        lines.append("- Your notebook printed more output than the grader keeps; the rest was cut.")
-    return lines
-
-
-def _first_error_lines(execution: Mapping[str, Any]) -> list[str]:
-    first = execution.get("first_error")
-    if not isinstance(first, Mapping):
-        return []
-    cell, total = first.get("cell"), execution.get("cells_total")
-    where = f"cell {cell - CELL_INDEX_BASE + 1}" if isinstance(cell, int) else "a cell"
-    if isinstance(cell, int) and isinstance(total, int):
-        where += f" of {total} (counting markdown cells too)"
-    error = code(f"{first.get('ename', 'Error')}: {first.get('evalue', '')}".rstrip(": "))
-    line = f"- {where[0].upper()}{where[1:]} raised {error}"
-    errored = execution.get("cells_errored")
-    if isinstance(errored, int) and errored > 1:
-        line += f"; {errored} cells raised errors in all"
-    if execution.get("status") == "completed":
-        line += ". The cells after it still ran, so later checks could still earn points"
-    return [line + "."]
 
 
 def join_blocks(blocks: Iterable[str]) -> str:

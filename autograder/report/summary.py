@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..cell_numbers import error_summary, where_of
 from ..judge import OP_TEXT, lookup
 from . import summary_charts as charts
 from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
@@ -283,8 +284,8 @@ def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
 
 def _what_happened(row: dict[str, Any]) -> str:
     err = row.get("first_error") if isinstance(row.get("first_error"), dict) else None
-    cell = (f"{row.get('cells_errored')} cell(s) raised an error; the first, cell {err.get('cell')}: "
-            f"{err.get('ename')}: {err.get('evalue')}") if err else ""
+    cell = (f"{row.get('cells_errored')} cell(s) raised an error; the first, {where_of(err)}: "
+            f"{error_summary(err.get('ename'), err.get('evalue'))}") if err else ""
     return " · ".join(x for x in (str(row.get("reason") or ""), cell) if x)
 
 

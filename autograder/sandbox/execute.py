@@ -40,7 +40,7 @@ from ..errors import AutograderError
 from ..probe_format import ProbeCase
 from . import cgroups, jail, snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
-from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_code_cells, stripped_notebook
+from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
@@ -85,9 +85,11 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     if any(workspace.iterdir()):
         raise AutograderError(f"workspace {workspace} is not empty; the kernel must start in an empty folder")
     try:  # under the notebook's deadline: in a limited child process (a 30 MB notebook took minutes)
-        cells, _ = load_code_cells(notebook, timeout_s=min(PARSE_TIMEOUT_S, float(limits.notebook_timeout_s)))
+        loaded = load_notebook(notebook, timeout_s=min(PARSE_TIMEOUT_S, float(limits.notebook_timeout_s)))
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
+    cells = loaded.cells
+    shape = {"cells_in_notebook": loaded.total, "language": loaded.language}
     run = _Run(iso, cells, workspace, limits, probe, slot)
     try:
         outcome = _run_async(run.main())
@@ -99,7 +101,7 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
     iso.warnings.extend(run.warnings)
     return build_record(outcome, run.cell_records(), iso.record(), started, probe=run.probe_status,
-                        output_truncated=run.output_truncated)
+                        output_truncated=run.output_truncated, **shape)
 
 
 def _run_async(coro):
@@ -282,45 +284,46 @@ class _Run:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return Outcome("timeout", f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
-                                          f"cell {cell.index}; later cells did not run", kernel_usable=False)
+                                          f"{cell.where}; later cells did not run", kernel_usable=False)
             budget = min(float(limits.cell_timeout_s), remaining)
             t0 = time.monotonic()
             try:
                 content = await self._execute(client, pos, budget)
             except CellTimeoutError:
-                self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0)
+                self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0, number=cell.number)
                 if client.kc is not None and client.kc.dropped("shell"):  # nothing will answer any more
-                    return Outcome("timeout", f"cell {cell.index} answered with a message larger than the grader "
+                    return Outcome("timeout", f"{cell.where} answered with a message larger than the grader "
                                    f"accepts ({SOCKET_LIMITS['shell'][0] // MiB} MB, e.g. a huge exception message), so "
                                    "its connection was dropped and it ran into the cell limit; later cells did not run",
                                    kernel_usable=False)
                 by_deadline = budget < float(limits.cell_timeout_s)
                 if by_deadline or not await self._recover(client, min(RECOVER_GRACE_S, deadline - time.monotonic())):
-                    why = (f"the notebook reached its {limits.notebook_timeout_s:g} s limit in cell {cell.index}"
+                    why = (f"the notebook reached its {limits.notebook_timeout_s:g} s limit in {cell.where}"
                            if by_deadline else
-                           f"cell {cell.index} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
+                           f"{cell.where} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
                            "when interrupted")
                     return Outcome("timeout", why + "; later cells did not run", kernel_usable=False)
-                timed_out.append(cell.index)
+                timed_out.append(cell.where)
                 continue
             except DeadKernelError:
                 self.records[cell.index] = CellRecord(
                     cell.index, "error", time.monotonic() - t0, "DeadKernelError",
-                    "the kernel died while this cell ran (os._exit, a crash, or a signal)", "")
-                return Outcome("kernel_died", self._death_reason(cell.index), kernel_usable=False)
+                    "the kernel died while this cell ran (os._exit, a crash, or a signal)", "", number=cell.number)
+                return Outcome("kernel_died", self._death_reason(cell.where), kernel_usable=False)
             except HARNESS_BUGS:
                 raise
             except Exception as e:  # noqa: BLE001 - raised while handling what the kernel sent
                 why = _malformed(e)
                 self.records[cell.index] = CellRecord(cell.index, "error", time.monotonic() - t0,
-                                                      "MalformedKernelMessage", why, "")
-                return Outcome("kernel_died", f"{why} while running cell {cell.index}; later cells did not run",
+                                                      "MalformedKernelMessage", why, "", number=cell.number)
+                return Outcome("kernel_died", f"{why} while running {cell.where}; later cells did not run",
                                kernel_usable=False)
-            self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0)
+            self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0, number=cell.number)
         if timed_out:
-            listed = ", ".join(map(str, timed_out))
-            return Outcome("timeout", f"cell(s) {listed} exceeded the {limits.cell_timeout_s:g} s cell limit and "
-                                      "were interrupted; the other cells ran")
+            listed = "; ".join(timed_out[:5]) + (f" and {len(timed_out) - 5} more" if len(timed_out) > 5 else "")
+            verb = "was" if len(timed_out) == 1 else "were"
+            return Outcome("timeout", f"{listed} exceeded the {limits.cell_timeout_s:g} s cell limit and {verb} "
+                                      "interrupted; the other cells ran")
         return Outcome("completed", None)
 
     async def _recover(self, client: CappedNotebookClient, grace_s: float) -> bool:
@@ -395,15 +398,15 @@ class _Run:
         proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
         return proc is not None and proc.poll() is None
 
-    def _death_reason(self, index: int) -> str:
+    def _death_reason(self, where: str) -> str:
         dog = self.disk_watchdog
         if dog is not None and dog.fired:
-            return (f"the notebook wrote {dog.fired} while running cell {index}; its kernel was stopped and "
+            return (f"the notebook wrote {dog.fired} while running {where}; its kernel was stopped and "
                     "later cells did not run")
         if self.cgroup is not None and self.cgroup.oom_kills():
-            return (f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running cell "
-                    f"{index}, and the kernel was stopped ({self._exit_status()}); later cells did not run")
-        return (f"the kernel died while running cell {index} ({self._exit_status()}; os._exit, a crash or "
+            return (f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running "
+                    f"{where}, and the kernel was stopped ({self._exit_status()}); later cells did not run")
+        return (f"the kernel died while running {where} ({self._exit_status()}; os._exit, a crash or "
                 "running out of memory); later cells did not run")
 
     def _exit_status(self) -> str:
@@ -414,7 +417,7 @@ class _Run:
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
     def cell_records(self) -> list[CellRecord]:
-        return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0) for c in self.cells]
+        return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0, number=c.number) for c in self.cells]
 
 
 def _malformed(e: Exception) -> str:

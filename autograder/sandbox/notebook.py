@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
+from ..cell_numbers import cell_where
 from . import notebook_parse
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
@@ -38,8 +39,21 @@ class UnreadableNotebook(Exception):
 
 @dataclass(frozen=True)
 class CodeCell:
-    index: int   # position in the submitted notebook (markdown cells counted)
+    index: int   # position in the submitted notebook, from 0 (markdown and raw cells counted)
     source: str
+    number: int = 0   # position among the code cells, from 1 (0: not known)
+
+    @property
+    def where(self) -> str:
+        """How the student reads it: ``code cell 20 (cell 41 of the notebook)``."""
+        return cell_where(self.number or None, self.index)
+
+
+@dataclass(frozen=True)
+class LoadedNotebook:
+    cells: list[CodeCell]
+    total: int                 # cells of every kind
+    language: str | None       # the language the metadata names, when not Python
 
 
 def _open_notebook(path: Path) -> int:
@@ -66,7 +80,14 @@ def _parser_source() -> str:
 
 
 def load_code_cells(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> tuple[list[CodeCell], int]:
-    """``(code cells, number of cells)`` of the notebook at ``path``, or :class:`UnreadableNotebook`.
+    """``(code cells, number of cells)`` of the notebook at ``path``, or :class:`UnreadableNotebook`."""
+    loaded = load_notebook(path, timeout_s)
+    return loaded.cells, loaded.total
+
+
+def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> LoadedNotebook:
+    """The code cells of the notebook at ``path``, how many cells it has and the language its
+    metadata names (when not Python), or :class:`UnreadableNotebook`.
 
     The JSON is parsed in a child process (:mod:`.notebook_parse`) with an address-space limit
     and ``timeout_s``: what a notebook's structure costs to parse is the child's, never the
@@ -93,7 +114,9 @@ def load_code_cells(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> tuple[lis
                                  "hint: it may be far too large or complex)") from None
     if "error" in result:
         raise UnreadableNotebook(str(result["error"]))
-    return [CodeCell(int(i), src) for i, src in result["cells"]], int(result["total"])
+    cells = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
+    language = result.get("language")
+    return LoadedNotebook(cells, int(result["total"]), language if isinstance(language, str) else None)
 
 
 def stripped_notebook(cells: list[CodeCell]) -> nbformat.NotebookNode:

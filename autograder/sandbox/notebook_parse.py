@@ -7,8 +7,9 @@ million tiny objects takes gigabytes once parsed, and an integer of 5,000 digits
 200,000-deep nesting makes ``json.loads`` raise; here that costs a child process (with its own
 address-space limit and the caller's timeout), never the grader.
 
-It prints one JSON line: ``{"cells": [[index, source], ...], "total": n}`` (the code cells, in
-order, and how many cells the notebook has), or ``{"error": "reason for the student"}``. Limits:
+It prints one JSON line: ``{"cells": [[index, source], ...], "total": n, "language": name}`` (the
+code cells, in order, how many cells the notebook has, and the language its kernelspec or
+language_info names when that is not Python, else null), or ``{"error": "reason for the student"}``. Limits:
 ``max_bytes`` of input, ``max_objects`` JSON objects, ``max_int_digits`` per integer,
 ``max_code_cells`` code cells; nesting is bounded by Python's recursion limit.
 """
@@ -19,6 +20,8 @@ import resource
 import sys
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9+#._ -]")
+MAX_LANGUAGE_CHARS = 40
 
 
 class Refused(Exception):
@@ -31,11 +34,12 @@ def _source(cell, index):
         return "".join(src)
     if isinstance(src, str):
         return src
-    raise Refused(f"cell {index} has a source that is neither text nor a list of lines")
+    raise Refused(f"cell {index + 1} of the notebook has a source that is neither text nor a list of lines")
 
 
 def parse(data, name, limits):
-    """The code cells of the notebook ``data`` (bytes), or Refused with the reason."""
+    """``(code cells, number of cells, declared language)`` of the notebook ``data`` (bytes), or
+    Refused with the reason."""
     if len(data) > limits["max_bytes"]:
         raise Refused(f"{name} is more than {limits['max_bytes']:,} bytes; hint: clear the outputs before submitting")
     try:
@@ -77,14 +81,31 @@ def parse(data, name, limits):
     out = []
     for i, cell in enumerate(cells):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
-            raise Refused(f"cell {i} of {name} is malformed (no cell_type)")
+            raise Refused(f"cell {i + 1} of {name} is malformed (no cell_type)")
         if cell["cell_type"] == "code":
             out.append([i, _SURROGATE.sub("\ufffd", _source(cell, i))])   # must be encodable
             if len(out) > limits["max_code_cells"]:
                 total = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
                 raise Refused(f"{name} has {total:,} code cells, more than the {limits['max_code_cells']:,} "
                               "the grader runs; hint: merge cells or remove empty ones")
-    return out, len(cells)
+    return out, len(cells), declared_language(raw)
+
+
+def declared_language(raw):
+    """The language the notebook's metadata names, when it is not Python (else None): from
+    ``metadata.kernelspec.language``, ``metadata.language_info.name`` or the kernelspec's name.
+    Only letters, digits and ``+#._ -`` are kept, at most MAX_LANGUAGE_CHARS of them."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+    info = meta.get("language_info") if isinstance(meta.get("language_info"), dict) else {}
+    for value in (spec.get("language"), info.get("name"), spec.get("name")):
+        if isinstance(value, str):
+            name = _NAME_CHARS.sub("", value).strip()[:MAX_LANGUAGE_CHARS]
+            if name:
+                return None if name.lower().startswith(("python", "ipython")) else name
+    return None
 
 
 def main(limits_json):
@@ -93,8 +114,8 @@ def main(limits_json):
     name = limits["name"]
     try:
         data = sys.stdin.buffer.read(limits["max_bytes"] + 1)
-        cells, total = parse(data, name, limits)
-        result = {"cells": cells, "total": total}
+        cells, total, language = parse(data, name, limits)
+        result = {"cells": cells, "total": total, "language": language}
     except Refused as e:
         result = {"error": str(e)}
     except MemoryError:

@@ -12,6 +12,7 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ..cell_numbers import NO_NAME, cell_where, error_summary
 from ..redact import redact
 from ..safe_files import scrub
 
@@ -39,9 +40,12 @@ class CellRecord:
     ename: str | None = None
     evalue: str | None = None
     traceback: str | None = None
+    number: int = 0      # position among the code cells, from 1 (0: not known)
 
     def as_dict(self) -> dict:
         d = {"index": self.index, "status": self.status, "duration_s": round(self.duration_s, 3)}
+        if self.number:
+            d["code_cell"] = self.number
         if self.status == "error":
             d.update(ename=self.ename, evalue=self.evalue, traceback=self.traceback)
         return d
@@ -57,30 +61,51 @@ def clean(text: object, cap: int) -> str:
     return s if len(s) <= cap else "…" + s[-(cap - 1):]
 
 
-def reply_to_cell(index: int, content: dict | None, duration_s: float) -> CellRecord:
-    """A cell's record from its execute_reply content (None: an empty cell nbclient skipped)."""
+def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number: int = 0) -> CellRecord:
+    """A cell's record from its execute_reply content (None: an empty cell nbclient skipped).
+
+    A kernel may report an error without a name (``ename`` missing, null, or Python's
+    ``NoneType`` with the value ``None``, what formatting "no exception" gives): the name is then
+    empty and the message is the last line of the traceback, or :data:`NO_NAME`."""
     if not content or content.get("status") == "ok":
-        return CellRecord(index, "ok", duration_s)
+        return CellRecord(index, "ok", duration_s, number=number)
     tb = content.get("traceback")
     tb_text = "\n".join(map(str, tb)) if isinstance(tb, list) else str(tb or "")
-    return CellRecord(index, "error", duration_s,
-                      clean(content.get("ename") or content.get("status") or "Error", ENAME_CAP),
-                      clean(content.get("evalue", ""), EVALUE_CAP), clean(tb_text, TRACEBACK_CAP))
+    ename, evalue = content.get("ename"), content.get("evalue")
+    if not isinstance(ename, str) or not ename.strip() or (ename == "NoneType" and str(evalue) in ("None", "")):
+        last = [line for line in clean(tb_text, TRACEBACK_CAP).splitlines() if line.strip()]
+        last = [line for line in last if line.strip() != "NoneType: None"]
+        return CellRecord(index, "error", duration_s, "", clean(last[-1].strip() if last else NO_NAME, EVALUE_CAP),
+                          clean(tb_text, TRACEBACK_CAP), number=number)
+    return CellRecord(index, "error", duration_s, clean(ename, ENAME_CAP),
+                      clean(evalue if evalue is not None else "", EVALUE_CAP), clean(tb_text, TRACEBACK_CAP),
+                      number=number)
 
 
 def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, started: float, *,
-                 probe: str, output_truncated: bool = False) -> dict:
+                 probe: str, output_truncated: bool = False, cells_in_notebook: int | None = None,
+                 language: str | None = None) -> dict:
+    """execution.json. ``cells_total`` counts code cells; ``cells_in_notebook`` every cell;
+    ``first_error.where`` names the cell as students read it (:mod:`autograder.cell_numbers`);
+    ``language`` is the non-Python language the notebook's metadata names (it still ran as Python)."""
     cells = _within_budget(cells)
     errors = [c for c in cells if c.status == "error"]
     first = errors[0] if errors else None
+    first_error = None
+    if first is not None:
+        first_error = {"cell": first.index, "code_cell": first.number or None,
+                       "where": cell_where(first.number or None, first.index),
+                       "ename": first.ename, "evalue": first.evalue, "summary": error_summary(first.ename, first.evalue)}
     return {
         "status": outcome.status,
         "reason": clean(outcome.reason, REASON_CAP) if outcome.reason and outcome.status != "completed" else None,
         "cells_total": len(cells),
+        "cells_in_notebook": cells_in_notebook if cells_in_notebook is not None else len(cells),
+        "language": clean(language, 40) if language else None,
         "cells_run": sum(c.status != "not_run" for c in cells),
         "cells_errored": len(errors),
         "cells": [c.as_dict() for c in cells],
-        "first_error": {"cell": first.index, "ename": first.ename, "evalue": first.evalue} if first else None,
+        "first_error": first_error,
         "probe": probe,
         "duration_s": round(time.monotonic() - started, 3),
         "output_truncated": bool(output_truncated),

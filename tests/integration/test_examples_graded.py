@@ -91,3 +91,32 @@ def test_grading_is_reproducible(graded, assignment07, tmp_path):
         assert _scores(g) == _scores(first)
         assert [[p["passed"] for p in c["parts"]] for c in g["checks"]] == \
                [[p["passed"] for p in c["parts"]] for c in first["checks"]]
+
+
+def test_untouched_notebook_gets_one_short_paragraph(graded):
+    """Issue 13: not ~35 "not measured" lines each with a hint, but why, what to do, the checks in one line."""
+    grade, out = graded("untouched.ipynb")
+    feedback = (out / "feedback.md").read_text()
+    assert "## Nothing to grade yet" in feedback and "## Checks" not in feedback
+    assert "Hint" not in feedback and "not measured" not in feedback
+    assert "artifacts/fp32.onnx is missing" in feedback
+    line = next(l for l in feedback.splitlines() if l.startswith("Checks with nothing to grade yet"))
+    assert "The dynamic int8 model" in line and "quantize" in line
+    assert len(feedback) < 3000, len(feedback)
+    results = json.loads((out / "results.json").read_text())
+    assert "Nothing to grade yet" in results["output"]
+    assert all("Hint" not in t["output"] for t in results["tests"])
+
+
+def test_error_in_last_cell_is_named_once_and_truly(graded):
+    """Issue 13: "Cell 41 of 20 (counting markdown cells too)" next to "cell 40", and "the cells after
+    it still ran" about the last cell."""
+    grade, out = graded("error_in_last_cell.ipynb")
+    feedback = (out / "feedback.md").read_text()
+    assert ("- Code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`. "
+            "It is your notebook's last code cell.") in feedback
+    assert "cells after it still ran" not in feedback and "of 20" not in feedback
+    check = next(c for c in grade["checks"] if c["id"] == "execution")
+    part = next(p for p in check["parts"] if not p["passed"])
+    assert part["message"] == ("1 cell(s) raised an error; the first: code cell 20 (cell 41 of the notebook), "
+                               "KeyError: 'latency'")

@@ -139,6 +139,14 @@ def with_values(base: dict[str, Any], **paths: Any) -> dict[str, Any]:
     return data
 
 
+def all_visible(rubric: dict[str, Any]) -> dict[str, Any]:
+    """``rubric`` with every check visible."""
+    data = copy.deepcopy(rubric)
+    for c in data["checks"]:
+        c["visibility"] = "visible"
+    return data
+
+
 def part(grade: dict[str, Any], check_id: str, name: str) -> dict[str, Any]:
     check = next(c for c in grade["checks"] if c["id"] == check_id)
     return next(p for p in check["parts"] if p["name"] == name)
@@ -158,6 +166,7 @@ def failing_measurements() -> dict[str, Any]:
         "case": "quantize/ties_int8", "group": "ties", "call": "quantize([1.25], 0.5, 0, dtype=int8)",
         "expected": "[2] int8 shape (1,)", "got": "[3] int8 shape (1,)", "reason": "values"})
     data["models"]["int8_dynamic"].update(accuracy_drop=0.031)
-    data["execution"].update(cells_errored=1, first_error={
-        "cell": 11, "ename": "ValueError", "evalue": "operands could not be broadcast <b>together</b>"})
+    data["execution"].update(cells_errored=1, cells_in_notebook=40, first_error={
+        "cell": 11, "code_cell": 6, "where": "code cell 6 (cell 12 of the notebook)",
+        "ename": "ValueError", "evalue": "operands could not be broadcast <b>together</b>"})
     return data

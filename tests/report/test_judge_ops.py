@@ -145,10 +145,13 @@ TEMPLATE_CASES = [
     ("params {m.y:bytes}", "params 65.3 KiB (66,817 bytes)"),
     ("z {m.z:percent}", "z 3.1%"),
     ("tolerance {tolerances.dyn.drop_max:percent}", "tolerance 1.2%"),
-    ("missing {m.nope} and {nothing.here}", "missing ? and ?"),
     ("{{measured}} stays literal", "{measured} stays literal"),
     ("no placeholders", "no placeholders"),
-    ("{ not a placeholder }", "{ not a placeholder }"),
+    ("a dict: {{'fp32': {{...}}, 'int8': {{...}}}}.", "a dict: {'fp32': {...}, 'int8': {...}}."),
+    ("drop {m.z:pp}", "drop 3.1 pp"),
+    # a sentence with a value missing is left out: no "?" stands in for a number
+    ("Try again. Your model has {m.nope:int} parameters.", "Try again."),
+    ("Drop {measured}! Params {nothing.here}. Allowed {threshold}.", "Drop 3.1%! Allowed 1.2%."),
 ]
 
 
@@ -157,6 +160,19 @@ def test_check_message_template(template, rendered):
     part = one_part(0.031, op="<=", tolerance="dyn.drop_max", format="percent", message=template, hint=template)
     assert part["message"] == rendered
     assert part["hint"] == rendered
+
+
+def test_check_template_with_every_sentence_missing_falls_back():
+    part = one_part(0.031, op="<=", tolerance="dyn.drop_max", format="percent",
+                    message="missing {m.nope} and {nothing.here}", hint="Your model has {m.nope} parameters.")
+    assert part["message"] == "measured 3.1%, expected ≤ 1.2%"
+    assert part["hint"] == ""
+    assert "?" not in part["message"]
+
+
+def test_check_pp_format_names_percentage_points():
+    part = one_part(0.126, op="<=", value=0.012, format="pp")
+    assert (part["measured_text"], part["threshold_text"]) == ("12.6 pp", "1.2 pp")
 
 
 def test_check_default_message_names_measured_and_threshold():

@@ -32,6 +32,10 @@ BAD_RUBRICS = [
     ("checks not a list", {"checks": {"id": "c"}}, {}, ["at least one [[checks]]"]),
     ("unknown op", _rubric(_good_part(op="=<")), {}, ["check 'c'", "part 'p'", "unknown op '=<'", "<="]),
     ("unknown format", _rubric(_good_part(format="pct")), {}, ["unknown format 'pct'", "percent"]),
+    # a lone brace: "{...}}" read "}}" as an escape and lost a brace (the RESULTS hint did)
+    ("lone brace in a hint", _rubric(_good_part(hint="RESULTS = {'fp32': {...}}")), {},
+     ["part 'p' hint", "lone brace", "{{ and }}"]),
+    ("lone closing brace", _rubric(_good_part(message="a } b")), {}, ["part 'p' message", "lone brace"]),
     ("points mismatch", _rubric(points=10), {}, ["points = 10", "add up to 5"]),
     ("check without points", {"checks": [_without(_rubric()["checks"][0], "points")]}, {}, ["points must be a number"]),
     ("negative part points", _rubric(_good_part(points=-5), points=-5), {}, ["points must be a number >= 0"]),

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from judge_report_fixtures import (HIDDEN_IDS, HIDDEN_TITLES, MEASUREMENTS, RUBRIC, SECRET_HINT, TOLERANCES,
-                                   failing_measurements, with_values)
+                                   all_visible, failing_measurements, with_values)
 from rich.console import Console
 
 from autograder.judge import judge
@@ -21,13 +21,19 @@ def failing():
     return judge(RUBRIC, TOLERANCES, measurements), measurements
 
 
-def test_feedback_shows_total_and_every_visible_check(failing):
+def test_feedback_shows_every_visible_check(failing):
     grade, measurements = failing
     text = feedback_markdown(grade, measurements)
-    assert "**Score: 25 / 60**" in text
     for c in RUBRIC["checks"]:
         if c["visibility"] == "visible":
             assert f"### ✗ {c['title']}" in text or f"### ✓ {c['title']}" in text
+
+
+def test_feedback_shows_the_total_when_every_check_is_visible():
+    measurements = failing_measurements()
+    text = feedback_markdown(judge(all_visible(RUBRIC), TOLERANCES, measurements), measurements)
+    assert "**Score: 25 / 60**" in text
+    assert "not shown here" not in text
 
 
 def test_feedback_shows_measured_threshold_and_hint_for_failed_parts(failing):
@@ -38,18 +44,25 @@ def test_feedback_shows_measured_threshold_and_hint_for_failed_parts(failing):
     assert "your model has 66,817 parameters" not in text  # the size part that uses it passed
 
 
-def test_feedback_counts_hidden_failures_and_reveals_nothing_else(failing):
+def test_feedback_with_hidden_checks_shows_neither_the_total_nor_their_results(failing):
+    """Gradescope's rule: while a test is hidden the total is too (1 of the 2 hidden checks fails)."""
     text = feedback_markdown(*failing)
-    assert "1 of 2 hidden checks failed" in text
+    assert "2 more checks are not shown here" in text
+    assert "Score" not in text and "/ 60" not in text and "25" not in text
+    assert "failed" not in text.split("## Running")[0]
     for secret in (*HIDDEN_IDS, *HIDDEN_TITLES, SECRET_HINT, "95.0%", "calibration", "per channel", "static_qdq"):
         assert secret not in text, f"feedback.md leaks {secret!r}"
 
 
-def test_feedback_all_hidden_checks_passing_is_said_as_a_count():
-    grade = judge(RUBRIC, TOLERANCES, MEASUREMENTS)
-    text = feedback_markdown(grade, MEASUREMENTS)
-    assert "0 of 2 hidden checks failed" in text and "**Score: 60 / 60**" in text
-    assert "Hint" not in text  # nothing failed, so no hints
+def test_feedback_hidden_results_do_not_change_the_visible_text():
+    """Passing or failing, the hidden checks leave the same words (only their number)."""
+    passing = judge(RUBRIC, TOLERANCES, MEASUREMENTS)
+    failing_hidden = with_values(MEASUREMENTS, models__int8_qdq__per_channel=False,
+                                 reported__honest_share=0.5)
+    other = judge(RUBRIC, TOLERANCES, failing_hidden)
+    assert passing["score"] != other["score"]
+    assert feedback_markdown(passing, MEASUREMENTS) == feedback_markdown(other, failing_hidden)
+    assert "Hint" not in feedback_markdown(passing, MEASUREMENTS)  # nothing visible failed, so no hints
 
 
 def test_feedback_lists_manual_items_as_graded_by_hand(failing):
@@ -61,12 +74,12 @@ def test_feedback_lists_manual_items_as_graded_by_hand(failing):
 def test_feedback_execution_notes(failing):
     text = feedback_markdown(*failing)
     assert "Your notebook ran to the end (14.2 s)." in text
-    assert "Cell 12 of 23 (counting markdown cells too) raised `ValueError:" in text
-    assert "later checks could still earn points" in text
+    assert "- Code cell 6 (cell 12 of the notebook) raised `ValueError:" in text
+    assert "The cells after it still ran, so later checks could still earn points" in text
 
 
 @pytest.mark.parametrize("execution, words", [
-    ({"status": "timeout", "reason": "timed out after 600 s", "cells_run": 12}, ["ran out of time", "12 of 23 cells ran"]),
+    ({"status": "timeout", "reason": "timed out after 600 s", "cells_run": 12}, ["ran out of time", "12 of 23 code cells ran"]),
     ({"status": "completed", "output_truncated": True}, ["more output than the grader keeps"]),
     ({"status": "completed", "probe": "failed"}, ["could not call your functions"]),
     ({"status": "unreadable", "reason": "not a notebook"}, ["could not be read", "not a notebook"]),

@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from nbformat.v4 import new_code_cell
+from nbformat.v4 import new_code_cell, new_raw_cell
 
 from autograder.assignment import ExecutionLimits
 
@@ -39,7 +39,9 @@ def test_error_is_recorded_and_later_cells_still_run(run_cells):
     assert err["ename"] == "ValueError"
     assert "bad" in err["evalue"] and "input" in err["evalue"]
     assert "\x1b" not in err["traceback"] and "ValueError" in err["traceback"]
-    assert rec["first_error"] == {"cell": 1, "ename": "ValueError", "evalue": err["evalue"]}
+    assert rec["first_error"] == {"cell": 1, "code_cell": 2, "where": "code cell 2 (cell 2 of the notebook)",
+                                  "ename": "ValueError", "evalue": err["evalue"],
+                                  "summary": f"ValueError: {err['evalue']}"}
     assert rec["cells_errored"] == 1
     assert (ws / "after.txt").read_text() == "2"
 
@@ -55,14 +57,18 @@ def test_metadata_tags_and_kernelspec_are_ignored(run_cells):
     assert (ws / "ran.txt").read_text() == "yes"           # skip-execution did not skip
     assert rec["first_error"]["ename"] == "RuntimeError"    # raises-exception did not hide it
     assert "python" in (ws / "exe.txt").read_text()         # our kernel, not the bogus kernelspec
+    assert rec["language"] == "bash"                        # named, so the student can be told
 
 
 def test_cell_timeout_interrupts_and_continues(run_cells):
     limits = ExecutionLimits(cell_timeout_s=2, notebook_timeout_s=30)
-    rec, ws = run_cells(["import time\ntime.sleep(60)", "open('next.txt', 'w').write('ran')"], limits=limits)
+    rec, ws = run_cells([("md", "# intro"), new_raw_cell("raw"), "import time\ntime.sleep(60)",
+                         "open('next.txt', 'w').write('ran')"], limits=limits)
     assert rec["status"] == "timeout"
-    assert "cell(s) 0" in rec["reason"] and "2 s" in rec["reason"]
-    assert statuses(rec) == [(0, "timeout"), (1, "ok")]
+    assert rec["reason"].startswith("code cell 1 (cell 3 of the notebook) exceeded the 2 s cell limit and was "
+                                    "interrupted"), rec["reason"]
+    assert statuses(rec) == [(2, "timeout"), (3, "ok")]
+    assert rec["cells_in_notebook"] == 4 and rec["cells_total"] == 2
     assert 1.5 < rec["cells"][0]["duration_s"] < 6
     assert (ws / "next.txt").read_text() == "ran"
 
@@ -91,11 +97,11 @@ def test_notebook_deadline_stops_a_sequence_of_slow_cells(run_cells):
 
 
 def test_os_exit_is_a_dead_kernel(run_cells):
-    rec, _ = run_cells(["x = 1", "import os\nos._exit(3)", "y = 2"])
+    rec, _ = run_cells(["x = 1", ("md", "## then"), "import os\nos._exit(3)", "y = 2"])
     assert rec["status"] == "kernel_died"
-    assert "cell 1" in rec["reason"] and "exit code 3" in rec["reason"]
-    assert statuses(rec) == [(0, "ok"), (1, "error"), (2, "not_run")]
-    assert rec["cells"][1]["ename"] == "DeadKernelError"
+    assert "while running code cell 2 (cell 3 of the notebook)" in rec["reason"] and "exit code 3" in rec["reason"]
+    assert statuses(rec) == [(0, "ok"), (2, "error"), (3, "not_run")]
+    assert rec["cells"][1]["ename"] == "DeadKernelError" and rec["cells"][1]["code_cell"] == 2
     assert rec["probe"] == "not_run"
 
 

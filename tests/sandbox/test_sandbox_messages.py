@@ -66,7 +66,7 @@ def test_a_reply_too_big_to_accept_ends_the_run_at_the_cell_limit(run_cells):
 def test_malformed_kernel_messages_are_a_dead_kernel_not_a_grader_failure(run_cells):
     rec, _ = run_cells(["x = 1", BREAK_JSON, "y = 2"])
     assert rec["status"] == "kernel_died", rec["reason"]
-    assert "malformed message" in rec["reason"] and "cell 1" in rec["reason"]
+    assert "malformed message" in rec["reason"] and "code cell 2 (cell 2 of the notebook)" in rec["reason"]
     assert statuses(rec) == ["ok", "error", "not_run"]
     assert rec["cells"][1]["ename"] == "MalformedKernelMessage"
     assert rec["probe"] == "not_run"

@@ -220,11 +220,21 @@ def measure_reported(assignment, workspace: Path, reported: Any, reported_error:
                 record["reason"] = reason
                 problems.append(f"{key}: {reason}")
             fields[key] = record
+    problems = _hint_once(problems)
     checked = len(fields)
     honest = sum(1 for r in fields.values() if r["ok"])
     return {"present": True, "problems": problems, "checked": checked, "honest": honest,
             "honest_share": honest / checked if checked else 0.0, "fields": fields,
             "latency": _latency(fields, variants, lambda v: _retime(assignment, workspace, v))}
+
+
+def _hint_once(problems: list[str]) -> list[str]:
+    """The element-wise explanation said once, after the problems it explains, not in each."""
+    if sum(p.endswith(ELEMENTWISE_HINT) for p in problems) < 2:
+        return problems
+    marked = [p[: -len(ELEMENTWISE_HINT)] + " (element-wise?)" if p.endswith(ELEMENTWISE_HINT) else p
+              for p in problems]
+    return marked + ["element-wise?:" + ELEMENTWISE_HINT.rstrip(")").replace(" (", " ", 1)]
 
 
 def _retime(assignment, workspace: Path, variant: str) -> float | None:
