@@ -35,7 +35,7 @@ from ..safe_files import write_json_atomic
 SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
 STAGE_FILES = (pipeline.EXECUTION_FILE, pipeline.MEASUREMENTS_FILE, pipeline.GRADE_FILE,
-               pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE)
+               pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE, pipeline.FEEDBACK_HTML_FILE)
 
 
 class BatchInterrupted(BaseException):

@@ -18,6 +18,9 @@ One kind so far, ``decision_plane``: a two-class classifier on a 2-D input plane
      "worst": [{"set": str, "row": int, "xy": [x, y], "value": float}],   # ringed and numbered
      "caption": str, "data": "public"}
 
+In the SVG, the drawn parts carry ids: ``classes``, ``disagree``, ``boundary-<i>`` (the i-th
+boundary's contour), ``points-<i>`` (one marker per point) and ``worst-<rank>``.
+
 ``{"error": reason}`` instead says why there is no picture; :func:`figure_problem` says it, or why a
 section cannot be drawn. A broken section never fails grading: it becomes such a sentence.
 """
@@ -85,30 +88,30 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
         ax = fig.add_subplot()
         grids = [b["p1"] for b in spec["boundaries"]]
         base = grids[0] >= 0.5
-        ax.contourf(xs, ys, base.astype(float), levels=[-0.5, 0.5, 1.5], colors=CLASS_SHADES)
+        ax.contourf(xs, ys, base.astype(float), levels=[-0.5, 0.5, 1.5], colors=CLASS_SHADES).set_gid("classes")
         legend = []
-        for b, style in zip(spec["boundaries"], BOUNDARY_STYLES):
-            if np.nanmin(b["p1"]) < 0.5 < np.nanmax(b["p1"]):
-                ax.contour(xs, ys, b["p1"], levels=[0.5], **style)
+        for i, (b, style) in enumerate(zip(spec["boundaries"], BOUNDARY_STYLES)):
+            if np.nanmin(b["p1"]) < 0.5 < np.nanmax(b["p1"]):   # else the class is the same everywhere
+                ax.contour(xs, ys, b["p1"], levels=[0.5], **style).set_gid(f"boundary-{i}")
             legend.append(Line2D([], [], color=style["colors"], lw=style["linewidths"],
                                  ls=style["linestyles"], label=b["label"]))
         if len(grids) > 1:
             differ = (grids[1] >= 0.5) != base
             if differ.any():
                 ax.contourf(xs, ys, differ.astype(float), levels=[0.5, 1.5],
-                            cmap=ListedColormap([DISAGREE_SHADE]), alpha=0.75)
+                            cmap=ListedColormap([DISAGREE_SHADE]), alpha=0.75).set_gid("disagree")
             legend.append(_patch(DISAGREE_SHADE, "the models pick different classes"))
         scatter = None
-        for s, marker in zip(spec["points"], ("o", "^", "s", "D")):
+        for i, (s, marker) in enumerate(zip(spec["points"], ("o", "^", "s", "D"))):
             v = np.where(np.isfinite(s["value"]), s["value"], np.nan)
             scatter = ax.scatter(s["xy"][:, 0], s["xy"][:, 1], c=np.maximum(v, VALUE_FLOOR), cmap="viridis",
                                  norm=norm, marker=s.get("marker", marker), s=22, edgecolors="#333333",
-                                 linewidths=0.3, plotnonfinite=True, zorder=3)
+                                 linewidths=0.3, plotnonfinite=True, zorder=3, gid=f"points-{i}")
             legend.append(Line2D([], [], marker=s.get("marker", marker), ls="", color="#999999",
                                  markeredgecolor="#333333", markersize=6, label=s["label"]))
         for rank, w in enumerate(spec["worst"], start=1):
             ax.scatter([w["xy"][0]], [w["xy"][1]], s=260, facecolors="none", edgecolors="#d62728", linewidths=2,
-                       zorder=4)
+                       zorder=4, gid=f"worst-{rank}")
             ax.annotate(str(rank), (w["xy"][0], w["xy"][1]), xytext=(9, 7), textcoords="offset points",
                         color="#d62728", fontsize=11, fontweight="bold", zorder=5)
         if spec["worst"]:
@@ -125,7 +128,7 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
             bar = fig.colorbar(scatter, ax=ax, shrink=0.9, pad=0.02)
             bar.set_label(spec["value_label"] + " (log scale)")
         out = io.BytesIO()
-        meta = {"Date": None} if fmt == "svg" else {}
+        meta = dict.fromkeys(("Date", "Creator", "Format", "Type")) if fmt == "svg" else {}  # no RDF block
         fig.savefig(out, format=fmt, dpi=dpi, metadata=meta)
     return out.getvalue()
 
@@ -199,9 +202,10 @@ def _list(section: Mapping[str, Any], key: str) -> list:
 
 
 def _label(d: Any, key: str = "label", limit: int = 120) -> str:
-    """A label for the picture, bounded (matplotlib's SVG writer escapes it; mathtext is off)."""
+    """A label for the picture, bounded; ``$`` escaped so that it is drawn, never read as mathtext
+    (matplotlib's SVG writer escapes XML itself)."""
     text = str(d.get(key, "") if isinstance(d, Mapping) else "")
-    return " ".join(text.split())[:limit].replace("$", "＄")
+    return " ".join(text.split())[:limit].replace("$", r"\$")
 
 
 def _patch(color: str, label: str):

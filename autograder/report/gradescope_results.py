@@ -20,6 +20,7 @@ from typing import Any
 from .. import __version__
 from ..safe_files import json_safe
 from . import markdown as md
+from .gradescope_figure import figure_tests
 
 MAX_TEST_OUTPUT_CHARS = 20_000
 MAX_OUTPUT_CHARS = 50_000
@@ -42,6 +43,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "tests": [_test(check, number) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
+    result["tests"] += figure_tests(measurements, number=len(checks) + 1)   # the picture, when measured
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)
     return json_safe(result)
