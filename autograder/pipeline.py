@@ -21,7 +21,7 @@ from .judge import judge
 from .measure.context import MeasureContext
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
-from .report.feedback_html import feedback_html
+from .report.feedback_html import write_feedback_html
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
 from .tolerances import tolerances_record, version_drift
@@ -126,10 +126,10 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     _write_json(out_dir / GRADE_FILE, grade)
     feedback = feedback_markdown(grade, measurements)
     (out_dir / FEEDBACK_FILE).write_text(feedback)
-    (out_dir / FEEDBACK_HTML_FILE).write_text(feedback_html(feedback, measurements), encoding="utf-8")   # + the picture, if any
+    write_feedback_html(out_dir, feedback, measurements, FEEDBACK_HTML_FILE)   # + the picture, if any
     extra = {"tolerances": grade["tolerances"], "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
-                                                     extra=extra))
+                                                     extra=extra, figure_cache=out_dir))
     return grade
 
 

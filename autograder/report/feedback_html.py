@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from . import escape
-from .figure import figure_problem, figure_section, svg_inline
+from .figure import clear_cache, figure_problem, figure_section, svg_inline
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 FIGURE_HEADING = "A picture of your model"
@@ -41,8 +42,9 @@ def render_markdown(text: str) -> str:
     return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
 
 
-def figure_html(measurements: Mapping[str, Any] | None) -> str:
-    """The picture's ``<section>`` ("" when the assignment has no figure section)."""
+def figure_html(measurements: Mapping[str, Any] | None, cache: Path | None = None) -> str:
+    """The picture's ``<section>`` ("" when the assignment has no figure section); ``cache``: the
+    folder that keeps the drawn picture (:func:`.figure.cached_render`)."""
     section = figure_section(measurements)
     if section is None:
         return ""
@@ -50,7 +52,7 @@ def figure_html(measurements: Mapping[str, Any] | None) -> str:
     body = ""
     if problem is None:
         try:
-            body = (f'<figure>{svg_inline(section)}<figcaption>{_text(section.get("caption", ""), 1000)}'
+            body = (f'<figure>{svg_inline(section, cache)}<figcaption>{_text(section.get("caption", ""), 1000)}'
                     "</figcaption></figure>")
         except Exception as e:  # noqa: BLE001 - a picture that cannot be drawn must not fail grading
             problem = f"no picture: drawing it failed ({type(e).__name__})"
@@ -59,16 +61,29 @@ def figure_html(measurements: Mapping[str, Any] | None) -> str:
     return f'<section class="figure"><h2>{FIGURE_HEADING}</h2>{body}</section>'
 
 
-def feedback_html(feedback_md: str, measurements: Mapping[str, Any] | None = None, *, title: str = "Feedback") -> str:
+def feedback_html(feedback_md: str, measurements: Mapping[str, Any] | None = None, *, title: str = "Feedback",
+                  cache: Path | None = None) -> str:
     """The whole page: feedback.md's text with the picture after its first block (title and score)."""
     head, sep, rest = feedback_md.partition("\n## ")
-    parts = [render_markdown(head), figure_html(measurements), render_markdown(sep.lstrip("\n") + rest) if sep else ""]
+    parts = [render_markdown(head), figure_html(measurements, cache),
+             render_markdown(sep.lstrip("\n") + rest) if sep else ""]
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_text(title, 200)}</title>", f"<style>{CSS}</style></head><body><main>",
         *[p for p in parts if p], "</main></body></html>", ""])
+
+
+def write_feedback_html(out_dir: Path, feedback_md: str, measurements: Mapping[str, Any] | None,
+                        name: str = "feedback.html") -> Path:
+    """Write the page into ``out_dir``, keeping its picture there for a rescore; a grade without a
+    picture leaves no picture of an earlier grade behind."""
+    if figure_section(measurements) is None or figure_problem(figure_section(measurements)) is not None:
+        clear_cache(out_dir)
+    path = Path(out_dir) / name
+    path.write_text(feedback_html(feedback_md, measurements, cache=Path(out_dir)), encoding="utf-8")
+    return path
 
 
 def _text(value: Any, limit: int) -> str:

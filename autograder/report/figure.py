@@ -28,13 +28,18 @@ section cannot be drawn. A broken section never fails grading: it becomes such a
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 SECTION = "figure"
+RENDER_VERSION = 1             # bump when the drawing changes: cached pictures are keyed by it
+CACHE_PREFIX = "figure-"
 KIND = "decision_plane"
 MAX_POINTS = 20_000            # per set: a bound on what a section can ask the renderer to draw
 MAX_GRID = 400                 # per side
@@ -84,8 +89,8 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
     norm = LogNorm(vmin=VALUE_FLOOR, vmax=vmax, clip=True)
 
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}):
-        fig = Figure(figsize=(9.2, 6.4), layout="constrained")
-        ax = fig.add_subplot()
+        fig = Figure(figsize=(9.2, 6.6))   # a fixed layout: constrained layout would double the drawing time
+        ax = fig.add_axes((0.075, 0.175, 0.76, 0.765))
         grids = [b["p1"] for b in spec["boundaries"]]
         base = grids[0] >= 0.5
         ax.contourf(xs, ys, base.astype(float), levels=[-0.5, 0.5, 1.5], colors=CLASS_SHADES).set_gid("classes")
@@ -123,9 +128,9 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
         ax.set_xlabel(spec["x_label"])
         ax.set_ylabel(spec["y_label"])
         ax.set_title(spec["title"], fontsize=13, fontweight="bold")
-        fig.legend(handles=legend, loc="outside lower center", ncol=3, fontsize=9.5, frameon=False)
+        fig.legend(handles=legend, loc="lower center", bbox_to_anchor=(0.47, 0.0), ncol=3, fontsize=9.5, frameon=False)
         if scatter is not None:
-            bar = fig.colorbar(scatter, ax=ax, shrink=0.9, pad=0.02)
+            bar = fig.colorbar(scatter, cax=fig.add_axes((0.855, 0.175, 0.022, 0.765)))
             bar.set_label(spec["value_label"] + " (log scale)")
         out = io.BytesIO()
         meta = dict.fromkeys(("Date", "Creator", "Format", "Type")) if fmt == "svg" else {}  # no RDF block
@@ -133,15 +138,50 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
     return out.getvalue()
 
 
-def svg_inline(section: Mapping[str, Any]) -> str:
+def svg_inline(section: Mapping[str, Any], cache: Path | None = None) -> str:
     """The picture as an ``<svg>`` element for an HTML page (no XML prolog or DOCTYPE)."""
-    svg = render(section, "svg").decode("utf-8")
+    svg = cached_render(section, "svg", cache).decode("utf-8")
     return svg[svg.index("<svg"):]
 
 
-def png_data_uri(section: Mapping[str, Any], dpi: int = 80) -> str:
+def png_data_uri(section: Mapping[str, Any], dpi: int = 80, cache: Path | None = None) -> str:
     """The picture as a ``data:image/png;base64,…`` URI (for outputs whose sanitizer drops inline SVG)."""
-    return "data:image/png;base64," + base64.b64encode(render(section, "png", dpi=dpi)).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(cached_render(section, "png", cache, dpi=dpi)).decode("ascii")
+
+
+def cached_render(section: Mapping[str, Any], fmt: str, cache: Path | None, *, dpi: int = 96) -> bytes:
+    """:func:`render`, kept in ``cache`` (the grade's output folder) as ``figure-<key>.<fmt>``.
+
+    The key hashes the section, the format, the resolution, :data:`RENDER_VERSION` and matplotlib's
+    version: a rescore (same measurements, new tolerances) reads the picture back instead of drawing
+    it again, and anything that would change the picture changes the key. The folder is the
+    grader's own (nothing a notebook writes is read from it).
+    """
+    if cache is None:
+        return render(section, fmt, dpi=dpi)
+    path = Path(cache) / f"{CACHE_PREFIX}{_key(section, fmt, dpi)}.{fmt}"
+    if path.is_file() and not path.is_symlink():
+        return path.read_bytes()
+    data = render(section, fmt, dpi=dpi)
+    clear_cache(cache, fmt)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return data
+
+
+def clear_cache(cache: Path, fmt: str = "*") -> None:
+    """Remove the pictures :func:`cached_render` kept in ``cache`` (of one format, or all)."""
+    for old in Path(cache).glob(f"{CACHE_PREFIX}*.{fmt}"):
+        old.unlink(missing_ok=True)
+
+
+def _key(section: Mapping[str, Any], fmt: str, dpi: int) -> str:
+    import matplotlib
+
+    text = json.dumps(section, sort_keys=True, default=str, allow_nan=True)
+    salt = f"{fmt}|{dpi}|{RENDER_VERSION}|{matplotlib.__version__}|"
+    return hashlib.sha256((salt + text).encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
 # ── the section, checked ──────────────────────────────────────────────────────────────────────

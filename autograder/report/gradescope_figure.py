@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from . import escape
@@ -22,8 +23,9 @@ NAME = "A picture of your model (not graded)"
 PNG_DPI = 80                  # ~740 × 510 px, ~120 KB of PNG
 
 
-def figure_tests(measurements: Mapping[str, Any] | None, number: int) -> list[dict[str, Any]]:
-    """``[test]`` for results.json's ``tests`` (numbered ``number``), or ``[]`` without a figure section."""
+def figure_tests(measurements: Mapping[str, Any] | None, number: int, cache: Path | None = None) -> list[dict[str, Any]]:
+    """``[test]`` for results.json's ``tests`` (numbered ``number``), or ``[]`` without a figure section;
+    ``cache``: the folder that keeps the drawn picture (:func:`.figure.cached_render`)."""
     section = figure_section(measurements)
     if section is None:
         return []
@@ -32,7 +34,7 @@ def figure_tests(measurements: Mapping[str, Any] | None, number: int) -> list[di
     if problem is None:
         try:
             caption = _text(section.get("caption", ""), 1000)
-            output = (f'<p><img src="{png_data_uri(section, PNG_DPI)}" alt="{_text(section.get("title", ""), 200)}" '
+            output = (f'<p><img src="{png_data_uri(section, PNG_DPI, cache)}" alt="{_text(section.get("title", ""), 200)}" '
                       f'style="max-width:100%;height:auto"></p><p>{caption}</p>')
         except Exception as e:  # noqa: BLE001 - a picture that cannot be drawn must not fail grading
             problem = f"no picture: drawing it failed ({type(e).__name__})"

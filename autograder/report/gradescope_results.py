@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -30,8 +31,10 @@ _EXECUTION_KEYS = ("status", "reason", "cells_total", "cells_run", "cells_errore
 
 
 def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None, *,
-                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes."""
+                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None,
+                 figure_cache: Path | None = None) -> dict[str, Any]:
+    """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes
+    (and the picture of a ``figure`` section, kept in ``figure_cache``: gradescope_figure.py)."""
     checks = list(grade.get("checks", []))
     result: dict[str, Any] = {
         "score": _number(grade.get("score", 0.0)),
@@ -43,7 +46,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "tests": [_test(check, number) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
-    result["tests"] += figure_tests(measurements, number=len(checks) + 1)   # the picture, when measured
+    result["tests"] += figure_tests(measurements, len(checks) + 1, figure_cache)   # the picture, when measured
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)
     return json_safe(result)

@@ -161,3 +161,27 @@ def test_the_section_is_not_changed_by_drawing():
     before = copy.deepcopy(s)
     figure.render(s, "svg")
     assert s == before
+
+
+def test_a_rescore_reads_the_kept_picture_instead_of_drawing_it_again(tmp_path, monkeypatch):
+    from autograder.report.feedback_html import write_feedback_html
+
+    measurements = {"figure": kit.section()}
+    md = feedback_markdown(GRADE, measurements)
+    first = write_feedback_html(tmp_path, md, measurements).read_text()
+    first_results = results_json(GRADE, measurements, figure_cache=tmp_path)
+    kept = sorted(p.name for p in tmp_path.glob("figure-*"))
+    assert [p.rsplit(".", 1)[1] for p in kept] == ["png", "svg"]
+
+    def no_drawing(*_a, **_k):
+        raise AssertionError("drew the picture again")
+    monkeypatch.setattr(figure, "render", no_drawing)
+    assert write_feedback_html(tmp_path, md, measurements).read_text() == first
+    assert results_json(GRADE, measurements, figure_cache=tmp_path) == first_results
+    monkeypatch.undo()
+
+    moved = {"figure": kit.section(title="Another picture")}
+    assert "Another picture" in write_feedback_html(tmp_path, md, moved).read_text()
+    assert len(list(tmp_path.glob("figure-*.svg"))) == 1, "the older picture is replaced, not kept beside it"
+    write_feedback_html(tmp_path, md, {"figure": {"error": "no picture: nothing measured"}})
+    assert not list(tmp_path.glob("figure-*.svg")), "a grade without a picture leaves none of an older grade"

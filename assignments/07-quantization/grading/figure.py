@@ -108,18 +108,22 @@ def _no_figure(runs: dict[str, Any], models: dict[str, Any]) -> str | None:
     """Why there is no picture (None when there is one)."""
     files = {BASE: "fp32.onnx", VARIANT: "int8_qdq.onnx"}
     for name in (BASE, VARIANT):
-        facts = models.get(name)
-        art = runs.get(name)
+        facts, art = models.get(name), runs.get(name)
         if not isinstance(facts, dict) or art is None:
-            return f"no picture: there is no {files[name]} to draw"
+            return f"no picture: the grader measured no {files[name]}"
         if "error" in facts or art.error:
-            return f"no picture: {files[name]} could not be measured (its check says why)"
+            return f"no picture: {files[name]} could not be measured ({_short(facts.get('error') or art.error)})"
         if art.outputs_error:
-            return f"no picture: the outputs of {files[name]} are unusable (its check says why)"
+            return f"no picture: the outputs of {files[name]} are unusable ({_short(art.outputs_error)})"
     if not models[VARIANT].get("quantized"):
-        return ("no picture: int8_qdq.onnx is not quantized, so its boundary would be the fp32 one; quantize it "
-                "statically (QDQ) to see where int8 moves the boundary")
+        return ("no picture: int8_qdq.onnx is not quantized, and the picture shows where int8 quantization moves "
+                "your fp32 boundary; quantize it statically (QDQ) to see it")
     return None
+
+
+def _short(reason: object, limit: int = 200) -> str:
+    text = " ".join(str(reason).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _round(values: np.ndarray) -> list[float]:
