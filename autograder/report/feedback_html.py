@@ -14,6 +14,7 @@ inline styles, and ``data:`` images only.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,10 @@ def write_feedback_html(out_dir: Path, feedback_md: str, measurements: Mapping[s
     if figure_section(measurements) is None or figure_problem(figure_section(measurements)) is not None:
         clear_cache(out_dir)
     path = Path(out_dir) / name
-    path.write_text(feedback_html(feedback_md, measurements, cache=Path(out_dir)), encoding="utf-8")
+    first = feedback_md.split("\n", 1)[0]
+    # feedback.md's own title, its Markdown escapes undone (the page escapes it again for HTML)
+    title = html.unescape(re.sub(r"\\(.)", r"\1", first[2:])) if first.startswith("# ") else "Feedback"
+    path.write_text(feedback_html(feedback_md, measurements, title=title, cache=Path(out_dir)), encoding="utf-8")
     return path
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 SECTION = "figure"
-RENDER_VERSION = 1             # bump when the drawing changes: cached pictures are keyed by it
+RENDER_VERSION = 2             # bump when the drawing changes: cached pictures are keyed by it
 CACHE_PREFIX = "figure-"
 KIND = "decision_plane"
 MAX_POINTS = 20_000            # per set: a bound on what a section can ask the renderer to draw
@@ -48,6 +48,7 @@ BOUNDARY_STYLES = (dict(colors="black", linewidths=2.2, linestyles="solid"),
                    dict(colors="#1f77b4", linewidths=1.8, linestyles="dotted"))
 CLASS_SHADES = ("#eef3fb", "#fbf3ea")   # the baseline's two classes, very light
 DISAGREE_SHADE = "#f4b6b6"
+LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))   # points, per rank
 VALUE_FLOOR = 1e-4                       # the colour scale's lowest drift (log scale)
 
 
@@ -115,10 +116,12 @@ def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> by
             legend.append(Line2D([], [], marker=s.get("marker", marker), ls="", color="#999999",
                                  markeredgecolor="#333333", markersize=6, label=s["label"]))
         for rank, w in enumerate(spec["worst"], start=1):
-            ax.scatter([w["xy"][0]], [w["xy"][1]], s=260, facecolors="none", edgecolors="#d62728", linewidths=2,
+            ax.scatter([w["xy"][0]], [w["xy"][1]], s=220, facecolors="none", edgecolors="#d62728", linewidths=1.8,
                        zorder=4, gid=f"worst-{rank}")
-            ax.annotate(str(rank), (w["xy"][0], w["xy"][1]), xytext=(9, 7), textcoords="offset points",
-                        color="#d62728", fontsize=11, fontweight="bold", zorder=5)
+            dx, dy = LABEL_OFFSETS[(rank - 1) % len(LABEL_OFFSETS)]   # neighbours' numbers apart
+            ax.annotate(str(rank), (w["xy"][0], w["xy"][1]), xytext=(dx, dy), textcoords="offset points",
+                        ha="center", va="center", color="#d62728", fontsize=11, fontweight="bold", zorder=5,
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
         if spec["worst"]:
             legend.append(Line2D([], [], marker="o", ls="", markersize=12, markerfacecolor="none",
                                  markeredgecolor="#d62728", markeredgewidth=2,

@@ -171,7 +171,7 @@ def test_a_rescore_reads_the_kept_picture_instead_of_drawing_it_again(tmp_path, 
     first = write_feedback_html(tmp_path, md, measurements).read_text()
     first_results = results_json(GRADE, measurements, figure_cache=tmp_path)
     kept = sorted(p.name for p in tmp_path.glob("figure-*"))
-    assert [p.rsplit(".", 1)[1] for p in kept] == ["png", "svg"]
+    assert sorted(p.rsplit(".", 1)[1] for p in kept) == ["png", "svg"]
 
     def no_drawing(*_a, **_k):
         raise AssertionError("drew the picture again")
@@ -185,3 +185,11 @@ def test_a_rescore_reads_the_kept_picture_instead_of_drawing_it_again(tmp_path, 
     assert len(list(tmp_path.glob("figure-*.svg"))) == 1, "the older picture is replaced, not kept beside it"
     write_feedback_html(tmp_path, md, {"figure": {"error": "no picture: nothing measured"}})
     assert not list(tmp_path.glob("figure-*.svg")), "a grade without a picture leaves none of an older grade"
+
+
+def test_the_page_title_is_feedback_md_s_title_shown_literally(tmp_path):
+    from autograder.report.feedback_html import write_feedback_html
+
+    md = "# Feedback · a\\_b \\*c\\* &lt;x&gt;\n\n**Score: 1 / 2**\n"
+    page = write_feedback_html(tmp_path, md, None).read_text()
+    assert "<title>Feedback · a_b *c* &lt;x&gt;</title>" in page
