@@ -7,7 +7,9 @@
    converted and quantized as the contract says), with the picture's 100 × 100 grid as one more
    input set of every model worker, and without it; interleaved (order flipped each round).
    Reported: the medians, the median paired difference and ratio.
-2. ``draw``: building the ``figure`` section from the runs, the SVG of feedback.html and the PNG of
+2. ``grid_cpu_ms``: the grid's own cost, one ``session.run`` of its 10,000 rows per model in
+   this process (one thread, CPU time: what the model worker adds, without process noise).
+3. ``draw``: building the ``figure`` section from the runs, the SVG of feedback.html and the PNG of
    the Gradescope test, each timed alone (the medians).
 
 No timing is asserted anywhere; the numbers are for bench/README.md and the change's report.
@@ -72,6 +74,7 @@ def run(rounds: int, workdir: Path) -> dict:
                            log=lambda m: print(m, file=sys.stderr), label="measure ")
     runs: dict = {}
     facts = models.measure_models(assignment, ws, runs=runs)
+    grid_cpu_ms = _grid_cpu_ms(ws, figure.grid_points(data.public_split()), rounds)
     section_s, svg_s, png_s = [], [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -89,9 +92,28 @@ def run(rounds: int, workdir: Path) -> dict:
         "measure_without_grid_s": spread(measured["without_grid"]),
         "added_s": spread(paired_diffs(measured["with_grid"], measured["without_grid"])),
         "ratio": spread(paired_ratios(measured["with_grid"], measured["without_grid"])),
+        "grid_cpu_ms": grid_cpu_ms,
         "section_s": spread(section_s), "svg_s": spread(svg_s), "png_s": spread(png_s),
         "section_json_bytes": len(json.dumps(section)), "svg_bytes": len(svg), "png_data_uri_bytes": len(png),
     }
+
+
+def _grid_cpu_ms(ws: Path, grid, rounds: int) -> dict:
+    import onnxruntime as ort
+
+    out = {}
+    for path in sorted((ws / "artifacts").glob("*.onnx")):
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        session.run(None, {"X": grid})
+        times = []
+        for _ in range(rounds):
+            t0 = time.process_time()
+            session.run(None, {"X": grid})
+            times.append((time.process_time() - t0) * 1000)
+        out[path.stem] = spread(times)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(text)
     for key in ("measure_with_grid_s", "measure_without_grid_s", "added_s", "ratio", "section_s", "svg_s", "png_s"):
         print(f"{key:24s} median {result[key]['median']:.3f}  (min {result[key]['min']:.3f}, max {result[key]['max']:.3f})")
+    for name, ms in result["grid_cpu_ms"].items():
+        print(f"grid on {name:16s} median {ms['median']:.1f} ms CPU")
     print(f"section {result['section_json_bytes']} B of JSON, SVG {result['svg_bytes']} B, "
           f"PNG data URI {result['png_data_uri_bytes']} B")
     return 0
