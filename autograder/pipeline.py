@@ -21,6 +21,8 @@ from .judge import judge
 from .measure.context import MeasureContext
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
+from .report.feedback_html import write_feedback_html
+from .report.nothing_graded import nothing_to_grade
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
 from .tolerances import public_tolerances_record, tolerances_record, version_drift
@@ -30,6 +32,7 @@ MEASUREMENTS_FILE = "measurements.json"
 GRADE_FILE = "grade.json"
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
+FEEDBACK_HTML_FILE = "feedback.html"
 
 StageCallback = Callable[[str], None]
 
@@ -124,11 +127,14 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     grade["tolerances"] = tolerances_record(assignment.tolerances_path, tolerances, limits)
     grade["version_drift"] = version_drift(limits, measurements.get("environment"))
     _write_json(out_dir / GRADE_FILE, grade)
-    (out_dir / FEEDBACK_FILE).write_text(feedback_markdown(grade, measurements))
+    feedback = feedback_markdown(grade, measurements)
+    (out_dir / FEEDBACK_FILE).write_text(feedback)
+    # + the picture, if any (none when nothing could be graded: the short form says why)
+    write_feedback_html(out_dir, feedback, None if nothing_to_grade(grade) else measurements, FEEDBACK_HTML_FILE)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
-                                                     extra=extra))
+                                                     extra=extra, figure_cache=out_dir))
     return grade
 
 
@@ -146,7 +152,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, FEEDBACK_FILE):
+    for stale in (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE):
         (out_dir / stale).unlink(missing_ok=True)
     _write_json(out_dir / RESULTS_FILE, failure_results_json(
         "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))

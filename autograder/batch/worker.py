@@ -38,7 +38,7 @@ SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
 WORKER_LOST = "worker_lost"
 STAGE_FILES = (pipeline.EXECUTION_FILE, pipeline.MEASUREMENTS_FILE, pipeline.GRADE_FILE,
-               pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE)
+               pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE, pipeline.FEEDBACK_HTML_FILE)
 FATAL_SANDBOX, FATAL_MISMATCH = "sandbox", "mismatch"
 
 

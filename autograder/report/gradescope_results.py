@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -23,6 +24,7 @@ from ..safe_files import json_safe
 from . import markdown as md
 from .execution_text import execution_lines
 from .nothing_graded import nothing_to_grade, short_check_markdown, short_lines
+from .gradescope_figure import figure_tests
 
 MAX_TEST_OUTPUT_CHARS = 20_000
 MAX_OUTPUT_CHARS = 50_000
@@ -32,8 +34,10 @@ _EXECUTION_KEYS = ("status", "reason", "cells_total", "cells_run", "cells_errore
 
 
 def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None, *,
-                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes."""
+                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None,
+                 figure_cache: Path | None = None) -> dict[str, Any]:
+    """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes
+    (and the picture of a ``figure`` section, kept in ``figure_cache``: gradescope_figure.py)."""
     checks = list(grade.get("checks", []))
     short = nothing_to_grade(grade)
     result: dict[str, Any] = {
@@ -46,6 +50,8 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "tests": [_test(check, number, short) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
+    if not short:   # the picture, when measured; nothing to picture when nothing could be graded
+        result["tests"] += figure_tests(measurements, len(checks) + 1, figure_cache)
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)
     return json_safe(result)

@@ -13,7 +13,8 @@ from batchkit import GOOD, executions, make_export_zip, notebook_json, read_grad
 from autograder.batch import BatchError, run_batch
 from autograder.errors import SandboxUnavailableError
 
-STAGE_FILES = ["execution.json", "feedback.md", "grade.json", "measurements.json", "results.json", "submission.json"]
+STAGE_FILES = ["execution.json", "feedback.html", "feedback.md", "grade.json", "measurements.json", "results.json",
+               "submission.json"]
 
 
 def mixed_class(src: Path, sleep: float = 0.0) -> Path:

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import data
 from .functions import measure_functions
+from .figure import figure_section
 from .functions import probe_cases as probe_cases
 from .models import measure_models
 from .reported import measure_reported
@@ -31,13 +32,15 @@ def prepare(assignment) -> None:
 
 
 def measure(ctx) -> dict[str, Any]:
-    """The ``functions``, ``models`` and ``reported`` sections of measurements.json."""
-    models = measure_models(ctx.assignment, ctx.workspace)
+    """The ``functions``, ``models``, ``reported`` and ``figure`` sections of measurements.json."""
+    runs: dict[str, Any] = {}
+    models = measure_models(ctx.assignment, ctx.workspace, runs=runs)
     return {
         "functions": measure_functions(ctx.cases, ctx.probe),
         "models": models,
         "reported": measure_reported(ctx.assignment, ctx.workspace, ctx.probe.reported,
                                      ctx.probe.reported_error, models),
+        "figure": figure_section(runs, models, data.public_split()),
     }
 
 

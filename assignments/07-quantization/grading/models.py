@@ -37,7 +37,7 @@ from autograder.measure import metrics
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
 
-from . import data
+from . import data, figure
 from .provenance import calibration_source
 from .reported import measure_reported as measure_reported  # noqa: F401  (kept importable from here)
 
@@ -82,7 +82,8 @@ class _Artifact:
 
 def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
     return {"hidden_test": hidden.X_test, "hidden_edge": hidden.X_edge,
-            "public_test": public.X_test, "public_edge": public.X_edge}
+            "public_test": public.X_test, "public_edge": public.X_edge,
+            figure.GRID_SET: figure.grid_points(public)}   # the picture's plane (public ranges), 10k rows
 
 
 def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: LoadLimits,
@@ -119,8 +120,9 @@ def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadL
 
 
 def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = None,
-                   limits: LoadLimits = LoadLimits()) -> dict[str, Any]:
-    """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first."""
+                   limits: LoadLimits = LoadLimits(), runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
+    """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
+    ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
     hidden = data.hidden_split(assignment, seed=hidden_seed)
     public = data.public_split()
     inputs = _inputs(hidden, public)
@@ -131,6 +133,8 @@ def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = Non
     for name, path in artifacts.items():
         art = base if name == BASELINE else _load_and_run(name, path, workspace, inputs, limits, baseline=base)
         out[name] = _facts(art, hidden, public, None if name == BASELINE else base)
+        if runs is not None:
+            runs[name] = art
     return out
 
 

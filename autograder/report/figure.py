@@ -1,0 +1,257 @@
+"""The picture of a student's own model: measurements.json's optional ``figure`` section, drawn.
+
+An assignment's ``measure(ctx)`` may return a section named ``figure`` (docs/ADDING-AN-ASSIGNMENT.md);
+the report draws it into feedback.html (:mod:`.feedback_html`) and a Gradescope test
+(:mod:`.gradescope_figure`). Without one (an assignment that has no picture) nothing is drawn.
+The section holds numbers the trusted grader measured (in the model worker), never text or images
+a notebook wrote; the picture is rendered here, by matplotlib's Agg/SVG backends, from them.
+
+One kind so far, ``decision_plane``: a two-class classifier on a 2-D input plane::
+
+    {"kind": "decision_plane", "title": str, "x_label": str, "y_label": str,
+     "grid": {"x": [lo, hi], "y": [lo, hi], "shape": [ny, nx]},
+     "boundaries": [{"name": str, "label": str, "p1": base64 of ny*nx uint8 (P(class 1) * 255), row by row}],
+                    # the first is the baseline; each is drawn as its p1 = 0.5 contour, and where the
+                    # first two pick different classes is shaded
+     "points": [{"name": str, "label": str, "marker": "o", "xy": [[x, y], …], "value": [v | null, …]}],
+     "value_label": str,            # what the points' colour means (a drift, ≥ 0; log scale)
+     "worst": [{"set": str, "row": int, "xy": [x, y], "value": float}],   # ringed and numbered
+     "caption": str, "data": "public"}
+
+In the SVG, the drawn parts carry ids: ``classes``, ``disagree``, ``boundary-<i>`` (the i-th
+boundary's contour), ``points-<i>`` (one marker per point) and ``worst-<rank>``.
+
+``{"error": reason}`` instead says why there is no picture; :func:`figure_problem` says it, or why a
+section cannot be drawn. A broken section never fails grading: it becomes such a sentence.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SECTION = "figure"
+RENDER_VERSION = 2             # bump when the drawing changes: cached pictures are keyed by it
+CACHE_PREFIX = "figure-"
+KIND = "decision_plane"
+MAX_POINTS = 20_000            # per set: a bound on what a section can ask the renderer to draw
+MAX_GRID = 400                 # per side
+BOUNDARY_STYLES = (dict(colors="black", linewidths=2.2, linestyles="solid"),
+                   dict(colors="#d62728", linewidths=2.2, linestyles="dashed"),
+                   dict(colors="#1f77b4", linewidths=1.8, linestyles="dotted"))
+CLASS_SHADES = ("#eef3fb", "#fbf3ea")   # the baseline's two classes, very light
+DISAGREE_SHADE = "#f4b6b6"
+LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))   # points, per rank
+VALUE_FLOOR = 1e-4                       # the colour scale's lowest drift (log scale)
+
+
+class FigureError(ValueError):
+    """The section cannot be drawn (a plugin bug): its message says why, for the page."""
+
+
+def figure_section(measurements: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ``figure`` section of ``measurements``, or None when the assignment has none."""
+    if not isinstance(measurements, Mapping):
+        return None
+    section = measurements.get(SECTION)
+    return section if isinstance(section, Mapping) else None
+
+
+def figure_problem(section: Mapping[str, Any]) -> str | None:
+    """Why ``section`` gives no picture (its ``error``, or what is malformed), None when it gives one."""
+    if "error" in section:
+        return str(section["error"])
+    try:
+        _parse(section)
+    except FigureError as e:
+        return f"no picture: the grader's figure data is malformed ({e})"
+    return None
+
+
+def render(section: Mapping[str, Any], fmt: str = "svg", *, dpi: int = 96) -> bytes:
+    """The picture as ``svg`` or ``png`` bytes (raises :class:`FigureError` for a malformed section)."""
+    from matplotlib import rc_context
+    from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    spec = _parse(section)
+    (x0, x1), (y0, y1), (ny, nx) = spec["x"], spec["y"], spec["shape"]
+    xs, ys = np.linspace(x0, x1, nx), np.linspace(y0, y1, ny)
+    values = [v for s in spec["points"] for v in s["value"] if np.isfinite(v)]
+    vmax = max([VALUE_FLOOR * 10, *values])
+    norm = LogNorm(vmin=VALUE_FLOOR, vmax=vmax, clip=True)
+
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}):
+        fig = Figure(figsize=(9.2, 6.6))   # a fixed layout: constrained layout would double the drawing time
+        ax = fig.add_axes((0.075, 0.175, 0.76, 0.765))
+        grids = [b["p1"] for b in spec["boundaries"]]
+        base = grids[0] >= 0.5
+        ax.contourf(xs, ys, base.astype(float), levels=[-0.5, 0.5, 1.5], colors=CLASS_SHADES).set_gid("classes")
+        legend = []
+        for i, (b, style) in enumerate(zip(spec["boundaries"], BOUNDARY_STYLES)):
+            if np.nanmin(b["p1"]) < 0.5 < np.nanmax(b["p1"]):   # else the class is the same everywhere
+                ax.contour(xs, ys, b["p1"], levels=[0.5], **style).set_gid(f"boundary-{i}")
+            legend.append(Line2D([], [], color=style["colors"], lw=style["linewidths"],
+                                 ls=style["linestyles"], label=b["label"]))
+        if len(grids) > 1:
+            differ = (grids[1] >= 0.5) != base
+            if differ.any():
+                ax.contourf(xs, ys, differ.astype(float), levels=[0.5, 1.5],
+                            cmap=ListedColormap([DISAGREE_SHADE]), alpha=0.75).set_gid("disagree")
+            legend.append(_patch(DISAGREE_SHADE, "the models pick different classes"))
+        scatter = None
+        for i, (s, marker) in enumerate(zip(spec["points"], ("o", "^", "s", "D"))):
+            v = np.where(np.isfinite(s["value"]), s["value"], np.nan)
+            scatter = ax.scatter(s["xy"][:, 0], s["xy"][:, 1], c=np.maximum(v, VALUE_FLOOR), cmap="viridis",
+                                 norm=norm, marker=s.get("marker", marker), s=22, edgecolors="#333333",
+                                 linewidths=0.3, plotnonfinite=True, zorder=3, gid=f"points-{i}")
+            legend.append(Line2D([], [], marker=s.get("marker", marker), ls="", color="#999999",
+                                 markeredgecolor="#333333", markersize=6, label=s["label"]))
+        for rank, w in enumerate(spec["worst"], start=1):
+            ax.scatter([w["xy"][0]], [w["xy"][1]], s=220, facecolors="none", edgecolors="#d62728", linewidths=1.8,
+                       zorder=4, gid=f"worst-{rank}")
+            dx, dy = LABEL_OFFSETS[(rank - 1) % len(LABEL_OFFSETS)]   # neighbours' numbers apart
+            ax.annotate(str(rank), (w["xy"][0], w["xy"][1]), xytext=(dx, dy), textcoords="offset points",
+                        ha="center", va="center", color="#d62728", fontsize=11, fontweight="bold", zorder=5,
+                        bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        if spec["worst"]:
+            legend.append(Line2D([], [], marker="o", ls="", markersize=12, markerfacecolor="none",
+                                 markeredgecolor="#d62728", markeredgewidth=2,
+                                 label=f"the {len(spec['worst'])} largest drifts, numbered"))
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        ax.set_xlabel(spec["x_label"])
+        ax.set_ylabel(spec["y_label"])
+        ax.set_title(spec["title"], fontsize=13, fontweight="bold")
+        fig.legend(handles=legend, loc="lower center", bbox_to_anchor=(0.47, 0.0), ncol=3, fontsize=9.5, frameon=False)
+        if scatter is not None:
+            bar = fig.colorbar(scatter, cax=fig.add_axes((0.855, 0.175, 0.022, 0.765)))
+            bar.set_label(spec["value_label"] + " (log scale)")
+        out = io.BytesIO()
+        meta = dict.fromkeys(("Date", "Creator", "Format", "Type")) if fmt == "svg" else {}  # no RDF block
+        fig.savefig(out, format=fmt, dpi=dpi, metadata=meta)
+    return out.getvalue()
+
+
+def svg_inline(section: Mapping[str, Any], cache: Path | None = None) -> str:
+    """The picture as an ``<svg>`` element for an HTML page (no XML prolog or DOCTYPE)."""
+    svg = cached_render(section, "svg", cache).decode("utf-8")
+    return svg[svg.index("<svg"):]
+
+
+def png_data_uri(section: Mapping[str, Any], dpi: int = 80, cache: Path | None = None) -> str:
+    """The picture as a ``data:image/png;base64,…`` URI (for outputs whose sanitizer drops inline SVG)."""
+    return "data:image/png;base64," + base64.b64encode(cached_render(section, "png", cache, dpi=dpi)).decode("ascii")
+
+
+def cached_render(section: Mapping[str, Any], fmt: str, cache: Path | None, *, dpi: int = 96) -> bytes:
+    """:func:`render`, kept in ``cache`` (the grade's output folder) as ``figure-<key>.<fmt>``.
+
+    The key hashes the section, the format, the resolution, :data:`RENDER_VERSION` and matplotlib's
+    version: a rescore (same measurements, new tolerances) reads the picture back instead of drawing
+    it again, and anything that would change the picture changes the key. The folder is the
+    grader's own (nothing a notebook writes is read from it).
+    """
+    if cache is None:
+        return render(section, fmt, dpi=dpi)
+    path = Path(cache) / f"{CACHE_PREFIX}{_key(section, fmt, dpi)}.{fmt}"
+    if path.is_file() and not path.is_symlink():
+        return path.read_bytes()
+    data = render(section, fmt, dpi=dpi)
+    clear_cache(cache, fmt)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return data
+
+
+def clear_cache(cache: Path, fmt: str = "*") -> None:
+    """Remove the pictures :func:`cached_render` kept in ``cache`` (of one format, or all)."""
+    for old in Path(cache).glob(f"{CACHE_PREFIX}*.{fmt}"):
+        old.unlink(missing_ok=True)
+
+
+def _key(section: Mapping[str, Any], fmt: str, dpi: int) -> str:
+    import matplotlib
+
+    text = json.dumps(section, sort_keys=True, default=str, allow_nan=True)
+    salt = f"{fmt}|{dpi}|{RENDER_VERSION}|{matplotlib.__version__}|"
+    return hashlib.sha256((salt + text).encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+# ── the section, checked ──────────────────────────────────────────────────────────────────────
+
+def _parse(section: Mapping[str, Any]) -> dict[str, Any]:
+    if section.get("kind") != KIND:
+        raise FigureError(f"kind {str(section.get('kind'))[:40]!r}, expected {KIND!r}")
+    try:
+        grid = section["grid"]
+        (x0, x1), (y0, y1) = (float(v) for v in grid["x"]), (float(v) for v in grid["y"])
+        ny, nx = (int(v) for v in grid["shape"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise FigureError(f"grid: {type(e).__name__}") from None
+    if not (2 <= nx <= MAX_GRID and 2 <= ny <= MAX_GRID) or not all(np.isfinite([x0, x1, y0, y1])) \
+            or x0 >= x1 or y0 >= y1:
+        raise FigureError("grid: an empty or oversized plane")
+    boundaries = []
+    for b in _list(section, "boundaries")[:len(BOUNDARY_STYLES)]:
+        try:
+            raw = np.frombuffer(base64.b64decode(str(b["p1"]), validate=True), dtype=np.uint8)
+        except (KeyError, TypeError, ValueError) as e:
+            raise FigureError(f"boundary: {type(e).__name__}") from None
+        if raw.size != nx * ny:
+            raise FigureError(f"boundary: {raw.size} grid values for a {ny} x {nx} grid")
+        boundaries.append({"label": _label(b), "p1": raw.reshape(ny, nx) / 255.0})
+    if not boundaries:
+        raise FigureError("no boundary")
+    points = []
+    for s in _list(section, "points")[:4]:
+        try:
+            xy = np.asarray(s["xy"], dtype=np.float64).reshape(-1, 2)
+            value = np.asarray([np.nan if v is None else v for v in s["value"]], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as e:
+            raise FigureError(f"points: {type(e).__name__}") from None
+        if len(xy) != len(value) or len(xy) > MAX_POINTS:
+            raise FigureError(f"points: {len(xy)} points and {len(value)} values")
+        points.append({"label": _label(s), "marker": s.get("marker") if s.get("marker") in ("o", "^", "s", "D") else None,
+                       "xy": xy, "value": value})
+    worst = []
+    for w in _list(section, "worst")[:10]:
+        try:
+            worst.append({"xy": [float(w["xy"][0]), float(w["xy"][1])]})
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise FigureError(f"worst: {type(e).__name__}") from None
+    for p in points:
+        if p["marker"] is None:
+            del p["marker"]
+    return {"x": (x0, x1), "y": (y0, y1), "shape": (ny, nx), "boundaries": boundaries, "points": points,
+            "worst": worst, "title": _label(section, "title"), "x_label": _label(section, "x_label"),
+            "y_label": _label(section, "y_label"), "value_label": _label(section, "value_label")}
+
+
+def _list(section: Mapping[str, Any], key: str) -> list:
+    value = section.get(key, [])
+    if not isinstance(value, list):
+        raise FigureError(f"{key}: not a list")
+    return value
+
+
+def _label(d: Any, key: str = "label", limit: int = 120) -> str:
+    """A label for the picture, bounded; ``$`` escaped so that it is drawn, never read as mathtext
+    (matplotlib's SVG writer escapes XML itself)."""
+    text = str(d.get(key, "") if isinstance(d, Mapping) else "")
+    return " ".join(text.split())[:limit].replace("$", r"\$")
+
+
+def _patch(color: str, label: str):
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=color, edgecolor="#b05050", label=label)
