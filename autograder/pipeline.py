@@ -22,7 +22,7 @@ from .measure.context import MeasureContext
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.feedback_html import write_feedback_html
-from .report.nothing_graded import nothing_to_grade
+from .report.figure import no_picture_to_show
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
 from .tolerances import public_tolerances_record, tolerances_record, version_drift
@@ -129,8 +129,9 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     _write_json(out_dir / GRADE_FILE, grade)
     feedback = feedback_markdown(grade, measurements)
     (out_dir / FEEDBACK_FILE).write_text(feedback)
-    # + the picture, if any (none when nothing could be graded: the short form says why)
-    write_feedback_html(out_dir, feedback, None if nothing_to_grade(grade) else measurements, FEEDBACK_HTML_FILE)
+    # + the picture, or why there is none (unless nothing could be graded: the short form says why)
+    write_feedback_html(out_dir, feedback, None if no_picture_to_show(grade, measurements) else measurements,
+                        FEEDBACK_HTML_FILE)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,

@@ -64,6 +64,15 @@ def figure_section(measurements: Mapping[str, Any] | None) -> Mapping[str, Any] 
     return section if isinstance(section, Mapping) else None
 
 
+def no_picture_to_show(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> bool:
+    """True when nothing could be graded and there is no picture either: then the short form
+    alone speaks (a sentence on why there is no picture would only add noise)."""
+    from .nothing_graded import nothing_to_grade
+
+    section = figure_section(measurements)
+    return nothing_to_grade(grade) and (section is None or figure_problem(section) is not None)
+
+
 def figure_problem(section: Mapping[str, Any]) -> str | None:
     """Why ``section`` gives no picture (its ``error``, or what is malformed), None when it gives one."""
     if "error" in section:

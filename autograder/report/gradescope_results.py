@@ -24,6 +24,7 @@ from ..safe_files import json_safe
 from . import markdown as md
 from .execution_text import execution_lines
 from .nothing_graded import nothing_to_grade, short_check_markdown, short_lines
+from .figure import no_picture_to_show
 from .gradescope_figure import figure_tests
 
 MAX_TEST_OUTPUT_CHARS = 20_000
@@ -50,7 +51,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "tests": [_test(check, number, short) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
-    if not short:   # the picture, when measured; nothing to picture when nothing could be graded
+    if not no_picture_to_show(grade, measurements):   # the picture, or why there is none
         result["tests"] += figure_tests(measurements, len(checks) + 1, figure_cache)
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)

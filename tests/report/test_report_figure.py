@@ -22,7 +22,9 @@ from autograder.report.gradescope_results import results_json
 
 GRADE = {"assignment": "demo", "score": 7.0, "max_score": 10.0, "checks": [
     {"id": "one", "title": "First check", "visibility": "visible", "score": 7.0, "max_score": 10.0, "passed": False,
-     "parts": [{"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
+     "parts": [{"name": "accuracy", "passed": True, "points": 7, "score": 7, "measured": 0.9, "threshold": 0.8,
+                "op": ">=", "message": "accuracy 0.9", "hint": "", "reason": None},
+               {"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
                 "op": "<=", "message": "ratio 0.5 <img src=x onerror=alert(1)>", "hint": "make it smaller",
                 "reason": None}]}]}
 
@@ -193,3 +195,15 @@ def test_the_page_title_is_feedback_md_s_title_shown_literally(tmp_path):
     md = "# Feedback · a\\_b \\*c\\* &lt;x&gt;\n\n**Score: 1 / 2**\n"
     page = write_feedback_html(tmp_path, md, None).read_text()
     assert "<title>Feedback · a_b *c* &lt;x&gt;</title>" in page
+
+
+def test_nothing_graded_and_no_picture_gives_no_picture_sentence():
+    """The short form alone speaks when nothing could be graded and no picture was made; a real
+    picture is still shown whatever the score."""
+    nothing = copy.deepcopy(GRADE)
+    for part in nothing["checks"][0]["parts"]:
+        part["passed"], part["score"] = False, 0
+    no_pic = {"figure": {"error": "no picture: artifacts/fp32.onnx is missing"}}
+    assert not [t for t in results_json(nothing, no_pic)["tests"] if TAG in t.get("tags", [])]
+    assert [t for t in results_json(GRADE, no_pic)["tests"] if TAG in t.get("tags", [])]
+    assert figure.no_picture_to_show(nothing, no_pic) and not figure.no_picture_to_show(nothing, {"figure": kit.section()})

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.skipif(kit.chromium_binary() is None,
 
 GRADE = {"assignment": "demo", "score": 7.0, "max_score": 10.0, "checks": [
     {"id": "one", "title": "First check", "visibility": "visible", "score": 7.0, "max_score": 10.0, "passed": False,
-     "parts": [{"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
+     "parts": [{"name": "accuracy", "passed": True, "points": 7, "score": 7, "measured": 0.9, "threshold": 0.8,
+                "op": ">=", "message": "accuracy 0.9", "hint": "", "reason": None},
+               {"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
                 "op": "<=", "message": "ratio 0.5", "hint": "make it smaller", "reason": None}]}]}
 PROBE = """<script>
 window.addEventListener("load", () => {
