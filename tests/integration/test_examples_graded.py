@@ -82,6 +82,7 @@ def test_each_mistake_loses_points_at_its_check_and_nowhere_else(graded, example
     assert lost == {expected_check}, f"{example}: lost points at {details}, expected only at {expected_check}"
     failed = sorted(p["name"] for c in grade["checks"] for p in c["parts"] if not p["passed"])
     assert failed == sorted(EXPECTED[example]["parts"]), f"{example}: failed parts {failed}"
+    assert grade["score"] == EXPECTED[example]["score"], f"{example}: score {grade['score']}"
 
 
 def test_grading_is_reproducible(graded, assignment07, tmp_path):
