@@ -140,10 +140,11 @@ def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
     """Why the function the probe called is not the notebook's own, or None when it is."""
     if not isinstance(origin, Mapping):
         return None
-    module = origin.get("module")
-    if not isinstance(module, str) or module in ("__main__", "None", "builtins"):
+    module, qualname = origin.get("module"), origin.get("qualname")
+    if not isinstance(module, str) or module in ("__main__", "None"):
         return None
-    qualname = origin.get("qualname") if isinstance(origin.get("qualname"), str) else name
+    if not isinstance(qualname, str) or qualname == "None":
+        return None    # an object, not a function (np.vectorize, functools.partial of the notebook's own)
     params = origin.get("params") if isinstance(origin.get("params"), list) else None
     signature = f"({', '.join(str(p) for p in params)})" if params is not None else ""
     return mask_text(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "

@@ -266,6 +266,9 @@ def test_an_import_that_replaced_the_function_is_named(rubric_and_tolerances):
     # the notebook's own function (module __main__) is never called replaced
     own = {"quantize": {"module": "__main__", "qualname": "quantize", "params": ["x", "scale", "zero_point", "dtype"]}}
     assert fn.measure_functions(CASES, run_probe(HONEST, own))["quantize"]["replaced"] is None
+    # nor a wrapper object around it (functools.partial, np.vectorize: a module, but no __qualname__)
+    for wrapper in ({"module": "functools", "qualname": "None"}, {"module": "numpy", "qualname": "None"}):
+        assert failure.replaced("quantize", wrapper) is None
 
 
 # ---------------------------------------------------------------- blame the right part (issue 15)
