@@ -92,3 +92,19 @@ def test_grading_is_reproducible(graded, assignment07, tmp_path):
         assert _scores(g) == _scores(first)
         assert [[p["passed"] for p in c["parts"]] for c in g["checks"]] == \
                [[p["passed"] for p in c["parts"]] for c in first["checks"]]
+
+
+def test_function_failures_name_the_students_own_error_without_the_hidden_input(graded):
+    """Through the real kernel and probe: the exception of the student's code and the call's
+    argument types reach the student (issue 13); an import that replaced quantize is named."""
+    grade, out = graded("quantize_loop_uint8_zero_point.ipynb")
+    part = next(p for c in grade["checks"] for p in c["parts"] if p["name"] == "saturates outside the range")
+    assert "raised OverflowError: Python integer <n> out of bounds for uint8" in part["message"]
+    assert "zero_point a numpy.uint8 scalar" in part["message"]
+    results = (out / "results.json").read_text()
+    assert "Python integer &lt;n&gt; out of bounds for uint8" in results   # escaped for Gradescope's Markdown
+    grade, _ = graded("quantize_shadowed_by_import.ipynb")
+    quantize = next(c for c in grade["checks"] if c["id"] == "quantize")
+    assert quantize["score"] == 0
+    assert all("quantize is not the function defined in the notebook: it is quantize(model_input, model_output, "
+               "quant_config) from module onnxruntime.quantization.quantize" in p["message"] for p in quantize["parts"])
