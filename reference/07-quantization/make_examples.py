@@ -44,23 +44,15 @@ MISTAKES = (
         ),),
     ),
     Mistake(
-        "quantize_loop_uint8_zero_point.ipynb", "quantize", "quantize in a loop, zero point in its own type",
-        "`quantize` works value by value with plain Python arithmetic, `int(np.rint(v / scale)) + "
-        "zero_point`, then clips. That is right for a Python int zero point, but a NumPy `np.uint8` "
-        "or `np.int8` zero point keeps its type under NumPy 2: `np.uint8(128) + 500` raises "
-        "`OverflowError: Python integer 500 out of bounds for uint8` and `np.uint8(128) + 150` wraps "
-        "around to 22, before the clip can saturate anything.",
+        "quantize_loop_uint8_zero_point.ipynb", "quantize", "quantize adds the zero point in a loop, in its own type",
+        "`quantize` adds the zero point value by value in plain Python, `int(v) + zero_point`, then "
+        "clips. That is right for a Python int zero point, but a NumPy `np.uint8` or `np.int8` zero "
+        "point keeps its type under NumPy 2: `np.uint8(128) + 500` raises `OverflowError: Python "
+        "integer 500 out of bounds for uint8` and `np.uint8(128) + 150` wraps around to 22, before "
+        "the clip can saturate anything.",
         ((
-            "    r = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale))  # float32 division, ties to even\n"
-            "    r = np.clip(r, -2.0**24, 2.0**24)       # far outside any int8 range; keeps the int32 cast defined\n"
-            "    q = r.astype(np.int32) + np.int32(zero_point)                       # add the zero point in int32\n"
-            "    return np.asarray(np.clip(q, qmin, qmax).astype(dtype))             # saturate, then cast last",
-            "    xs = np.asarray(x, dtype=np.float32)\n"
-            "    out = []\n"
-            "    for v in xs.reshape(-1):                                      # one value at a time\n"
-            "        q = int(np.rint(v / np.float32(scale))) + zero_point      # zero_point keeps its own type\n"
-            "        out.append(min(max(q, qmin), qmax))\n"
-            "    return np.array(out, dtype=dtype).reshape(xs.shape)",
+            "    q = r.astype(np.int32) + np.int32(zero_point)                       # add the zero point in int32",
+            "    q = np.array([int(v) + zero_point for v in r.reshape(-1)]).reshape(r.shape)  # one value at a time",
         ),),
     ),
     Mistake(

@@ -100,9 +100,9 @@ def quantize_saturates_then_adds_zero_point(x, scale, zero_point, dtype=np.int8)
 def quantize_loop_zero_point_own_type(x, scale, zero_point, dtype=np.int8):
     """The example quantize_loop_uint8_zero_point: NumPy 2 keeps np.uint8(128) + 500 in uint8."""
     qmin, qmax = RANGES[dtype]
-    xs = np.asarray(x, dtype=np.float32)
-    out = [min(max(int(np.rint(v / np.float32(scale))) + zero_point, qmin), qmax) for v in xs.reshape(-1)]
-    return np.array(out, dtype=dtype).reshape(xs.shape)
+    r = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale))
+    q = np.array([int(v) + zero_point for v in r.reshape(-1)]).reshape(r.shape)
+    return np.asarray(np.clip(q, qmin, qmax).astype(dtype))
 
 
 def quantize_python_scalar(x, scale, zero_point, dtype=np.int8):
