@@ -12,7 +12,10 @@ coerces each result to plain ndarrays and finally writes, into the working direc
   result is a tuple or list (``choose_qparams`` returns ``(scale, zero_point)``);
 - ``probe_report.json``: ``{"cases": {case_id: {"status": ..., "parts": n, "python_type": ...,
   "error": {"type", "message", "traceback"}}}, "functions": {name: "defined"|"missing"|"not callable"}}``
-  with status one of ``ok``, ``raised``, ``unconvertible``, ``missing_function``;
+  with status one of ``ok``, ``raised``, ``unconvertible``, ``missing_function``, and
+  ``"origins": {name: {"module", "qualname", "params"}}`` for each defined function, read before
+  the first call (``"module": "__main__"`` for a function of the notebook; another module means an
+  import replaced it);
 - ``reported.json``: the JSON of the notebook's results variable (``RESULTS``), or
   ``{"__probe_error__": "..."}`` when it is missing or not JSON-serialisable. It is written
   before the first call, and the grader takes its copy then (a function called with hidden
@@ -187,6 +190,7 @@ class ProbeResult:
     functions: dict[str, str]
     reported: Any | None
     reported_error: str | None
+    origins: dict[str, dict] = field(default_factory=dict)   # function → {"module", "qualname", "params"}
 
 
 def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: bool) -> ProbeResult:
@@ -230,4 +234,6 @@ def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: 
             reported_error, reported = str(reported["__probe_error__"])[:500], None
     except UnsafeFileError as e:
         reported_error = str(e)
-    return ProbeResult(True, None, out, {str(k): str(v) for k, v in functions.items()}, reported, reported_error)
+    origins = report.get("origins") if isinstance(report.get("origins"), dict) else {}
+    return ProbeResult(True, None, out, {str(k): str(v) for k, v in functions.items()}, reported, reported_error,
+                       {str(k): v for k, v in origins.items() if isinstance(v, dict)})

@@ -5,7 +5,10 @@
     missing → raised → type (kind) → shape → dtype → values
 
 and returns ``{"agree": bool, "reason": None | "missing" | "raised" | "type" | "shape" | "dtype" |
-"values", "expected": short str, "got": short str}``.
+"values", "expected": short str, "got": short str, "account": str}``. ``expected`` and ``got``
+render values (for the course staff); ``account`` says what went wrong without any value of the
+hidden case (for the student, see :mod:`.failure`): the masked exception, the returned kind,
+dtype and shape, or how many elements are off and by how many steps.
 
 Values
 ------
@@ -51,6 +54,7 @@ from typing import Sequence
 import numpy as np
 
 from ..probe_format import Arg, CaseOutput, ProbeCase
+from . import failure
 
 FLOAT32 = np.finfo(np.float32)
 FLOAT_RTOL = float(4 * FLOAT32.eps)   # a few float32 roundings, each <= eps/2 relative
@@ -98,6 +102,7 @@ class Expect:
     ambiguous: np.ndarray | None = None
     label: str = ""
     tolerance: Tolerance | None = None
+    step: float | None = None     # one quantization step of a float value (how far off is told in steps)
 
 
 def near_tie(quotients: Sequence, exact=None) -> np.ndarray:
@@ -206,8 +211,17 @@ def _describe_got(values: list[np.ndarray], is_tuple: bool) -> str:
     return _clip_text(f"a tuple of {len(values)}: (" + ", ".join(describe(v) for v in values) + ")")
 
 
-def _fact(agree: bool, reason: str | None, expected: str, got: str) -> dict:
-    return {"agree": agree, "reason": reason, "expected": _clip_text(expected), "got": _clip_text(got)}
+def _fact(agree: bool, reason: str | None, expected: str, got: str, account: str = "") -> dict:
+    return {"agree": agree, "reason": reason, "expected": _clip_text(expected), "got": _clip_text(got),
+            "account": account}
+
+
+def _kind_text(values: list[np.ndarray], is_tuple: bool) -> str:
+    """What came back, by kind, dtype and shape only: ``one int64 array of shape (6,)``."""
+    if not is_tuple and len(values) == 1:
+        return f"one {values[0].dtype} array of shape {values[0].shape}"
+    inner = ", ".join(f"{v.dtype} shape {v.shape}" for v in values[:4]) + (", …" if len(values) > 4 else "")
+    return f"a tuple of {len(values)} ({inner})"
 
 
 def _as_parts(expected, ambiguous) -> tuple[list[Expect], bool]:
@@ -218,15 +232,19 @@ def _as_parts(expected, ambiguous) -> tuple[list[Expect], bool]:
     return [Expect(np.asarray(expected), ambiguous=ambiguous)], False
 
 
-def _kind_problem(parts: list[Expect], is_tuple: bool, output: CaseOutput) -> str | None:
+def _kind_problem(parts: list[Expect], is_tuple: bool, output: CaseOutput) -> tuple[str, str] | None:
+    """``(got, account)`` when the result is not of the expected kind, else None."""
     got = output.values
     if is_tuple and not (output.is_tuple and len(got) == len(parts)):
-        return f"expected a tuple of {len(parts)} values, got " + _describe_got(got, output.is_tuple)
+        return (f"expected a tuple of {len(parts)} values, got " + _describe_got(got, output.is_tuple),
+                f"returned {_kind_text(got, output.is_tuple)}, expected a tuple of {len(parts)} values")
     if not is_tuple and (output.is_tuple or len(got) != 1):
-        return f"expected one array, got a tuple or list of {len(got)} values"
+        return (f"expected one array, got a tuple or list of {len(got)} values",
+                f"returned a tuple or list of {len(got)} values, expected one array")
     for p, g in zip(parts, got):
         if g.dtype.kind not in _NUMERIC_KINDS:
-            return f"{p.label + ': ' if p.label else ''}a non-numeric value, {describe(g)}"
+            label = p.label + ": " if p.label else ""
+            return f"{label}a non-numeric value, {describe(g)}", f"{label}returned a non-numeric value (dtype {g.dtype})"
     return None
 
 
@@ -241,8 +259,9 @@ def _dtype_wanted(p: Expect) -> str:
     return str(p.value.dtype) if p.dtype_kinds is None else names.get(p.dtype_kinds, p.dtype_kinds) + " dtype"
 
 
-def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> str | None:
-    """None when the values agree, else a short account of where and by how much they differ."""
+def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> tuple[str, str] | None:
+    """None when the values agree, else ``(got, account)``: where and by how much they differ, with
+    values (for the staff) and without (:func:`failure.value_account`)."""
     e = p.value
     tol = p.tolerance or tolerance
     with np.errstate(invalid="ignore", over="ignore"):
@@ -263,11 +282,12 @@ def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> str | Non
     bad_diff = np.abs(diff.reshape(-1)[bad])
     max_diff = format_number(np.nanmax(bad_diff)) if np.any(~np.isnan(bad_diff)) else "nan"
     g_i, e_i = format_number(g.reshape(-1)[i]), format_number(e.reshape(-1)[i])
+    account = failure.value_account(e, g, ok, p.step)
     if e.ndim == 0:
-        return f"|diff| {max_diff}, allowed {allowed}"
+        return f"|diff| {max_diff}, allowed {allowed}", account
     where = tuple(int(k) for k in np.unravel_index(i, e.shape))
     return (f"{bad.size}/{e.size} elements differ, first at {where}: {g_i} instead of {e_i} "
-            f"(max |diff| {max_diff}, allowed {allowed})")
+            f"(max |diff| {max_diff}, allowed {allowed})", account)
 
 
 def compare_output(expected, output: CaseOutput, *, ambiguous=None,
@@ -282,28 +302,33 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
     want = _describe_parts(parts)
     if output.status in ("missing_function", "not_run"):
         what = "the function is not defined" if output.status == "missing_function" else "no result (not run)"
-        return _fact(False, "missing", want, what)
+        return _fact(False, "missing", want, what, what)
     if output.status == "raised":
         err = output.error or {}
-        return _fact(False, "raised", want, f"raised {err.get('type', 'an exception')}: {err.get('message', '')}")
+        return _fact(False, "raised", want, f"raised {err.get('type', 'an exception')}: {err.get('message', '')}",
+                     "raised " + failure.error_account(output))
     if output.status != "ok":
         err = (output.error or {}).get("message", "")
-        return _fact(False, "type", want, f"a result the probe could not turn into arrays ({err})")
+        return _fact(False, "type", want, f"a result the probe could not turn into arrays ({err})",
+                     f"returned a result the grader could not turn into arrays ({failure.mask_text(err)})")
     problem = _kind_problem(parts, is_tuple, output)
     if problem:
-        return _fact(False, "type", want, problem)
+        return _fact(False, "type", want, *problem)
     got = output.values
     for p, g in zip(parts, got):
         if g.shape != p.value.shape:
             label = f"{p.label}: " if p.label else ""
-            return _fact(False, "shape", want, f"{label}{describe(g)}, expected shape {p.value.shape}")
+            return _fact(False, "shape", want, f"{label}{describe(g)}, expected shape {p.value.shape}",
+                         f"{label}returned shape {g.shape} (dtype {g.dtype}), expected shape {p.value.shape}")
     for p, g in zip(parts, got):
         if not _dtype_ok(p, g):
             label = f"{p.label}: " if p.label else ""
-            return _fact(False, "dtype", want, f"{label}{describe(g)}, expected {_dtype_wanted(p)}")
+            return _fact(False, "dtype", want, f"{label}{describe(g)}, expected {_dtype_wanted(p)}",
+                         f"{label}returned dtype {g.dtype}, expected {_dtype_wanted(p)} (the shape {g.shape} is right)")
     for p, g in zip(parts, got):
         mismatch = _value_mismatch(p, g, tolerance or FLOAT32_ROUNDING)
         if mismatch:
             label = f"{p.label}: " if p.label else ""
-            return _fact(False, "values", want, f"{label}{describe(g)}; {mismatch}")
+            return _fact(False, "values", want, f"{label}{describe(g)}; {mismatch[0]}",
+                         f"{label}dtype {g.dtype} and shape {g.shape} are right, but {mismatch[1]}")
     return _fact(True, None, want, _describe_got(got, output.is_tuple))

@@ -35,8 +35,24 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             return "missing"
         return "defined" if callable(ns[name]) else "not callable"
 
+    def origin_of(name):
+        # where a defined function comes from (read before any hidden input exists): its module
+        # ("__main__" for a function of the notebook), name and parameter names, bounded
+        f, origin = ns.get(name), {}
+        try:
+            origin["module"] = str(getattr(f, "__module__", None))[:200]
+            origin["qualname"] = str(getattr(f, "__qualname__", None))[:200]
+            import inspect
+            origin["params"] = [str(p)[:50] for p in list(inspect.signature(f).parameters)[:20]]
+        except (Exception, SystemExit):
+            pass
+        return origin
+
+    report["origins"] = {}
     for name in functions:
         report["functions"][name] = status_of(name)
+        if report["functions"][name] == "defined":
+            report["origins"][name] = origin_of(name)
 
     def write(name, write_to):
         # a fresh file under a name of its own, then renamed over ``name`` (whatever is there,
@@ -105,7 +121,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
     def on_alarm(signum, frame):
         raise ProbeTimeout("the call took longer than %.0f s" % case_timeout_s)
 
-    write("probe_report.json", dump_json({"functions": report["functions"]}))
+    write("probe_report.json", dump_json({"functions": report["functions"], "origins": report["origins"]}))
 
     def call(case):
         arrays = {}

@@ -54,6 +54,15 @@ HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionE
 Execute = Callable[[str, float], Awaitable["dict | None"]]
 
 
+def _origin(origin: dict) -> dict[str, Any]:
+    """A function's origin as the setup cell saw it (module, qualname, parameter names), bounded."""
+    kept: dict[str, Any] = {k: origin[k][:200] for k in ("module", "qualname") if isinstance(origin.get(k), str)}
+    params = origin.get("params")
+    if isinstance(params, list):
+        kept["params"] = [p[:50] for p in params[:20] if isinstance(p, str)]
+    return kept
+
+
 def probe_budget_s(limits: ExecutionLimits, n_cases: int) -> float:
     """How long the whole probe may take: the calls' budget plus a round trip per cell."""
     return min(PROBE_MAX_S, float(limits.cell_timeout_s)) + PER_CELL_OVERHEAD_S * (n_cases + 2) + CELL_MARGIN_S
@@ -67,7 +76,7 @@ class ProbeRun:
     limits: ExecutionLimits
     out_dir: str                 # the working directory as the kernel sees it
     workspace: Path              # ... and as the grader does
-    report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}})
+    report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}, "origins": {}})
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     _bytes: int = 0
 
@@ -96,12 +105,17 @@ class ProbeRun:
         try:
             data = safe_files.load_json(self.workspace, REPORT_FILE, CASE_RECORD_MAX_BYTES)
             found = data.get("functions") if isinstance(data, dict) else None
+            origins = data.get("origins") if isinstance(data, dict) else None
         except UnsafeFileError:
-            found = None
+            found = origins = None
         found = found if isinstance(found, dict) else {}
+        origins = origins if isinstance(origins, dict) else {}
         for name in names:
             state = found.get(name)
             self.report["functions"][name] = state if state in ("defined", "missing", "not callable") else "missing"
+            origin = origins.get(name)
+            if state == "defined" and isinstance(origin, dict):
+                self.report["origins"][name] = _origin(origin)
 
     def _read_case(self, index: int, case: ProbeCase) -> None:
         """Keep case ``index``'s record and arrays, as the kernel left them right after its call."""

@@ -44,6 +44,30 @@ MISTAKES = (
         ),),
     ),
     Mistake(
+        "quantize_loop_uint8_zero_point.ipynb", "quantize", "quantize adds the zero point in a loop, in its own type",
+        "`quantize` adds the zero point value by value in plain Python, `int(v) + zero_point`, then "
+        "clips. That is right for a Python int zero point, but a NumPy `np.uint8` or `np.int8` zero "
+        "point keeps its type under NumPy 2: `np.uint8(128) + 500` raises `OverflowError: Python "
+        "integer 500 out of bounds for uint8` and `np.uint8(128) + 150` wraps around to 22, before "
+        "the clip can saturate anything.",
+        ((
+            "    q = r.astype(np.int32) + np.int32(zero_point)                       # add the zero point in int32",
+            "    q = np.array([int(v) + zero_point for v in r.reshape(-1)]).reshape(r.shape)  # one value at a time",
+        ),),
+    ),
+    Mistake(
+        "quantize_shadowed_by_import.ipynb", "quantize", "quantize replaced by an import",
+        "The dynamic-quantization cell imports `quantize` from `onnxruntime.quantization` along with "
+        "`quantize_dynamic`. That name is ONNX Runtime's model quantizer, `quantize(model_input, "
+        "model_output, quant_config)`: it silently replaces the `quantize` of part 2, so every call "
+        "the grader makes afterwards reaches ONNX Runtime's function and fails.",
+        ((
+            'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+            "from onnxruntime.quantization import QuantType, quantize, quantize_dynamic\n"
+            'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+        ),),
+    ),
+    Mistake(
         "dequantize_no_zero_point.ipynb", "dequantize", "dequantize forgets the zero point",
         "`dequantize` returns `q * scale`: correct only when the zero point is 0, off by "
         "`zero_point * scale` otherwise (every uint8 tensor with zero point 128, for example).",

@@ -134,8 +134,9 @@ def baseline(grade_cells) -> Graded:
 def wrong_baseline(grade_cells) -> Graded:
     """Honest but wrong functions: what a hostile notebook's functions must not beat.
 
-    The rubric rewards "runs on every kind of input" (nothing raised), so any function that
-    returns without raising earns those parts; a forgery or a lie must earn no more than that.
+    The function checks give a part per kind of input, and answers of the right kind that are
+    wrong still agree where any such answer does (empty inputs, zero-width ranges), so these earn
+    those parts; a forgery or a lie must earn no more than that.
     """
     return grade_cells([WRONG_FUNCTIONS], name="wrong-baseline")
 

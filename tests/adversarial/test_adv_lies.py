@@ -91,7 +91,7 @@ def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
 
 @pytest.mark.parametrize("liar", sorted(LIARS))
 def test_lying_return_values_earn_nothing(grade_cells, jail_check, wrong_baseline, liar):
-    """Lies earn no more than honest wrong functions (which earn "runs on every input")."""
+    """Lies earn no more than honest wrong functions (which earn the kinds any answer gets right)."""
     g = grade_cells([TRUE_QUANTIZE + LIARS[liar]], name=f"liar-{liar}")
     jail_check(g, compare_to=wrong_baseline)
     assert g.execution["probe"] == "completed", g.execution_brief()

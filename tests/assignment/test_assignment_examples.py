@@ -50,6 +50,13 @@ def test_every_mistake_names_parts_of_its_own_check(assignment07):
             assert v.get("parts") and set(v["parts"]) <= parts[v["loses"]], f"{name}: {v.get('parts')}"
 
 
+def test_every_mistake_scores_100_minus_its_parts(assignment07):
+    points = {(c["id"], p["name"]): p["points"] for c in assignment07.rubric()["checks"] for p in c["parts"]}
+    for name, v in EXPECTED.items():
+        if "loses" in v:
+            assert v["score"] == 100 - sum(points[(v["loses"], p)] for p in v["parts"]), name
+
+
 def test_the_script_and_the_expectations_agree(make_examples):
     assert {m.file: m.check for m in make_examples.MISTAKES} == \
            {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}

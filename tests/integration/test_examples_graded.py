@@ -82,6 +82,7 @@ def test_each_mistake_loses_points_at_its_check_and_nowhere_else(graded, example
     assert lost == {expected_check}, f"{example}: lost points at {details}, expected only at {expected_check}"
     failed = sorted(p["name"] for c in grade["checks"] for p in c["parts"] if not p["passed"])
     assert failed == sorted(EXPECTED[example]["parts"]), f"{example}: failed parts {failed}"
+    assert grade["score"] == EXPECTED[example]["score"], f"{example}: score {grade['score']}"
 
 
 def test_grading_is_reproducible(graded, assignment07, tmp_path):
@@ -120,3 +121,19 @@ def test_error_in_last_cell_is_named_once_and_truly(graded):
     part = next(p for p in check["parts"] if not p["passed"])
     assert part["message"] == ("1 cell(s) raised an error; the first: code cell 20 (cell 41 of the notebook), "
                                "KeyError: 'latency'")
+
+
+def test_function_failures_name_the_students_own_error_without_the_hidden_input(graded):
+    """Through the real kernel and probe: the exception of the student's code and the call's
+    argument types reach the student (issue 13); an import that replaced quantize is named."""
+    grade, out = graded("quantize_loop_uint8_zero_point.ipynb")
+    part = next(p for c in grade["checks"] for p in c["parts"] if p["name"] == "saturates outside the range")
+    assert "raised OverflowError: Python integer <n> out of bounds for uint8" in part["message"]
+    assert "zero_point a numpy.uint8 scalar" in part["message"]
+    results = (out / "results.json").read_text()
+    assert "Python integer &lt;n&gt; out of bounds for uint8" in results   # escaped for Gradescope's Markdown
+    grade, _ = graded("quantize_shadowed_by_import.ipynb")
+    quantize = next(c for c in grade["checks"] if c["id"] == "quantize")
+    assert quantize["score"] == 0
+    assert all("quantize is not the function defined in the notebook: it is quantize(model_input, model_output, "
+               "quant_config) from module onnxruntime.quantization.quantize" in p["message"] for p in quantize["parts"])

@@ -33,7 +33,7 @@ def ok(*values, is_tuple=False) -> CaseOutput:
 ])
 def test_validation_order_stops_at_first_failure(output, reason):
     fact = compare_output(EXPECTED, output)
-    assert set(fact) == {"agree", "reason", "expected", "got"}
+    assert set(fact) == {"agree", "reason", "expected", "got", "account"}
     assert (fact["agree"], fact["reason"]) == (reason is None, reason), fact
 
 

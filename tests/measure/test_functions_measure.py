@@ -211,7 +211,7 @@ def test_cases_are_modest_unique_encodable_and_grouped():
 
 
 def test_expected_values_come_from_onnx_runtime():
-    case = next(c for c in CASES if c.id == "quantize/onnx_conformance_uint8")
+    case = next(c for c in CASES if c.id == "quantize/saturation_uint8_zp128_numpy_scalars")
     np.testing.assert_array_equal(fn.expect_quantize(case).value, np.array([128, 129, 130, 255, 1, 0], np.uint8))
     case = next(c for c in CASES if c.id == "choose_qparams/degenerate_zero_uint8")
     scale, zp = fn.expect_choose_qparams(case)
@@ -250,9 +250,10 @@ def test_float64_quantize_really_differs_from_ort_somewhere():
 def test_section_shape_is_the_documented_one():
     section = fn.measure_functions(CASES, run_probe(HONEST))
     q = section["quantize"]
-    assert set(q) == {"defined", "cases", "agree", "agree_share", "raised", "groups", "first_mismatch"}
+    assert set(q) == {"defined", "cases", "agree", "agree_share", "raised", "replaced", "groups", "first_mismatch"}
     assert sum(g["cases"] for g in q["groups"].values()) == q["cases"]
-    assert all(set(g) == {"cases", "agree"} for g in q["groups"].values())
+    assert all(set(g) == {"cases", "agree", "agree_share", "raised", "failure"} for g in q["groups"].values())
+    assert all(g["failure"] is None and g["agree_share"] == 1.0 for g in q["groups"].values())
 
 
 # ---------------------------------------------------------------- each bug fails with its reason and group

@@ -1,0 +1,159 @@
+"""What went wrong in one probe call, told without the hidden input.
+
+The facts of :mod:`.compare` hold the grader's own renderings of the expected and returned values
+(for ``measurements.json``, which only the course staff read). What the student reads about a
+failed call comes from here instead, and carries nothing of the hidden case's values:
+
+- **an exception**: its type and message, as the student's own code raised them, with every
+  number masked (:func:`mask_text`): ``OverflowError: Python integer <n> out of bounds for uint8``;
+- **the argument types** of that call, from the case itself (:func:`describe_arguments`):
+  ``x a float32 array of shape (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar``;
+- **a wrong result**: its kind, dtype and shape against the expected ones, and for wrong values
+  how many elements differ and by how many quantization steps, in coarse buckets
+  (:func:`value_account`): ``3 of 6 elements differ, by 1 step``;
+- **a replaced function** (:func:`replaced`): the function the probe called is not the
+  notebook's own (``from onnxruntime.quantization import quantize`` after the definition).
+
+Exception text is student-controlled and the function held the hidden input when it raised
+(``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls).
+So :func:`mask_text` does not try to recognise the inputs: it masks every token that contains a
+digit (except NumPy's dtype names such as ``uint8``), every long run of letters or symbols that
+could be an encoding (hex, base64), keeps one line and bounds the length. What is left can still
+spell a number in words; it is at most :data:`MAX_MESSAGE` characters per group of cases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..probe_format import Arg, CaseOutput, ProbeCase
+
+MAX_MESSAGE = 160      # characters of an exception message, after masking
+MAX_TYPE = 60          # characters of an exception type's name
+MAX_TOKEN = 20         # a longer run of word characters may be encoded data
+MASK = "<n>"
+DTYPE_NAMES = frozenset({
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "intp", "uintp",
+    "float16", "float32", "float64", "float128", "bfloat16", "complex64", "complex128", "complex256",
+    "float8e4m3fn", "float8e5m2", "int4", "uint4",
+})
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")   # base64, hex, or any long run of their alphabet
+_MASK_RUN = re.compile(re.escape(MASK) + r"(?:[\s.,:;eE+\-/*x]*" + re.escape(MASK) + r")+")
+STEP_BUCKETS = (1, 2, 10, 100)
+REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
+
+
+def mask_text(text: Any, limit: int = MAX_MESSAGE) -> str:
+    """``text`` on one line with every number and anything that may encode data masked, bounded."""
+    s = _ENCODED.sub("<…>", " ".join(str(text).split()))
+
+    def token(m: re.Match[str]) -> str:
+        t = m.group(0)
+        if len(t) > MAX_TOKEN:
+            return "<…>"
+        if any(c.isdigit() for c in t) and t.lower() not in DTYPE_NAMES:
+            return MASK
+        return t
+
+    s = _TOKEN.sub(token, s)
+    s = _MASK_RUN.sub(MASK, s)                      # "<n>.<n>e-<n>" and "<n>, <n>, <n>" → one mask
+    s = re.sub(r"[^\w\s]{12,}", "<…>", s)           # long runs of symbols (an encoding of its own)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _array_kind(a: np.ndarray, kind: str) -> str:
+    a = np.asarray(a)
+    if kind == "list":
+        if a.size == 0:
+            return "an empty list" if a.ndim <= 1 else f"an empty nested list of shape {a.shape}"
+        return f"a list of {a.size} floats" if a.ndim == 1 else f"a nested list of shape {a.shape}"
+    article = "an" if str(a.dtype).startswith("i") else "a"
+    if kind == "scalar":
+        return f"a numpy.{a.dtype} scalar"
+    if a.ndim == 0:
+        return f"a 0-d {a.dtype} array"
+    return f"{article} {a.dtype} array of shape {a.shape}"
+
+
+def describe_type(a: Any) -> str:
+    """The type of one argument, never its value: ``a numpy.uint8 scalar``, ``a Python float``."""
+    if isinstance(a, Arg):
+        if a.kind == "dtype":
+            return f"np.{a.value}"
+        if a.kind in ("array", "list", "scalar"):
+            return _array_kind(a.value, a.kind)
+        a = a.value
+    if isinstance(a, bool):
+        return "True" if a else "False"        # a flag is part of the contract, not data
+    return {int: "a Python int", float: "a Python float", str: "a str"}.get(type(a), f"a {type(a).__name__}")
+
+
+def describe_arguments(case: ProbeCase, params: Sequence[str] = ()) -> str:
+    """Each argument of the call by name (``params``: the contract's parameter names) and type."""
+    named = [(params[i] if i < len(params) else f"argument {i + 1}", a) for i, a in enumerate(case.args)]
+    named += list(case.kwargs.items())
+    return ", ".join(f"{name} {describe_type(a)}" for name, a in named)
+
+
+def _bucket_steps(steps: float) -> str:
+    if not np.isfinite(steps):
+        return "by an infinite or undefined amount"
+    for b in STEP_BUCKETS:
+        if steps <= b + 1e-9:
+            return "by 1 step" if b == 1 else f"by up to {b} steps"
+    return f"by more than {STEP_BUCKETS[-1]} steps"
+
+
+def _bucket_relative(rel: float) -> str:
+    if not np.isfinite(rel):
+        return "by an infinite or undefined amount"
+    for b, text in REL_BUCKETS:
+        if rel <= b:
+            return f"by up to {text} of the expected value"
+    return "by more than the expected value itself"
+
+
+def value_account(expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None) -> str:
+    """How far the wrong elements are: a count and a bucketed size, in steps when ``step`` is known."""
+    bad = ~np.asarray(ok, dtype=bool).reshape(-1)
+    integer = np.asarray(expected).dtype.kind in "iub"      # one integer is one step
+    e = np.asarray(expected, dtype=np.float64).reshape(-1)[bad]
+    g = np.asarray(got).astype(np.float64).reshape(-1)[bad]
+    count = f"{int(bad.sum())} of {bad.size} elements differ" if bad.size > 1 else "the value differs"
+    with np.errstate(all="ignore"):
+        diff = np.abs(g - e)
+        if np.any(np.isnan(g)):
+            return f"{count}, NaN among them"
+        if integer or (step is not None and step > 0):
+            size = _bucket_steps(float(np.max(diff / (step or 1.0))))
+        else:
+            size = _bucket_relative(float(np.max(diff / np.maximum(np.abs(e), np.finfo(np.float32).tiny))))
+    return f"{count}, {size}"
+
+
+def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
+    """Why the function the probe called is not the notebook's own, or None when it is."""
+    if not isinstance(origin, Mapping):
+        return None
+    module, qualname = origin.get("module"), origin.get("qualname")
+    if not isinstance(module, str) or module in ("__main__", "None"):
+        return None
+    if not isinstance(qualname, str) or qualname == "None":
+        return None    # an object, not a function (np.vectorize, functools.partial of the notebook's own)
+    params = origin.get("params") if isinstance(origin.get("params"), list) else None
+    signature = f"({', '.join(str(p) for p in params)})" if params is not None else ""
+    return mask_text(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
+                     f"from module {module} (an import after your definition replaced it)", 300)
+
+
+def error_account(output: CaseOutput) -> str:
+    """``OverflowError: Python integer <n> out of bounds for uint8``, masked and bounded."""
+    err = output.error if isinstance(output.error, dict) else {}
+    kind = mask_text(err.get("type") or "an exception", MAX_TYPE)
+    message = mask_text(err.get("message") or "")
+    return f"{kind}: {message}" if message else kind
