@@ -51,7 +51,7 @@ FACTS = ("graph", "quantization", "size")   # the model worker's fact groups thi
 BASELINE = "fp32"
 STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
 LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
-LATENCY_ROUNDS = 50             # as many calls as the contract asks of the notebook
+LATENCY_ROUNDS = 50             # as the contract asks of the notebook; fewer is less stable (README)
 
 @dataclass
 class _Artifact:
