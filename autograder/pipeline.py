@@ -19,6 +19,8 @@ from .assignment import Assignment
 from .errors import SandboxUnavailableError
 from .judge import judge
 from .measure.context import MeasureContext
+from .measure.onnx_load import LoadLimits
+from .measure.warm_pool import warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.feedback_html import write_feedback_html
@@ -88,17 +90,19 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     spec = ProbeSpec(cases=cases, functions=list(probe_cfg.get("functions", [])),
                      results_variable=assignment.results_variable)
     stage("execute")
-    warm = _start_prepare(assignment)
-    execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
-                               unsafe_no_sandbox=unsafe_no_sandbox, slot=slot)
-    if warm is not None:
-        warm.join()
-    _write_json(out_dir / EXECUTION_FILE, execution)
-    stage("measure")
-    probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
-    ctx = MeasureContext(assignment=assignment, workspace=workspace, cases=cases, probe=probe,
-                         execution=execution)
-    sections = assignment.grading.measure(ctx)
+    # one measuring child per artifact starts now, warm by the time the cells have run
+    with warm_workers(len(assignment.artifacts), LoadLimits()):
+        warm = _start_prepare(assignment)
+        execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
+                                   unsafe_no_sandbox=unsafe_no_sandbox, slot=slot)
+        if warm is not None:
+            warm.join()
+        _write_json(out_dir / EXECUTION_FILE, execution)
+        stage("measure")
+        probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
+        ctx = MeasureContext(assignment=assignment, workspace=workspace, cases=cases, probe=probe,
+                             execution=execution)
+        sections = assignment.grading.measure(ctx)
     measurements = {
         "schema": 1,
         "assignment": {"id": assignment.id, "version": assignment.version,
@@ -112,12 +116,14 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
 
 
 def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = None,
-            rubric: Path | None = None, execution_time: float | None = None) -> dict[str, Any]:
+            rubric: Path | None = None, execution_time: float | None = None,
+            timings: dict[str, float] | None = None) -> dict[str, Any]:
     """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed.
 
     ``grade_notebook`` also judges from the file it just wrote, not from the dict in memory, so
     a first grade and any later ``rescore`` judge exactly the same (JSON-normalised) data.
     """
+    judging = time.monotonic()
     measurements = json.loads((out_dir / MEASUREMENTS_FILE).read_text())
     limits = assignment.tolerances(tolerances)
     grade = judge(assignment.rubric(rubric), limits, measurements)
@@ -126,6 +132,8 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     # for the instructor: which tolerances judged, and whether the versions still match theirs
     grade["tolerances"] = tolerances_record(assignment.tolerances_path, tolerances, limits)
     grade["version_drift"] = version_drift(limits, measurements.get("environment"))
+    if timings is not None:  # where a first grade's time went (a rescore has none)
+        grade["timings"] = {**timings, "judge_s": round(time.monotonic() - judging, 3)}
     _write_json(out_dir / GRADE_FILE, grade)
     feedback = feedback_markdown(grade, measurements)
     (out_dir / FEEDBACK_FILE).write_text(feedback)
@@ -137,6 +145,15 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
                                                      extra=extra, figure_cache=out_dir))
     return grade
+
+
+def _stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:
+    """``{"setup_s", "execute_s", "measure_s"}`` from the stage marks (each stage runs until the
+    next one starts; ``rejudge`` adds ``judge_s``): "setup" is the workspace before the jail,
+    "execute" the jailed run with the probe, "measure" the trusted measurements (the measuring
+    children included)."""
+    return {f"{name}_s": round(end - start, 3) for (name, start), (_, end) in zip(marks, marks[1:])
+            if name != "judge"}
 
 
 def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
@@ -158,6 +175,13 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     _write_json(out_dir / RESULTS_FILE, failure_results_json(
         "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))
     started = time.monotonic()
+    marks: list[tuple[str, float]] = [("setup", started)]
+
+    def stage(name: str) -> None:
+        marks.append((name, time.monotonic()))
+        if on_stage:
+            on_stage(name)
+
     tmp = None
     if workspace is None:
         tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
@@ -168,11 +192,10 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         # a workspace the caller keeps is copied back out of it
         with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
             execute_and_measure(Path(notebook), assignment, out_dir, workspace,
-                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=on_stage)
-        if on_stage:
-            on_stage("judge")
+                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=stage)
+        stage("judge")
         return rejudge(out_dir, assignment, tolerances=tolerances, rubric=rubric,
-                       execution_time=time.monotonic() - started)
+                       execution_time=time.monotonic() - started, timings=_stage_seconds(marks))
     except SandboxUnavailableError as e:
         _write_json(out_dir / RESULTS_FILE, failure_results_json(
             f"The grader refused to run the notebook without isolation: {e}"))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import ASSIGNMENT_ID, EXAMPLES, ROOT, interleaved, log, paired_diffs, paired_ratios, spread
-from .report_md import fmt_s, goal, goal_lines
+from .format import fmt_s, goal, goal_lines
 
 TITLE = "## 5 · Dask distributed vs the local pool"
 GOAL_SLOWDOWN = 1.10

@@ -20,7 +20,7 @@ from typing import Any
 import nbformat
 
 from .common import ROOT, example, interleaved, log, median, spread
-from .report_md import fmt_mb, fmt_s, goal
+from .format import fmt_mb, fmt_s, goal
 
 GOAL_REFERENCE_S = 60.0
 SLEEP_CELL_S = 108.0

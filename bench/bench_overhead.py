@@ -27,12 +27,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (ASSIGNMENT_ID, example, interleaved, log, median, paired_diffs, paired_ratios, round_order,
-                     run_child, spread, tool)
+from .common import (ASSIGNMENT_ID, THREAD_VARS, example, interleaved, log, median, paired_diffs, paired_ratios,
+                     read_json, round_order, run_child, spread, tool)
+from .format import SECTION_TITLES, fmt_s, fmt_x, goal, goal_lines
 
 GOAL_RATIO = 1.10      # overhead ≤ 10 % of bare execution
 GOAL_SECONDS = 1.0     # overhead ≤ 1 s median ("grade one notebook")
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+GOAL_CLI_REFERENCE = 1.10   # `autograder grade` as a process ≤ 1.10× bare (1 thread) on the reference
+GOAL_CLI_EVERY = 1.15       # … and ≤ 1.15× on every example measured
+REFERENCE = "reference.ipynb"
 
 
 def bare_execute(notebook: Path, timeout_s: int, workdir: Path, *, one_thread: bool = False) -> dict[str, Any]:
@@ -65,8 +68,6 @@ def grade_in_process(notebook: Path, assignment: Any, workdir: Path) -> dict[str
     """``pipeline.grade_notebook`` in this process; seconds, per-stage seconds, status and score."""
     from autograder import pipeline
 
-    from .common import read_json
-
     out = Path(tempfile.mkdtemp(prefix="grade-", dir=workdir))
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
@@ -87,11 +88,19 @@ def grade_in_process(notebook: Path, assignment: Any, workdir: Path) -> dict[str
 
 def grade_cli(notebook: Path, workdir: Path, timeout_s: float) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="cli-", dir=workdir))
-    res = run_child([tool("autograder"), "grade", str(notebook), "--out", str(out)], timeout_s=timeout_s)
+    res = run_child([tool("autograder"), "grade", str(notebook), "--out", str(out), "-a", ASSIGNMENT_ID],
+                    timeout_s=timeout_s)
+    timings = (read_json(out / "grade.json") or {}).get("timings") or {}   # the stages, as the grader saw them
     shutil.rmtree(out, ignore_errors=True)
     if not res.ok:
         log(f"overhead: autograder grade {notebook.name} exited {res.returncode}: {res.stderr[-500:]}")
-    return {"seconds": res.seconds if res.ok else None, "returncode": res.returncode}
+    stages = {s: timings.get(f"{s}_s") for s in CLI_STAGES[:-1]}
+    if res.ok and all(v is not None for v in stages.values()):
+        stages["process"] = res.seconds - sum(stages.values())   # interpreter, imports, CLI, exit
+    return {"seconds": res.seconds if res.ok else None, "returncode": res.returncode, "stages": stages}
+
+
+CLI_STAGES = ("setup", "execute", "measure", "judge", "process")
 
 
 TINY_NOTEBOOKS = {
@@ -210,6 +219,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                 out[f"{prefix}overhead{suffix}_s"] = spread(paired_diffs(secs[variant], secs[base]))
                 out[f"{prefix}ratio{suffix}"] = spread(paired_ratios(secs[variant], secs[base]))
     if "cli" in secs:
+        out["cli_stages_s"] = {s: median([(r.get("stages") or {}).get(s) for r in runs["cli"]]) for s in CLI_STAGES}
         out["cli_s"] = spread(secs["cli"])
         out["cli_minus_grade_s"] = spread(paired_diffs(secs["cli"], secs["grade"]))
     return out
@@ -250,16 +260,17 @@ def fix_text(result: dict[str, Any]) -> str:
         cure = ("a pool of pre-started, still empty jailed kernels (one per worker slot, started while the "
                 "previous submission is measured) takes the kernel's start-up off the critical path")
     elif top.startswith("measuring"):
-        cure = ("a warm measuring process per worker (ONNX Runtime imported once, still limited per job) and "
-                "overlapping one submission's measurement with the next one's execution would hide it in batches")
+        cure = ("the measuring children already start warm with the kernel and the int8 variants run side by "
+                "side; what is left is the latency timing itself (5 blocks of 50 runs per int8 model, 3 for fp32: "
+                "about 0.3-0.5 s each, fewer runs measured less stable) and, when the notebook's reported latency "
+                "disagrees under load, a retime in a cold worker; overlapping one submission's measurement with "
+                "the next one's execution would hide it in batches")
     else:
         cure = "cache the parsed rubric and tolerances and write the reports once, at the end"
     return f"on `{worst_name}` the overhead splits into {split}; the largest part decides: {cure}"
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
-    from .report_md import goal
-
     fix = fix_text(result)
     base = "bare (1 thread)" if "bare_1t" in result["variants"] else "bare"
     out = [goal(f"grade (in-process) overhead ≤ 10 % of {base}, worst notebook", worst(result, "ratio"), GOAL_RATIO,
@@ -268,10 +279,12 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                 GOAL_SECONDS, "s", lower_is_better=True, fix=fix)]
     if "cli" in result["variants"]:
         cli_fix = cli_fix_text(result, fix)
-        out += [goal(f"`autograder grade` (CLI) overhead ≤ 10 % of {base}, worst notebook",
-                     worst(result, "cli_ratio"), GOAL_RATIO, "overhead", lower_is_better=True, fix=cli_fix),
-                goal(f"`autograder grade` (CLI) overhead ≤ 1 s median over {base}, worst notebook",
-                     worst(result, "cli_overhead_s"), GOAL_SECONDS, "s", lower_is_better=True, fix=cli_fix)]
+        ref = next((nb for name, nb in result["notebooks"].items() if name in (REFERENCE, "reference")), None)
+        ref_ratio = (ref.get("cli_ratio") or {}).get("median") if ref else None
+        out += [goal(f"`autograder grade` (CLI) ≤ {GOAL_CLI_REFERENCE:.2f}× {base} on the reference",
+                     ref_ratio, GOAL_CLI_REFERENCE, "overhead", lower_is_better=True, fix=cli_fix),
+                goal(f"`autograder grade` (CLI) ≤ {GOAL_CLI_EVERY:.2f}× {base} on every notebook (worst)",
+                     worst(result, "cli_ratio"), GOAL_CLI_EVERY, "overhead", lower_is_better=True, fix=cli_fix)]
     return out
 
 
@@ -290,9 +303,16 @@ def cli_fix_text(result: dict[str, Any], fix: str) -> str:
         parts.append(f"while importing the grading stack cold (numpy, scipy, scikit-learn, onnx, onnxruntime, "
                      f"nbclient) takes {stack:.2f} s, paid by every fresh process as the kernel competes for the "
                      "same cores")
-    return (", ".join(parts) + "; keeping scikit-learn and ONNX out of the parent process (imported only by the "
-            "measuring child, which could start with the kernel) shortens a one-off grade, and a resident grader "
-            "(a batch worker, a grading service) pays the imports once. In-process: " + fix)
+    cli_exec = [((nb.get("cli_stages_s") or {}).get("execute"), nb["stages_s"].get("execute"))
+                for nb in result["notebooks"].values()]
+    gaps = [a - b for a, b in cli_exec if a is not None and b is not None]
+    if gaps:
+        parts.append(f"and the jailed execution itself is {max(gaps):+.2f} s slower in a fresh process (worst "
+                     "notebook): on 2 cores the kernel's start competes with the parent's imports and the warm "
+                     "measuring children's (onnx, ONNX Runtime, numpy)")
+    return (", ".join(parts) + "; a resident grader (a batch worker, a grading service) pays the imports once, "
+            "and one warm template child forked per model instead of one started per artifact would cut the "
+            "CPU the warm start takes from the kernel. In-process: " + fix)
 
 
 def _med(nb: dict[str, Any], key: str, fmt: Any, **kw: Any) -> str:
@@ -300,8 +320,6 @@ def _med(nb: dict[str, Any], key: str, fmt: Any, **kw: Any) -> str:
 
 
 def section(result: dict[str, Any] | None) -> list[str]:
-    from .report_md import SECTION_TITLES, fmt_s, fmt_x, goal_lines
-
     lines = [SECTION_TITLES[0], ""]
     if not result:
         return lines + ["Not run.", ""]
@@ -343,6 +361,18 @@ def section(result: dict[str, Any] | None) -> list[str]:
         lines.append(f"| `{name}` | {fmt_s(baseline(nb))} | {fmt_s(st['execute'])} | "
                      f"{fmt_s(b['execute_extra'], signed=True)} | {fmt_s(st['measure'])} | {fmt_s(st['judge'])} | "
                      f"{fmt_s(st['setup'])} |")
+    if any(nb.get("cli_stages_s") for nb in result["notebooks"].values()):
+        lines += ["", "Where `autograder grade` as a process spends its time (medians of the stage durations it "
+                  "records in grade.json's `timings`; *process* is the rest of the wall time: the interpreter's "
+                  "start, the imports, the command line and the exit):", "",
+                  f"| notebook | {base} | CLI | setup | execute | beyond {base} | measure | judge + report | process |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, nb in result["notebooks"].items():
+            cs = nb.get("cli_stages_s") or {}
+            beyond = None if cs.get("execute") is None or baseline(nb) is None else cs["execute"] - baseline(nb)
+            lines.append(f"| `{name}` | {fmt_s(baseline(nb))} | {_med(nb, 'cli_s', fmt_s)} | {fmt_s(cs.get('setup'))} | "
+                         f"{fmt_s(cs.get('execute'))} | {fmt_s(beyond, signed=True)} | {fmt_s(cs.get('measure'))} | "
+                         f"{fmt_s(cs.get('judge'))} | {fmt_s(cs.get('process'))} |")
     lines += ["", "Per-round values (seconds):", ""]
     for name, nb in result["notebooks"].items():
         per = ", ".join(f"{label} {nb[key]['values']}" for label, key in

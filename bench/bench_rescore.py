@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import interleaved, log, run_child, spread, tool
+from .format import SECTION_TITLES, fmt_s, goal, goal_lines
 
 GOAL_SECONDS = 5.0
 
@@ -116,8 +117,6 @@ def headline(result: dict[str, Any]) -> tuple[str, float | None]:
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
-    from .report_md import goal
-
     key, value = headline(result)
     subject = ("`autograder rescore` of 100 submissions < 5 s" if key == "cli"
                else "`batch.rescore` (in-process; the CLI has no rescore command yet) of 100 submissions < 5 s")
@@ -146,8 +145,6 @@ def fix_text(result: dict[str, Any]) -> str:
 
 
 def section(result: dict[str, Any] | None) -> list[str]:
-    from .report_md import SECTION_TITLES, fmt_s, goal_lines
-
     lines = [SECTION_TITLES[2], ""]
     if not result:
         return lines + ["Not run.", ""]

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+# the BLAS thread variables the jail sets to 1 (and the "1 thread" comparisons with it)
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT_ID = "07-quantization"
 EXAMPLES = ROOT / "assignments" / ASSIGNMENT_ID / "examples"

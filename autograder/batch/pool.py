@@ -96,7 +96,7 @@ class LocalPool:
         for i in range(self.n):
             slots.put(i)
         return ProcessPoolExecutor(self.n, mp_context=self.ctx, initializer=init_worker,
-                                   initargs=(slots, *self.args))
+                                   initargs=(slots, *self.args, self.n))
 
     def _restart(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

@@ -195,9 +195,13 @@ def _write(path: Path, data: bytes | None) -> Path | None:
 _WORKER: dict[str, Any] = {"slot": 0, "assignment": None, "fingerprint": None}
 
 
-def init_worker(slots: Any, assignment_id: str, root: str, tmp: str) -> None:
+def init_worker(slots: Any, assignment_id: str, root: str, tmp: str, jobs: int = 1) -> None:
     """ProcessPoolExecutor initializer: take a sandbox slot, load the assignment, set signals,
-    and keep temporary folders under the pool's own ``tmp`` (removed with the pool)."""
+    and keep temporary folders under the pool's own ``tmp`` (removed with the pool). ``jobs``
+    workers share the cores: each measures its models at most cores // jobs at a time."""
+    from ..measure.warm_pool import measure_jobs
+
+    os.environ.setdefault("AUTOGRADER_MEASURE_JOBS", str(max(1, measure_jobs() // max(1, jobs))))
     _WORKER["slot"] = slots.get()
     tempfile.tempdir = tmp
     signal.signal(signal.SIGINT, lambda *_: None)  # the parent handles Ctrl-C and stops us

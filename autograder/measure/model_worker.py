@@ -1,8 +1,9 @@
 """The child process that checks and runs one untrusted ONNX model (see onnx_load).
 
-Started by ``onnx_load`` as ``python -I -c <bootstrap> PACKAGE_PARENT JOB_DIR`` (equivalent to
-``python -I -m autograder.measure.model_worker JOB_DIR``); ``JOB_DIR/job.json`` describes the whole
-job (nothing else is read, so a long-lived child could run many jobs)::
+Started by :mod:`.worker_process` as ``python -I -c <bootstrap> PACKAGE_PARENT JOB_DIR`` (equivalent
+to ``python -I -m autograder.measure.model_worker JOB_DIR``) with only ``JOB_DIR/limits.json`` there:
+it sets those limits, imports onnx and ONNX Runtime, and waits for ``go`` on stdin (so it can be
+started warm, while the notebook runs); then ``JOB_DIR/job.json`` describes the whole job::
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
@@ -219,9 +220,27 @@ def work(job_dir: Path) -> dict:
     return result
 
 
+def _warm_up() -> None:
+    """Import what every job needs (under the limits already set), before the job arrives."""
+    import numpy  # noqa: F401
+    import onnx.checker  # noqa: F401
+    import onnxruntime  # noqa: F401
+
+    from . import graph_facts, metrics, model_interface, onnx_load  # noqa: F401
+
+
 def main(argv: list[str]) -> int:
-    """``argv[1]`` is the job folder (``argv[0]`` is ignored)."""
+    """``argv[1]`` is the job folder (``argv[0]`` is ignored). Sets ``limits.json``'s limits,
+    imports, then waits for ``go`` on stdin (see :mod:`.worker_process`); anything else, or the end
+    of stdin, means the job was cancelled: exit without reading it."""
     job_dir = Path(argv[1])
+    try:
+        _set_limits(json.loads((job_dir / "limits.json").read_text()))
+        _warm_up()
+    except Exception:  # noqa: BLE001 - work() sets the limits again and reports the real error
+        pass
+    if sys.stdin.readline().strip() != "go":
+        return 0
     try:
         result = work(job_dir)
     except MemoryError:

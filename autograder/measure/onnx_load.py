@@ -26,15 +26,9 @@ child's output goes to an unnamed file it cannot replace.
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -44,6 +38,7 @@ import numpy as np
 from .. import safe_files
 from ..errors import UnsafeFileError
 from .model_interface import ModelInterface
+from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result type callers get)
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -57,10 +52,6 @@ MICROSOFT_OPS = frozenset({
     "QLinearGlobalAveragePool", "QuantizeLinear", "DequantizeLinear", "FusedGemm", "FusedMatMul",
 })
 MESSAGE_CAP = 300
-RESULT_MAX_BYTES = 4 * MiB
-# Limits the jail's launcher sets for the measuring child (it sets address space, file size,
-# CPU and core itself, from LoadLimits); NPROC counts the threads of every measuring child.
-WORKER_RLIMITS = {"NOFILE": 256, "NPROC": 512}
 
 
 @dataclass(frozen=True)
@@ -232,30 +223,6 @@ def read_model_bytes(root: Path | str, relpath: str, limits: LoadLimits = LoadLi
     return safe_files.read_bytes(root, relpath, limits.max_file_bytes)
 
 
-@dataclass
-class WorkerRun:
-    """What the child reported, or why it produced nothing."""
-
-    ok: bool
-    reason: str | None = None                 # without the "invalid model: " prefix
-    result: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, np.ndarray] = field(default_factory=dict)
-    duration_s: float = 0.0
-
-
-def _child_env(home: str) -> dict[str, str]:
-    # Rebuilt from nothing: no ORT_* or PYTHON* variables reach the child.
-    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def _signal_name(rc: int) -> str:
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return f"signal {-rc}"
-
-
 InputSet = Union[np.ndarray, Mapping[str, np.ndarray]]
 
 
@@ -287,86 +254,22 @@ def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface:
     Without ``interface``, each set feeds the model's inputs by name (one array: its only input)
     and every numeric output is kept, with no interface facts.
     """
-    job_dir = Path(tempfile.mkdtemp(prefix="autograder-model-"))
-    start = time.monotonic()
+    from . import warm_pool, worker_process
+
+    worker = warm_pool.take(limits) or worker_process.start(limits)
     try:
-        (job_dir / "model.onnx").write_bytes(model)
+        worker.write("model.onnx", model)
         if baseline is not None:
-            (job_dir / "baseline.onnx").write_bytes(baseline)
-        np.savez(job_dir / "inputs.npz", **_flatten_sets(inputs))
+            worker.write("baseline.onnx", baseline)
+        buf = io.BytesIO()
+        np.savez(buf, **_flatten_sets(inputs))
+        worker.write("inputs.npz", buf.getvalue())
         job = {"model": "model.onnx", "baseline": "baseline.onnx" if baseline is not None else None,
                "inputs": "inputs.npz", "interface": interface.to_json() if interface else None,
                "facts": None if facts is None else list(facts),
                "latency_input": latency_input, "latency_rounds": latency_rounds,
                "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits)}
-        (job_dir / "job.json").write_text(json.dumps(job))
-        run = _spawn(job_dir, limits)
-        run.duration_s = time.monotonic() - start
-        return run
+        worker.write("job.json", json.dumps(job).encode())
+        return worker.run()
     finally:
-        shutil.rmtree(job_dir, ignore_errors=True)
-
-
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
-_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
-              "from autograder.measure.model_worker import main; sys.exit(main(sys.argv[1:]))")
-
-
-def _worker_command(job_dir: Path) -> list[str]:
-    # -I: no PYTHON* variables, no user site, no current folder on sys.path; the grader's own
-    # package is put first explicitly, so an installed or a source checkout work alike.
-    return [sys.executable, "-I", "-c", _BOOTSTRAP, _PACKAGE_PARENT, str(job_dir)]
-
-
-def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[str] | None:
-    """``cmd`` inside the measuring jail, or None where there is none (rlimits only, as before)."""
-    from ..sandbox import jail
-
-    iso = jail.measure_isolation()
-    if iso is None:
-        return None
-    if iso.user is not None:
-        os.chown(job_dir, iso.user.uid, iso.user.gid)     # its only writable folder
-    package = str(Path(__file__).resolve().parent.parent)  # autograder/, not the repo around it
-    return jail.worker_command(iso, job_dir, [package], cmd, env, WORKER_RLIMITS)
-
-
-def _output_tail(err) -> str:
-    err.seek(max(0, err.seek(0, os.SEEK_END) - 2000))
-    lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    return _short(lines[-1] if lines else "?", 200)
-
-
-def _spawn(job_dir: Path, limits: LoadLimits) -> WorkerRun:
-    from ..sandbox.procs import stop_jail
-
-    cmd, env = _worker_command(job_dir), _child_env(str(job_dir))
-    jailed = _jailed_command(cmd, job_dir, env)
-    with tempfile.TemporaryFile() as err:   # unnamed: the child cannot swap it for a FIFO or a link
-        proc = subprocess.Popen(jailed or cmd, cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
-                                stdout=err, stderr=err, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=limits.timeout_s)
-        except subprocess.TimeoutExpired:
-            stop_jail(proc)
-            return WorkerRun(False, f"checking and running it took longer than the {limits.timeout_s:.0f} s "
-                                    "limit (a hang or a huge computation)")
-        last = _output_tail(err)
-    if jailed and rc > 128:                 # bwrap reports a child killed by signal N as 128 + N
-        rc = 128 - rc
-    if rc < 0:
-        return WorkerRun(False, f"it crashed the ONNX checker or ONNX Runtime ({_signal_name(rc)}; "
-                                f"the memory limit is {limits.memory_bytes // GiB} GiB)")
-    try:
-        result = safe_files.load_json(job_dir, "result.json", RESULT_MAX_BYTES)
-        if not isinstance(result, dict):
-            raise UnsafeFileError("result.json is not an object")
-    except UnsafeFileError:
-        return WorkerRun(False, f"the model worker stopped (exit {rc}) without a result: {last}")
-    if not result.get("ok"):
-        return WorkerRun(False, _short(result.get("reason", "unknown reason")), result)
-    try:
-        outputs = safe_files.load_npz(job_dir, "outputs.npz") if (job_dir / "outputs.npz").exists() else {}
-    except UnsafeFileError as e:
-        return WorkerRun(False, f"its outputs could not be read back ({_short(e, 200)})", result)
-    return WorkerRun(True, None, result, outputs)
+        worker.close()

@@ -12,7 +12,7 @@ import pytest
 import quant_model_factory as factory
 
 from autograder.errors import UnsafeFileError
-from autograder.measure import onnx_load
+from autograder.measure import worker_process
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import LoadLimits, read_model_bytes, run_model_worker, structure_problems
 
@@ -141,7 +141,7 @@ def test_oversized_file_is_refused(models):
 
 def test_child_environment_has_no_ort_configuration(monkeypatch):
     monkeypatch.setenv("ORT_LOAD_CONFIG_FROM_MODEL", "1")
-    env = onnx_load._child_env("/tmp")
+    env = worker_process._child_env("/tmp")
     assert not any(k.startswith(("ORT_", "PYTHON")) for k in env)
 
 
@@ -152,7 +152,7 @@ def test_child_environment_has_no_ort_configuration(monkeypatch):
 def test_a_dying_child_is_an_invalid_model(models, monkeypatch, script, expected):
     import sys
 
-    monkeypatch.setattr(onnx_load, "_worker_command", lambda job_dir: [sys.executable, "-c", script])
+    monkeypatch.setattr(worker_process, "_worker_command", lambda job_dir: [sys.executable, "-c", script])
     r = run(models["fp32"])
     assert not r.ok and expected in r.reason, r.reason
 

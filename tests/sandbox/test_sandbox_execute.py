@@ -69,7 +69,8 @@ def test_cell_timeout_interrupts_and_continues(run_cells):
                                     "interrupted"), rec["reason"]
     assert statuses(rec) == [(2, "timeout"), (3, "ok")]
     assert rec["cells_in_notebook"] == 4 and rec["cells_total"] == 2
-    assert 1.5 < rec["cells"][0]["duration_s"] < 6
+    # stopped by the cell limit, long before the notebook's (no wall-clock bound: a loaded host is slow)
+    assert limits.cell_timeout_s - 0.5 < rec["cells"][0]["duration_s"] < limits.notebook_timeout_s
     assert (ws / "next.txt").read_text() == "ran"
 
 
@@ -84,14 +85,17 @@ def test_loop_ignoring_sigint_is_stopped_by_the_deadline(run_cells):
     assert "did not stop" in rec["reason"] or "limit" in rec["reason"]
     assert statuses(rec) == [(0, "timeout"), (1, "not_run")]
     assert rec["probe"] == "not_run"
-    assert elapsed < 15, f"the run took {elapsed:.1f} s for a 3 s notebook deadline"
+    # bounded by the deadline, not by the loop (generous: the kernel's start is not under the deadline)
+    assert elapsed < 60, f"the run took {elapsed:.1f} s for a 3 s notebook deadline"
 
 
 def test_notebook_deadline_stops_a_sequence_of_slow_cells(run_cells):
-    limits = ExecutionLimits(cell_timeout_s=5, notebook_timeout_s=3)
-    rec, _ = run_cells(["import time\ntime.sleep(1.2)"] * 4, limits=limits)
+    # two 1.2 s cells fit in the 6 s deadline even with seconds of overhead each on a loaded host;
+    # eight do not (9.6 s of sleep), and none reaches the 5 s cell limit
+    limits = ExecutionLimits(cell_timeout_s=5, notebook_timeout_s=6)
+    rec, _ = run_cells(["import time\ntime.sleep(1.2)"] * 8, limits=limits)
     assert rec["status"] == "timeout"
-    assert "3 s limit" in rec["reason"]
+    assert "6 s limit" in rec["reason"]
     got = [c["status"] for c in rec["cells"]]
     assert got[:2] == ["ok", "ok"] and got[-1] == "not_run" and "timeout" in got
 

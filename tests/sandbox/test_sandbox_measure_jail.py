@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.measure import onnx_load
+from autograder.measure import onnx_load, worker_process
 from autograder.sandbox import jail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ json.dump({"ok": True, "facts": out}, open("result.json", "w"))
 
 
 def _child(monkeypatch, source: str) -> None:
-    monkeypatch.setattr(onnx_load, "_worker_command", lambda job_dir: [sys.executable, "-c", source])
+    monkeypatch.setattr(worker_process, "_worker_command", lambda job_dir: [sys.executable, "-c", source])
 
 
 @pytest.fixture
