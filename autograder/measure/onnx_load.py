@@ -36,7 +36,6 @@ from typing import Any, Union
 import numpy as np
 
 from .. import safe_files
-from ..errors import UnsafeFileError
 from .model_interface import ModelInterface
 from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result type callers get)
 
