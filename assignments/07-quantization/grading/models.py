@@ -134,11 +134,11 @@ def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = Non
     # the variants only read the baseline: measured side by side where cores allow (warm_pool)
     variants = [(name, path) for name, path in artifacts.items() if name != BASELINE]
     with ThreadPoolExecutor(max_workers=max(1, min(len(variants), measure_jobs()))) as pool:
-        runs = dict(zip([n for n, _ in variants], pool.map(
+        measured = dict(zip([n for n, _ in variants], pool.map(
             lambda item: _load_and_run(*item, workspace, inputs, limits, baseline=base), variants)))
     out: dict[str, Any] = {}
     for name in artifacts:
-        art = base if name == BASELINE else runs[name]
+        art = base if name == BASELINE else measured[name]
         out[name] = _facts(art, hidden, public, None if name == BASELINE else base)
         if runs is not None:
             runs[name] = art
