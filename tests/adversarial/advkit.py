@@ -214,6 +214,18 @@ def jail_uid(execution: dict) -> int | None:
     return None
 
 
+def disk_usage(folder: Path) -> int:
+    """Bytes of disk the files under ``folder`` really take (allocated blocks, links not followed)."""
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 def leftover_processes(workspace: Path, uid: int | None = None, ended: float | None = None) -> list[str]:
     """Processes of the run's sandbox uid (default: this worker's slot), or working inside the
     workspace (zombies ignored). With ``ended`` (when the grading returned, ``time.time()``), a

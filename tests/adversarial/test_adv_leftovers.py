@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from advkit import require_mode
+from advkit import disk_usage, require_mode
 
 pytestmark = pytest.mark.slow
 
@@ -31,16 +31,6 @@ for fd in (1, 2):
         os.write(fd, chunk)
 '''
 
-
-def _size(folder: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_check, jail_mode, monkeypatch, limited):
@@ -57,7 +47,7 @@ def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_
         jail_check(g)
         assert g.execution["status"] == "completed", g.execution_brief()
         assert len(kept) == 1, f"expected this run's folder to be kept: {kept}"
-        used = _size(next(iter(kept)))
+        used = disk_usage(next(iter(kept)))
         assert used < 1 * MiB, f"the run folder holds {used / MiB:.1f} MB after 64 MB of raw output"
     finally:
         for folder in kept:

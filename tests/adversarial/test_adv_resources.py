@@ -8,14 +8,13 @@ MemoryError, EAGAIN, EFBIG/ENOSPC), a bounded wall time, a produced grade, and n
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import psutil
 import pytest
 
-from advkit import (MARK, SHORT_LIMITS, Graded, grade_in_child, hole, jail_uid,
+from advkit import (MARK, SHORT_LIMITS, Graded, disk_usage, grade_in_child, hole, jail_uid,
                     leftover_processes)
 
 pytestmark = pytest.mark.slow
@@ -187,22 +186,12 @@ MiB = 1 << 20
 WORKSPACE_CAP = 1 << 30  # a notebook of this assignment writes ~1 MB; 1 GB is already generous
 
 
-def _disk_usage(folder: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
-
 
 def test_disk_bomb_is_stopped_in_every_writable_place(grade_cells, jail_check, short_assignment, limited, request):
     """One 2 GB file, then 2 GB in 64 MB files into /tmp and into the working directory."""
     g = grade_cells([DISK_BOMB], name="disk-bomb", assignment=limited(**BOMB_LIMITS))
     try:
-        used = _disk_usage(g.workspace)
+        used = disk_usage(g.workspace)
         jail_check(g, max_wall_s=BOMB_WALL_S)
         layers = g.execution["isolation"]["layers"]
         if "workspace_watchdog" in layers:
