@@ -35,7 +35,7 @@ def _read(path: Path) -> str:
     return path.read_text().strip()
 
 
-def _current_v1_paths() -> dict[str, str]:
+def current_v1_paths() -> dict[str, str]:
     """controller → this process's cgroup path in that v1 hierarchy (from /proc/self/cgroup)."""
     paths: dict[str, str] = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
@@ -100,7 +100,7 @@ class ContainerCgroup:
             raise CgroupError(f"cgroup v1 controllers {missing} are not mounted under {CGROUP_ROOT}; the "
                               "container simulation needs the v1 memory, cpu and cpuacct controllers (hint: "
                               "a cgroup v2-only host is not supported by `gradescope simulate` yet)")
-        current = _current_v1_paths()
+        current = current_v1_paths()
         cls.remove_stale(mounts)
         name = f"{NAME_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
         cg = cls(memory_mb, cpus)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..errors import AutograderError
 from . import container_init, docker_profile
-from .cgroups import CgroupError, CgroupStats, ContainerCgroup, v1_mounts
+from .cgroups import CgroupError, CgroupStats, ContainerCgroup, current_v1_paths, v1_mounts
 
 SYSTEM_PYTHON = "/usr/bin/python3"     # runs container_init; Debian's, with python3-seccomp
 STATE_PARENT = Path("/var/tmp")        # on disk, as a container's writable layer is
@@ -125,12 +125,7 @@ def _cgroup_ops(cgroup: ContainerCgroup) -> list[list]:
     """/sys read-only, and under /sys/fs/cgroup each v1 hierarchy read-only: the container's own
     cgroup where it has one (memory, cpu, cpuacct), the host's current one elsewhere."""
     ops: list[list] = [["bind", "/sys", "/sys", "ro"], ["tmpfs", "/sys/fs/cgroup", "mode=0755,size=64k"]]
-    current: dict[str, str] = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _id, ctrls, path = line.split(":", 2)
-        for c in ctrls.split(","):
-            if c:
-                current[c] = path
+    current = current_v1_paths()
     ours = {ctrl: str(d) for ctrl, d in cgroup.dirs.items()}
     seen: set[str] = set()
     for ctrl, mountpoint in sorted(v1_mounts().items()):
