@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from . import redact
 from .environment import environment_fingerprint, environment_versions
 from .errors import AssignmentError
 from .grading_plugin import GradingPlugin, load_plugin
@@ -179,4 +180,7 @@ def load_assignment(assignment_id: str, root: Path | None = None) -> Assignment:
         raise AssignmentError(f"no assignment {assignment_id!r} under {root / 'assignments'} "
                               f"(known: {', '.join(known) or 'none'})")
     config = load_toml(folder / "assignment.toml")
+    # where the grader's assignments and hidden reference data live is the grader's path too: a
+    # notebook that finds it (the fallback jail cannot hide /proc/self/mountinfo) gets <grader>
+    redact.register(root)
     return Assignment(id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id, config=config)
