@@ -14,6 +14,11 @@ required
 optional
   ``prepare(assignment) -> None``
       warm-up (data sets, imports), run in a thread while the kernel executes; failures ignored;
+  ``measure_artifacts(ctx: ArtifactContext) -> Any``
+      the part of ``measure`` that reads only the files the notebook wrote (its models): the
+      pipeline calls it in a thread as soon as the working directory is frozen before the probe,
+      so it runs while the probe does, and hands what it returned to ``measure`` as ``ctx.early``
+      (None when it was not called or raised: ``measure`` then does that part itself);
   ``calibration_samples(ctx: CalibrationContext) -> list[dict]``
       for ``autograder calibrate``: more samples of the same measurements from one reference run,
       e.g. its artifacts measured on another hidden data seed. Each dict has the shape of
@@ -39,7 +44,7 @@ from .errors import AssignmentError
 from .probe_format import ProbeCase
 
 REQUIRED = ("probe_cases", "measure")
-OPTIONAL = ("prepare", "calibration_samples", "leaderboard")
+OPTIONAL = ("prepare", "measure_artifacts", "calibration_samples", "leaderboard")
 # measurements.json keys the core writes itself ("error" at the root fails every check)
 RESERVED_SECTIONS = frozenset({"schema", "assignment", "environment", "execution", "error"})
 SECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -71,6 +76,7 @@ class GradingPlugin:
             if hook is not None and not callable(hook):
                 raise AssignmentError(f"{where}: {name} must be a function, not {type(hook).__name__}")
         self.prepare: Callable[[Any], None] | None = getattr(module, "prepare", None)
+        self.measure_artifacts: Callable[[Any], Any] | None = getattr(module, "measure_artifacts", None)
         self.calibration_samples_hook = getattr(module, "calibration_samples", None)
         self.leaderboard_hook = getattr(module, "leaderboard", None)
 

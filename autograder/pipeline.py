@@ -18,7 +18,7 @@ from typing import Any, Callable
 from .assignment import Assignment
 from .errors import SandboxUnavailableError
 from .judge import judge
-from .measure.context import MeasureContext
+from .measure.context import ArtifactContext, MeasureContext
 from .measure.onnx_load import LoadLimits
 from .measure.warm_pool import warm_workers
 from .probe_format import read_probe_result
@@ -59,29 +59,63 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _start_prepare(assignment: Assignment) -> threading.Thread | None:
-    """Run the assignment's optional ``prepare(assignment)`` (trusted warm-up: data sets,
-    imports) in a thread while the kernel executes; the grader is otherwise idle then.
-    A failure there is not fatal: ``measure`` redoes whatever it needs."""
+def _start_warm_ups(assignment: Assignment, start_when: threading.Event) -> threading.Thread:
+    """Once ``start_when`` is set (the kernel has been launched), run in a background thread what
+    the later stages would otherwise wait for, while the grader is idle: the assignment's optional
+    ``prepare(assignment)`` (trusted warm-up: data sets, imports), then the report's drawing
+    library. A failure there is not fatal: ``measure`` and the report redo whatever they need."""
+    from .report.figure import warm_up as warm_up_figure
+
     prepare = getattr(assignment.grading, "prepare", None)
-    if prepare is None:
-        return None
 
     def run() -> None:
-        try:
-            prepare(assignment)
-        except Exception:  # noqa: BLE001 - measure() recomputes and reports for real
-            pass
+        start_when.wait()
+        for step in ([lambda: prepare(assignment)] if prepare is not None else []) + [warm_up_figure]:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - the stage that needs it recomputes and reports for real
+                pass
 
-    thread = threading.Thread(target=run, name="autograder-prepare", daemon=True)
+    thread = threading.Thread(target=run, name="autograder-warm-ups", daemon=True)
     thread.start()
     return thread
 
 
+class _EarlyMeasure:
+    """The assignment's ``measure_artifacts(ctx)``, run in a thread on the frozen working directory
+    while the probe runs (:func:`autograder.sandbox.run_submission`'s ``on_snapshot``)."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self.thread: threading.Thread | None = None
+        self.value: Any = None
+        self.seconds: float | None = None
+
+    def start(self, folder: Path) -> Callable[[], None]:
+        def run() -> None:
+            began = time.monotonic()
+            try:
+                self.value = self.assignment.grading.measure_artifacts(ArtifactContext(self.assignment, folder))
+            except Exception:  # noqa: BLE001 - measure() then does this part itself, and reports for real
+                self.value = None
+            self.seconds = round(time.monotonic() - began, 3)
+
+        self.thread = threading.Thread(target=run, name="autograder-measure-artifacts", daemon=True)
+        self.thread.start()
+        return self.join
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, workspace: Path, *,
                         unsafe_no_sandbox: bool = False, slot: int = 0,
-                        on_stage: StageCallback | None = None) -> dict[str, Any]:
-    """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements."""
+                        on_stage: StageCallback | None = None,
+                        timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
+
+    ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe."""
     from .sandbox import ProbeSpec, run_submission
 
     stage = on_stage or (lambda _name: None)
@@ -90,18 +124,32 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     spec = ProbeSpec(cases=cases, functions=list(probe_cfg.get("functions", [])),
                      results_variable=assignment.results_variable)
     stage("execute")
-    # one measuring child per artifact starts now, warm by the time the cells have run
-    with warm_workers(len(assignment.artifacts), LoadLimits()):
-        warm = _start_prepare(assignment)
+    # once the kernel is launched, one measuring child per artifact starts, warm by the time the
+    # cells have run, and the trusted warm-ups run beside the kernel
+    kernel_started, warm_up_now = threading.Event(), threading.Event()
+
+    def started() -> None:
+        kernel_started.set()
+        warm_up_now.set()
+
+    # the models are measured while the probe runs, from the working directory frozen before it
+    early = _EarlyMeasure(assignment) if assignment.grading.measure_artifacts is not None else None
+    with warm_workers(len(assignment.artifacts), LoadLimits(), start_when=kernel_started):
+        warm = _start_warm_ups(assignment, warm_up_now)
         execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
-                                   unsafe_no_sandbox=unsafe_no_sandbox, slot=slot)
-        if warm is not None:
-            warm.join()
+                                   unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_kernel_started=started,
+                                   on_snapshot=early.start if early is not None else None)
+        warm_up_now.set()    # a kernel that never started: measuring may still need the warm-ups
+        warm.join()
+        if early is not None:
+            early.join()
+            if timings is not None and early.seconds is not None:
+                timings["measure_artifacts_s"] = early.seconds
         _write_json(out_dir / EXECUTION_FILE, execution)
         stage("measure")
         probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
         ctx = MeasureContext(assignment=assignment, workspace=workspace, cases=cases, probe=probe,
-                             execution=execution)
+                             execution=execution, early=early.value if early is not None else None)
         sections = assignment.grading.measure(ctx)
     measurements = {
         "schema": 1,
@@ -135,6 +183,7 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     if timings is not None:  # where a first grade's time went (a rescore has none)
         grade["timings"] = {**timings, "judge_s": round(time.monotonic() - judging, 3)}
     _write_json(out_dir / GRADE_FILE, grade)
+    reporting = time.monotonic()
     feedback = feedback_markdown(grade, measurements)
     (out_dir / FEEDBACK_FILE).write_text(feedback)
     # + the picture, or why there is none (unless nothing could be graded: the short form says why)
@@ -144,12 +193,16 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
                                                      extra=extra, figure_cache=out_dir))
+    if timings is not None:   # the reports' time too, once they are written
+        grade["timings"]["report_s"] = round(time.monotonic() - reporting, 3)
+        _write_json(out_dir / GRADE_FILE, grade)
     return grade
 
 
 def _stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:
     """``{"setup_s", "execute_s", "measure_s"}`` from the stage marks (each stage runs until the
-    next one starts; ``rejudge`` adds ``judge_s``): "setup" is the workspace before the jail,
+    next one starts; ``rejudge`` adds ``judge_s`` and ``report_s``; ``measure_artifacts_s``, when
+    present, ran inside "execute", beside the probe): "setup" is the workspace before the jail,
     "execute" the jailed run with the probe, "measure" the trusted measurements (the measuring
     children included)."""
     return {f"{name}_s": round(end - start, 3) for (name, start), (_, end) in zip(marks, marks[1:])
@@ -187,15 +240,16 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
         workspace = tmp / "work"
     workspace = Path(workspace)
+    overlapped: dict[str, float] = {}
     try:
         # a size-capped tmpfs while the kernel writes and the measurement reads (when root);
         # a workspace the caller keeps is copied back out of it
         with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
             execute_and_measure(Path(notebook), assignment, out_dir, workspace,
-                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=stage)
+                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=stage, timings=overlapped)
         stage("judge")
         return rejudge(out_dir, assignment, tolerances=tolerances, rubric=rubric,
-                       execution_time=time.monotonic() - started, timings=_stage_seconds(marks))
+                       execution_time=time.monotonic() - started, timings={**_stage_seconds(marks), **overlapped})
     except SandboxUnavailableError as e:
         _write_json(out_dir / RESULTS_FILE, failure_results_json(
             f"The grader refused to run the notebook without isolation: {e}"))

@@ -95,6 +95,8 @@ def grade_cli(notebook: Path, workdir: Path, timeout_s: float) -> dict[str, Any]
     if not res.ok:
         log(f"overhead: autograder grade {notebook.name} exited {res.returncode}: {res.stderr[-500:]}")
     stages = {s: timings.get(f"{s}_s") for s in CLI_STAGES[:-1]}
+    if stages.get("judge") is not None and timings.get("report_s") is not None:
+        stages["judge"] += timings["report_s"]     # the column is "judge + report"
     if res.ok and all(v is not None for v in stages.values()):
         stages["process"] = res.seconds - sum(stages.values())   # interpreter, imports, CLI, exit
     return {"seconds": res.seconds if res.ok else None, "returncode": res.returncode, "stages": stages}

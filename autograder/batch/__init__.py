@@ -7,6 +7,17 @@ and ``outcomes.py`` writes its result on the client; ``sources.py`` finds the su
 ``cache.py`` keeps executions by content hash and ``progress.py`` shows the progress bar.
 """
 
-from .run import BatchError, BatchSummary, read_batch_file, rescore, run_batch
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["BatchError", "BatchSummary", "read_batch_file", "rescore", "run_batch"]
+
+
+def __getattr__(name: str) -> Any:
+    # loaded on first use: every ``autograder`` command imports batch.cli, only batch commands need run.py
+    if name in __all__:
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

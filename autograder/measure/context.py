@@ -1,4 +1,4 @@
-"""What an assignment's ``measure(ctx)`` receives."""
+"""What an assignment's ``measure_artifacts(ctx)`` and ``measure(ctx)`` receive."""
 
 from __future__ import annotations
 
@@ -17,3 +17,13 @@ class MeasureContext:
     cases: list[ProbeCase]   # the probe cases that were sent to the kernel
     probe: ProbeResult       # what the probe recorded
     execution: dict[str, Any]  # execution.json
+    early: Any = None        # what measure_artifacts(ctx) returned while the probe ran (None: not run, or failed)
+
+
+@dataclass
+class ArtifactContext:
+    """What ``measure_artifacts(ctx)`` receives: the working directory as the notebook left it,
+    frozen before the probe's first hidden input (the grader's own copy, read while the probe runs)."""
+
+    assignment: Assignment
+    workspace: Path          # that copy (untrusted content; read via safe_files); gone once the call returns

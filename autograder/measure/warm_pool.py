@@ -1,9 +1,11 @@
 """Measuring children started ahead of their jobs, while the notebook runs.
 
-``with warm_workers(n, limits):`` starts ``n`` children (:mod:`.worker_process`; a few ms each,
-their imports then overlap the kernel); :func:`take` hands one out to :func:`.onnx_load.run_model_worker`, which gives it exactly one
-job and closes it. Whatever is not taken when the block ends is closed unused: such a child never
-saw a job, so it only exits. A child taken is never returned. Several grades in one process (a
+``with warm_workers(n, limits, start_when=event):`` starts ``n`` children (:mod:`.worker_process`)
+once ``event`` is set (the pipeline sets it when the kernel has been launched, so that the
+children's start does not delay the kernel's; without an event, at once); their imports then
+overlap the notebook's execution. :func:`take` hands one out to
+:func:`.onnx_load.run_model_worker`, which gives it exactly one job and closes it. Whatever is
+not taken when the block ends is closed unused: such a child never saw a job, so it only exits. A child taken is never returned. Several grades in one process (a
 batch worker's threads) may share the ready children: they are all alike and all fresh.
 """
 
@@ -43,23 +45,49 @@ def take(limits) -> WorkerProcess | None:
 
 
 @contextmanager
-def warm_workers(count: int, limits) -> Iterator[None]:
-    """Start ``count`` children for the duration of the block. They are started from the calling
-    thread, which outlives them: the jail's ``--die-with-parent`` follows the thread that forked."""
+def warm_workers(count: int, limits, start_when: threading.Event | None = None) -> Iterator[None]:
+    """Children for the duration of the block, started once ``start_when`` is set (at once
+    without it; never when the block ends first: the jobs then start theirs cold).
+
+    They are started from a thread that lives until the block ends: the jail's
+    ``--die-with-parent`` follows the thread that forked, not the process."""
     mine: list[WorkerProcess] = []
-    for _ in range(count):
+    leaving, settled, release = threading.Event(), threading.Event(), threading.Event()
+
+    def start_all() -> None:
+        while start_when is not None and not start_when.wait(0.05):
+            if leaving.is_set():
+                return
+        for _ in range(count):
+            if leaving.is_set():
+                return
+            try:
+                w = worker_process.start(limits)
+            except Exception:  # noqa: BLE001 - no warm start here: the jobs start their children cold
+                return
+            with _lock:
+                mine.append(w)
+                _ready.append(w)
+
+    def starter_main() -> None:
         try:
-            mine.append(worker_process.start(limits))
-        except Exception:  # noqa: BLE001 - no warm start here: the jobs start their children cold
-            break
-    with _lock:
-        _ready.extend(mine)
+            start_all()
+        finally:
+            settled.set()
+        release.wait()       # alive until its children are closed: their death signal follows this thread
+
+    starter = threading.Thread(target=starter_main, name="autograder-warm-workers", daemon=True)
+    starter.start()
     try:
         yield
     finally:
+        leaving.set()
+        settled.wait()
         with _lock:
             unused = [w for w in mine if w in _ready]
             for w in unused:
                 _ready.remove(w)
         for w in unused:
             w.close()
+        release.set()
+        starter.join()

@@ -31,6 +31,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -70,14 +71,37 @@ def detect_isolation(unsafe_no_sandbox: bool = False) -> dict:
 
 
 def run_submission(notebook: Path, workspace: Path, *, limits: ExecutionLimits, probe: ProbeSpec | None,
-                   unsafe_no_sandbox: bool = False, slot: int = 0) -> dict:
-    """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json."""
+                   unsafe_no_sandbox: bool = False, slot: int = 0,
+                   on_kernel_started: Callable[[], None] | None = None,
+                   on_snapshot: SnapshotCallback | None = None) -> dict:
+    """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json.
+
+    Both callbacks run in the thread of the kernel's event loop: keep them short (start a thread).
+
+    ``on_kernel_started()``: once the kernel's process has started, before its first cell: the
+    grader's own warm-ups wait for it, so that they do not delay the kernel's start.
+    ``on_snapshot(folder)``: once the working directory is frozen before the probe (the grader's
+    copy in ``folder``, which the workspace is restored from when the jail is gone), so that the
+    grader may read it while the probe runs. It may return a function that waits until it is done
+    with ``folder``; the run calls it before removing the folder.
+    """
+    hooks = _Hooks(on_kernel_started, on_snapshot)
     with claim_slot(slot) as free_slot, prepared_workspace(Path(workspace), limits, keep=True):
-        return _run_in_slot(Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot)
+        return _run_in_slot(Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot, hooks)
+
+
+SnapshotCallback = Callable[[Path], "Callable[[], None] | None"]
+
+
+@dataclass
+class _Hooks:
+    kernel_started: Callable[[], None] | None = None
+    snapshot: SnapshotCallback | None = None
+    snapshot_done: Callable[[], None] | None = None    # what ``snapshot`` returned
 
 
 def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe: ProbeSpec | None,
-                 unsafe_no_sandbox: bool, slot: int) -> dict:
+                 unsafe_no_sandbox: bool, slot: int, hooks: _Hooks | None = None) -> dict:
     started = time.monotonic()
     iso = jail.choose_isolation(unsafe_no_sandbox, slot)
     workspace = workspace.absolute()
@@ -90,7 +114,7 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
     cells = loaded.cells
     shape = {"cells_in_notebook": loaded.total, "language": loaded.language}
-    run = _Run(iso, cells, workspace, limits, probe, slot)
+    run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks or _Hooks())
     try:
         outcome = _run_async(run.main())
     except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
@@ -121,6 +145,7 @@ class _Run:
     limits: ExecutionLimits
     probe: ProbeSpec | None
     slot: int = 0
+    hooks: _Hooks = field(default_factory=_Hooks)
     records: dict[int, CellRecord] = field(default_factory=dict)
     probe_status: str = "not_run"
     output_truncated: bool = False
@@ -207,6 +232,8 @@ class _Run:
                                                         stdout=out.child_fd(), stderr=out.child_fd())
                 finally:
                     out.started()
+                if self.hooks.kernel_started is not None:
+                    self.hooks.kernel_started()
                 await client.async_start_new_kernel_client()
             except Exception as e:  # noqa: BLE001 - any startup failure is this run's outcome
                 return Outcome("startup_failed", "the Python kernel could not be started in the sandbox: "
@@ -239,6 +266,8 @@ class _Run:
         """The working directory and RESULTS as they are now, before any hidden input is sent."""
         assert self.base is not None
         self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
+        if self.hooks.snapshot is not None:
+            self.hooks.snapshot_done = self.hooks.snapshot(self.pre_probe.folder)
 
     async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict:
         """Run one cell of the grader's (the probe's): its execute_reply content.
@@ -390,6 +419,8 @@ class _Run:
             probe = self.probe_run if self.probe_status == "completed" else None
             snapshot.restore(self.pre_probe, self.workspace, (probe.report, probe.outputs) if probe else None,
                              workspace_cap_bytes(self.limits))
+        if self.hooks.snapshot_done is not None:   # whoever reads the snapshot is done with it
+            self.hooks.snapshot_done()
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
                 shutil.rmtree(self.base, ignore_errors=True)

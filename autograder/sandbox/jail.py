@@ -177,21 +177,31 @@ def _setpriv_argv(user: SandboxUser) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
-    """Which confinement layers apply here, and whether the kernel's interpreter then really starts.
-
-    Runs confine twice (as the sandbox uid when given): in check mode to learn the layers, then for
-    real with those layers around ``python -c "import ipykernel, numpy"``. The second run matters:
-    an interpreter under a mode-700 folder (pyenv in /root) is unreachable for the sandbox uid.
-    """
+def _confine_layers(uid: int | None, gid: int | None) -> tuple[dict, str]:
+    """Which confinement layers apply here: confine in check mode (as the sandbox uid when given)."""
     prefix = _setpriv_argv(SandboxUser("check", uid, gid)) if uid is not None else []
     config = {"check": True, "rlimits": {"CORE": 0},
               "landlock": {"rx": list(SYSTEM_DIRS), "ro": [], "rw": []}, "seccomp": {"block_inet": True}}
     try:
         proc = subprocess.run(prefix + _confine_argv(config), capture_output=True, text=True, timeout=30, cwd="/")
-        check = json.loads(proc.stdout.strip().splitlines()[-1])
+        return json.loads(proc.stdout.strip().splitlines()[-1]), ""
     except Exception as e:  # noqa: BLE001 - any failure means: no fallback on this machine
         return {"applied": [], "error": str(e)}, f"confinement check failed: {type(e).__name__}: {e}"
+
+
+@functools.lru_cache(maxsize=8)
+def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
+    """Which confinement layers apply here, and whether the kernel's interpreter then really starts.
+
+    Runs confine twice (as the sandbox uid when given): in check mode to learn the layers
+    (:func:`_confine_layers`), then for real with those layers around
+    ``python -c "import ipykernel, numpy"``. The second run matters: an interpreter under a
+    mode-700 folder (pyenv in /root) is unreachable for the sandbox uid.
+    """
+    check, why = _confine_layers(uid, gid)
+    if why:
+        return check, why
+    prefix = _setpriv_argv(SandboxUser("check", uid, gid)) if uid is not None else []
     applied = check.get("applied", [])
     real: dict = {"rlimits": {"CORE": 0}, "env": {"PATH": "/usr/bin:/bin"}, "cwd": "/",
                   "argv": [kernel_python(), "-c", "import sys, ipykernel, numpy; print(sys.prefix)"]}
@@ -247,7 +257,7 @@ def _bwrap_isolation(user: SandboxUser | None, as_root: bool, warnings: list[str
     layers += ["bwrap", "mountns", "pidns", "netns", "ipcns", "utsns"]
     if not as_root:
         layers.append("userns")
-    check, _ = _fallback_check(None, None)
+    check, _ = _confine_layers(None, None)   # only whether seccomp applies: bwrap starts the kernel itself
     seccomp = "seccomp" in check.get("applied", [])
     layers += ["rlimits", "no_new_privs", "clearenv"] + (["seccomp"] if seccomp else [])
     if not bwrap_supports_size():
@@ -396,7 +406,7 @@ def measure_isolation() -> Isolation | None:
             user = ensure_named_user(MEASURE_USER)
         except SandboxUserError:
             return None
-    seccomp = "seccomp" in _fallback_check(None, None)[0].get("applied", [])
+    seccomp = "seccomp" in _confine_layers(None, None)[0].get("applied", [])
     return Isolation("bwrap", [], [], user=user, bwrap_userns=not as_root, seccomp=seccomp)
 
 

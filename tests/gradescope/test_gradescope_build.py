@@ -126,7 +126,7 @@ def test_wheel_metadata_matches_pyproject(gradescope_zip):
     assert metadata["Requires-Python"] == project["requires-python"]
     plain = [d for d in metadata.get_all("Requires-Dist") if "extra ==" not in d]
     assert plain == project["dependencies"]
-    assert "autograder = autograder.cli:app" in entry_points
+    assert "autograder = autograder.cli:main" in entry_points
     expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py")
                 if "__pycache__" not in p.parts}
     assert modules == expected

@@ -68,3 +68,20 @@ def test_a_child_started_with_other_limits_is_not_taken():
         assert child is not None
         child.close()
         assert child.proc.returncode == 0
+
+
+def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes():
+    import threading
+
+    go = threading.Event()
+    with warm_pool.warm_workers(1, LoadLimits(), start_when=go):
+        time.sleep(0.3)
+        assert not warm_pool._ready, "a child started before the signal (it would delay the kernel's start)"
+        go.set()
+        (child,) = _ready(1)
+        assert child.proc.poll() is None
+    assert child.proc.returncode == 0 and not warm_pool._ready
+    never = threading.Event()
+    with warm_pool.warm_workers(2, LoadLimits(), start_when=never):
+        pass
+    assert not warm_pool._ready

@@ -2,8 +2,8 @@
 
 The core calls it through the interface of autograder/grading_plugin.py: ``probe_cases()`` (what
 the probe calls in the kernel), ``measure(ctx)`` (the ``functions``, ``models`` and ``reported``
-sections of measurements.json), and the optional ``prepare``, ``calibration_samples`` and
-``leaderboard``. Everything here runs in the grader, outside the jail, and reads the submission
+sections of measurements.json), and the optional ``prepare``, ``measure_artifacts`` (the models,
+measured while the probe runs), ``calibration_samples`` and ``leaderboard``. Everything here runs in the grader, outside the jail, and reads the submission
 only as data.
 """
 
@@ -31,10 +31,17 @@ def prepare(assignment) -> None:
     data.hidden_split(assignment)
 
 
+def measure_artifacts(ctx) -> dict[str, Any]:
+    """The three models measured (the ``models`` section, and each model's worker run for the
+    figure): the pipeline calls this while the probe runs, on the working directory frozen before it."""
+    runs: dict[str, Any] = {}
+    return {"models": measure_models(ctx.assignment, ctx.workspace, runs=runs), "runs": runs}
+
+
 def measure(ctx) -> dict[str, Any]:
     """The ``functions``, ``models``, ``reported`` and ``figure`` sections of measurements.json."""
-    runs: dict[str, Any] = {}
-    models = measure_models(ctx.assignment, ctx.workspace, runs=runs)
+    early = getattr(ctx, "early", None) or measure_artifacts(ctx)
+    models, runs = early["models"], early["runs"]
     return {
         "functions": measure_functions(ctx.cases, ctx.probe),
         "models": models,
