@@ -34,8 +34,8 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+def options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                         help="Print the version and exit.")) -> None:
     """Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report."""
 
 
