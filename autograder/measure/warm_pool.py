@@ -12,6 +12,7 @@ batch worker's threads) may share the ready children: they are all alike and all
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -89,5 +90,11 @@ def warm_workers(count: int, limits, start_when: threading.Event | None = None) 
                 _ready.remove(w)
         for w in unused:
             w.close()
+        for w in mine:       # taken by a job (perhaps another grade's in this process): let it finish
+            if w not in unused:
+                try:
+                    w.proc.wait(timeout=float(w.limits.timeout_s) + worker_process.CLOSE_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass     # its death signal ends it when the thread goes
         release.set()
         starter.join()
