@@ -3,8 +3,8 @@
 The core calls it through the interface of autograder/grading_plugin.py: ``probe_cases()`` (what
 the probe calls in the kernel), ``measure(ctx)`` (the ``functions``, ``models`` and ``reported``
 sections of measurements.json), and the optional ``prepare``, ``measure_artifacts`` (the models,
-measured while the probe runs), ``calibration_samples`` and ``leaderboard``. Everything here runs in the grader, outside the jail, and reads the submission
-only as data.
+measured while the probe runs), ``calibration_samples`` and ``leaderboard``. Everything here runs
+in the grader, outside the jail, and reads the submission only as data.
 """
 
 from __future__ import annotations
