@@ -17,6 +17,7 @@ or a worker that does not match the client is ``fatal``, since it would fail eve
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import shutil
@@ -201,6 +202,11 @@ def init_worker(slots: Any, assignment_id: str, root: str, tmp: str, jobs: int =
     workers share the cores: each measures its models at most cores // jobs at a time."""
     from ..measure.warm_pool import measure_jobs
 
+    # Everything inherited from the parent through fork is left alone by this worker's garbage
+    # collector. An ONNX Runtime object the parent made before forking holds condition variables
+    # whose waiters (the parent's threads) do not exist here: collecting it blocks forever in
+    # pthread_cond_destroy while holding the GIL (seen: a batch worker hung for 30 minutes).
+    gc.freeze()
     os.environ.setdefault("AUTOGRADER_MEASURE_JOBS", str(max(1, measure_jobs() // max(1, jobs))))
     _WORKER["slot"] = slots.get()
     tempfile.tempdir = tmp
