@@ -24,7 +24,8 @@ from .measure.warm_pool import warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.feedback_html import write_feedback_html
-from .report.figure import no_picture_to_show
+from .report.figure import SVG_DPI, cache_pictures, figure_problem, figure_section, no_picture_to_show
+from .report.gradescope_figure import PNG_DPI
 from .report.gradescope_results import failure_results_json, results_json
 from .safe_files import write_json_atomic as _write_json
 from .tolerances import public_tolerances_record, tolerances_record, version_drift
@@ -187,8 +188,9 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     feedback = feedback_markdown(grade, measurements)
     (out_dir / FEEDBACK_FILE).write_text(feedback)
     # + the picture, or why there is none (unless nothing could be graded: the short form says why)
-    write_feedback_html(out_dir, feedback, None if no_picture_to_show(grade, measurements) else measurements,
-                        FEEDBACK_HTML_FILE)
+    picture = None if no_picture_to_show(grade, measurements) else measurements
+    _draw_pictures(picture, out_dir)
+    write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
@@ -197,6 +199,19 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
         grade["timings"]["report_s"] = round(time.monotonic() - reporting, 3)
         _write_json(out_dir / GRADE_FILE, grade)
     return grade
+
+
+def _draw_pictures(measurements: dict[str, Any] | None, out_dir: Path) -> None:
+    """The picture of a figure section drawn once for both reports (SVG for feedback.html, PNG
+    for results.json) into ``out_dir``, where the reports read it; a picture that cannot be drawn
+    is left to the reports, which say why."""
+    section = figure_section(measurements)
+    if section is None or figure_problem(section) is not None:
+        return
+    try:
+        cache_pictures(section, out_dir, [("svg", SVG_DPI), ("png", PNG_DPI)])
+    except Exception:  # noqa: BLE001 - each report draws it on its own and says why it failed
+        pass
 
 
 def _stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:

@@ -189,6 +189,37 @@ def test_a_rescore_reads_the_kept_picture_instead_of_drawing_it_again(tmp_path, 
     assert not list(tmp_path.glob("figure-*.svg")), "a grade without a picture leaves none of an older grade"
 
 
+def test_one_drawing_saved_in_two_formats_is_what_each_format_drawn_alone_gives():
+    svg, png = figure.render_formats(kit.section(), [("svg", 96), ("png", 50)])
+    assert svg == figure.render(kit.section(), "svg", dpi=96)
+    assert png == figure.render(kit.section(), "png", dpi=50), "saving the SVG first changed the PNG"
+
+
+def test_the_pictures_drawn_before_the_reports_are_the_ones_they_show(tmp_path, monkeypatch):
+    from autograder.report.feedback_html import write_feedback_html
+    from autograder.report.gradescope_figure import PNG_DPI
+
+    measurements = {"figure": kit.section()}
+    drawings = []
+    render_formats = figure.render_formats
+    monkeypatch.setattr(figure, "render_formats", lambda *a: drawings.append(a[1]) or render_formats(*a))
+    figure.cache_pictures(measurements["figure"], tmp_path, [("svg", figure.SVG_DPI), ("png", PNG_DPI)])
+    figure.cache_pictures(measurements["figure"], tmp_path, [("svg", figure.SVG_DPI), ("png", PNG_DPI)])
+    assert drawings == [[("svg", figure.SVG_DPI), ("png", PNG_DPI)]], "drawn once, and not again when kept"
+    page = write_feedback_html(tmp_path, feedback_markdown(GRADE, measurements), measurements).read_text()
+    tests = results_json(GRADE, measurements, figure_cache=tmp_path)["tests"]
+    assert len(drawings) == 1, "the reports read the kept pictures"
+    drawn = figure.render(kit.section(), "svg").decode()
+    assert drawn[drawn.index("<svg"):] in page
+    png = base64.b64encode(figure.render(kit.section(), "png", dpi=PNG_DPI)).decode("ascii")
+    assert any(png in t["output"] for t in tests)
+
+
+def test_the_colour_bar_is_labelled_in_decades_as_plain_text(svg):
+    assert {"10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"} <= set(kit.texts(svg)), kit.texts(svg)
+    assert [figure._decade(v) for v in (1e-4, 0.01, 1.0, 0.05)] == ["10⁻⁴", "10⁻²", "10⁰", "0.05"]
+
+
 def test_the_page_title_is_feedback_md_s_title_shown_literally(tmp_path):
     from autograder.report.feedback_html import write_feedback_html
 
