@@ -31,8 +31,6 @@ from autograder.errors import AutograderError
 from autograder.measure import compare
 from autograder.measure.compare import Expect
 from autograder.measure.functions import measure_functions as measure_all
-from autograder.measure.reference_ops import (ort_choose_qparams, ort_dequantize, ort_quantize,
-                                              qrange)
 from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
 FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
@@ -40,6 +38,14 @@ FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
 PARAMETERS = {"quantize": ("x", "scale", "zero_point", "dtype"), "dequantize": ("q", "scale", "zero_point"),
               "choose_qparams": ("rmin", "rmax", "dtype", "symmetric")}
 SEED = 707   # the seeded random inputs; changing it changes the hidden cases (and the fingerprint)
+
+
+def _reference():
+    """``autograder.measure.reference_ops``, imported when the first answer is needed: it imports
+    onnx and onnxruntime, which the probe's cases (built before the kernel starts) do not need."""
+    from autograder.measure import reference_ops
+
+    return reference_ops
 
 
 def f32(*values) -> np.ndarray:
@@ -202,13 +208,13 @@ def quantize_tie_offsets(x, scale, zero_point, dtype, expected: np.ndarray) -> n
         variants = [t32, x64 / s64, x32.astype(np.float64) / np.float64(s32),
                     x32 * np.float32(np.float32(1.0) / s32), x64 * (1.0 / s64)]
         exact = (x64 == x32) & (s64 == s32) & (t32.astype(np.float64) * np.float64(s32) == x32.astype(np.float64))
-    lo, hi = qrange(dtype)
+    lo, hi = _reference().qrange(dtype)
     return compare.tie_offsets(variants, expected, add=int(zero_point), lo=lo, hi=hi, exact=exact)
 
 
 def zero_point_tie_offset(rmin, rmax, dtype, symmetric: bool, expected_zp: int) -> np.ndarray:
     """The near-tie allowance for ``choose_qparams``' asymmetric zero point ``round(qmin - rmin / scale)``."""
-    qmin, qmax = qrange(dtype)
+    qmin, qmax = _reference().qrange(dtype)
     lo64, hi64 = min(float(rmin), 0.0), max(float(rmax), 0.0)
     lo32, hi32 = np.minimum(np.float32(rmin), np.float32(0)), np.maximum(np.float32(rmax), np.float32(0))
     if symmetric or hi64 - lo64 <= 0 or hi32 - lo32 <= 0:
@@ -226,19 +232,19 @@ def zero_point_tie_offset(rmin, rmax, dtype, symmetric: bool, expected_zp: int) 
 def expect_quantize(case: ProbeCase) -> Expect:
     x, scale, zp = _arg(case, 0, "x"), _arg(case, 1, "scale"), _arg(case, 2, "zero_point")
     dtype = _arg(case, 3, "dtype", np.int8)
-    expected = ort_quantize(x, scale, zp, dtype)
+    expected = _reference().ort_quantize(x, scale, zp, dtype)
     return Expect(expected, ambiguous=quantize_tie_offsets(x, scale, zp, dtype, expected))
 
 
 def expect_dequantize(case: ProbeCase) -> Expect:
     scale = _arg(case, 1, "scale")
-    return Expect(ort_dequantize(_arg(case, 0, "q"), scale, _arg(case, 2, "zero_point")), step=abs(float(scale)))
+    return Expect(_reference().ort_dequantize(_arg(case, 0, "q"), scale, _arg(case, 2, "zero_point")), step=abs(float(scale)))
 
 
 def expect_choose_qparams(case: ProbeCase) -> tuple[Expect, Expect]:
     rmin, rmax = _arg(case, 0, "rmin"), _arg(case, 1, "rmax")
     dtype, symmetric = _arg(case, 2, "dtype", np.uint8), bool(_arg(case, 3, "symmetric", False))
-    scale, zp = ort_choose_qparams(rmin, rmax, dtype, symmetric)
+    scale, zp = _reference().ort_choose_qparams(rmin, rmax, dtype, symmetric)
     return (Expect(np.array(scale, dtype=np.float32), dtype_kinds="f", label="scale"),
             Expect(np.array(zp), dtype_kinds="iu", label="zero_point",
                    ambiguous=zero_point_tie_offset(rmin, rmax, dtype, symmetric, zp)))
