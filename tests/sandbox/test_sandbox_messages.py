@@ -51,6 +51,22 @@ def test_every_socket_to_the_kernel_gives_up_a_blocked_send(tmp_path):
         km.cleanup_connection_file()
 
 
+def test_the_control_socket_does_not_linger_on_requests_to_a_stopped_kernel(tmp_path):
+    """jupyter_client queues an interrupt request on the control socket when it shuts a kernel down;
+    the grader has stopped the jail by then, so closing must drop it (jupyter_client's linger of
+    100 ms made every grade wait that long in zmq's context termination)."""
+    km = JailedKernelManager(command_builder=lambda argv: argv, rundir=tmp_path, owner=None)
+    km.write_connection_file()
+    try:
+        km._connect_control_socket()
+        assert km._control_socket.getsockopt(zmq.LINGER) == 0
+        km.session.send(km._control_socket, "interrupt_request", {})   # queued: no kernel reads it
+    finally:
+        km._close_control_socket()
+        km.context.destroy()
+        km.cleanup_connection_file()
+
+
 @pytest.mark.slow
 def test_a_reply_too_big_to_accept_ends_the_run_at_the_cell_limit(run_cells):
     """A 20 MB exception message: the execute_reply is over the shell socket's cap and dropped."""
