@@ -271,7 +271,7 @@ def fix_vs_otter(result: dict[str, Any]) -> str:
             "submission, and most of those are the notebook's own, the same on both sides (its kernel's imports "
             "of numpy, scikit-learn, onnx, ONNX Runtime and skl2onnx alone take 2.1-2.4 s, see the start-up "
             "table of section 1). The grader adds its own work on top of otter's (the jail, the probe, three "
-            "measuring children at about 0.3 s of CPU each for their imports, the picture at about 0.45 s), so "
+            "measuring children at about 0.3 s of CPU each for their imports, the picture at about 0.25 s), so "
             "no reordering of it can make the batch 1.3× faster than otter: that needs about a quarter less CPU "
             "per submission than otter spends. Only a per-slot template kernel that has imported those libraries "
             "once and is forked per submission would remove that much (the imports); it is not built, because "

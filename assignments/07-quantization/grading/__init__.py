@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import data
-from .functions import measure_functions
+from .functions import measure_functions, warm_references
 from .figure import figure_section
 from .functions import probe_cases as probe_cases
 from .models import measure_models
@@ -25,10 +25,11 @@ LEADERBOARD_PART = "accuracy drop"
 
 
 def prepare(assignment) -> None:
-    """Build the public and hidden data sets ahead of time (the pipeline calls this in a
-    background thread while the kernel runs, so measuring starts warm)."""
+    """Build the public and hidden data sets and the reference answers' sessions ahead of time (the
+    pipeline calls this in a background thread while the kernel runs, so measuring starts warm)."""
     data.public_split()
     data.hidden_split(assignment)
+    warm_references()
 
 
 def measure_artifacts(ctx) -> dict[str, Any]:
