@@ -91,11 +91,14 @@ def splice(text: str, data: dict[str, Any]) -> str:
     """``text`` (an existing RESULTS.md) with the sections and goal rows of the benchmarks in ``data``
     replaced (or added), the rest kept as it is: one benchmark rerun after a full run.
 
-    Supported for the sections that stand alone (``overhead``, ``dask``); each gets a line saying when it was
-    measured, since the machine section above describes the full run.
+    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``); each gets a line saying
+    when it was measured, since the machine section above describes the full run. (The batch's memory per
+    submission in flight stays in the memory section of the full run.) A goal row is replaced by the new
+    row whose subject matches it up to its first colon, so a goal whose target changed replaces its row.
     """
     m = data.get("machine", {})
     standalone = (("overhead", SECTION_TITLES[0], bench_overhead.section, bench_overhead.goals),
+                  ("batch", SECTION_TITLES[1], bench_otter.section, bench_otter.goals),
                   ("dask", bench_dask.TITLE, bench_dask.section, bench_dask.goals))
     for name, title, render_section, goals_of in standalone:
         if name not in data.get("config", {}).get("only", []):
@@ -115,7 +118,7 @@ def splice(text: str, data: dict[str, Any]) -> str:
             text = (text[:notes] + block + text[notes:]) if notes >= 0 else text.rstrip() + "\n\n" + block
         new = goals_of(data[name]) if data.get(name) else []
         rows = goals_table(new)[2:]
-        subjects = {f"| {g['subject']} |" for g in new}
+        subjects = {f"| {g['subject'].split(':')[0]}" for g in new}
         lines = [line for line in text.split("\n") if not any(line.startswith(sub) for sub in subjects)]
         head = lines.index("| goal | measured | target | result |")
         last = head + 2

@@ -26,6 +26,8 @@ from typing import Any
 import nbformat
 import psutil
 import pytest
+from namespacekit import reachable_interpreter
+
 from autograder import safe_files
 from autograder.errors import UnsafeFileError
 
@@ -485,31 +487,3 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
                results=read_json(out / "results.json"), feedback=feedback.read_text() if feedback.is_file() else "",
                execution=read_json(out / "execution.json"), measurements=read_json(out / "measurements.json"))
     return g, report["maxrss_kb"] * 1024
-
-
-def reachable_interpreter(hold: Path) -> str:
-    """Shell lines (for a private mount namespace) that make the interpreter, the venv and this
-    checkout reachable by other uids: each folder others cannot traverse on the way to them (pyenv
-    in a mode-700 /root) is covered by a tmpfs that shows only the subfolder needed. (The same
-    trick as tests/sandbox/test_sandbox_fallback_kernel.py.)"""
-    import sys
-
-    needed = [Path(os.path.realpath(sys.executable)), Path(sys.prefix).resolve(), ROOT]
-    keeps: dict[Path, Path] = {}
-    for path in needed:
-        blocked = [p for p in reversed(path.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001]
-        if not blocked:
-            continue
-        if len(blocked) > 1:
-            pytest.skip(f"{path} is behind several folders others cannot traverse: {blocked}")
-        top = blocked[0]
-        keep = top / path.relative_to(top).parts[0]
-        if keeps.setdefault(top, keep) != keep:
-            pytest.skip(f"{top} would have to show both {keeps[top]} and {keep}")
-    lines = []
-    for i, (top, keep) in enumerate(sorted(keeps.items())):
-        slot = hold / str(i)
-        slot.mkdir()
-        lines.append(f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
-                     f"mkdir -p {keep}\nmount --bind {slot} {keep}\n")
-    return "".join(lines)

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 from batchkit import GOOD, write_notebook
+from browserkit import SKIP_REASON, chromium, chromium_binary
 
 from autograder.batch import run_batch
 from autograder.report.summary_style import CSP, SCRIPT_HASH
 
-CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(chromium_binary() is None, reason=SKIP_REASON)
 
 COPIED = ("def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
           "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
@@ -67,23 +63,6 @@ window.addEventListener("load", () => {
   document.body.appendChild(p);
 });
 </script>"""
-
-
-def chromium(tmp: Path, *args: str) -> str:
-    """Run headless chromium once; returns stdout. The whole process group is killed on timeout."""
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}", "--virtual-time-budget=5000", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "HOME": str(tmp)})
-    try:
-        out, _ = proc.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("chromium did not finish within 90 s")
-    assert proc.returncode == 0, f"chromium exited with {proc.returncode}"
-    return out.decode("utf-8", "replace")
 
 
 @pytest.fixture(scope="module")

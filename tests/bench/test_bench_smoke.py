@@ -137,3 +137,22 @@ def test_dask_section_goals_and_splice_into_an_existing_results_md():
     assert before == full.split(bench_dask.TITLE)[0].split("\n"), "nothing else changed but the two goal rows"
     again = report_md.splice(spliced, {**data, "dask": {**dask, "class": {**dask["class"], "ratio": spread([1.5])}}})
     assert again.count("Dask scheduler path: overhead per task") == 2 and "1.500×" in again, "replaced, not added"
+
+
+def test_batch_splice_replaces_its_section_and_goal_rows_even_when_a_target_changed():
+    from bench import bench_otter
+    from bench.format import SECTION_TITLES
+
+    full = report_md.render(fake_results())
+    older = full.replace(f"speed-up ≥ {bench_otter.GOAL_VS_OTTER}×", "speed-up ≥ 1.5×")   # an older goal's rows
+    assert "speed-up ≥ 1.5×" in older
+    batch = fake_results()["batch"]
+    batch = {**batch, "ratios": {**batch["ratios"], "autograder -j 1 / autograder -j 2": spread([1.95])}}
+    data = {"config": {"only": ["batch"]}, "machine": {"date": "2026-03-03", "git": "feed123"}, "batch": batch}
+    spliced = report_md.splice(older, data)
+    table = spliced.split("## Goals")[1].split("\n## ")[0]
+    assert "speed-up ≥ 1.5×" not in table, "the older target's row is replaced"
+    assert table.count("| `batch -j 2` vs `-j 1`") == 1 and "1.95×" in table
+    assert spliced.count(SECTION_TITLES[1]) == 1 and "Measured on its own (batch benchmark only) on 2026-03-03" in spliced
+    assert spliced.split(SECTION_TITLES[1])[1].split("\n## ")[0].count("1.95×") >= 1, "the section is the new one"
+    assert spliced.split(SECTION_TITLES[2])[1] == older.split(SECTION_TITLES[2])[1], "later sections are kept"

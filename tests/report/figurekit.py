@@ -69,36 +69,6 @@ def texts(svg: str) -> list[str]:
     return [" ".join("".join(t.itertext()).split()) for t in root.iter(f"{SVG}text")]
 
 
-def chromium_binary() -> str | None:
-    import shutil
-
-    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
-
-
-def chromium(tmp, *args: str) -> str:
-    """Run headless chromium once on local files (no network); returns stdout. Its whole process
-    group is killed on timeout."""
-    import os
-    import signal
-    import subprocess
-
-    import pytest
-
-    cmd = [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}", "--virtual-time-budget=5000", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "HOME": str(tmp)})
-    try:
-        out, _ = proc.communicate(timeout=90)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("chromium did not finish within 90 s")
-    assert proc.returncode == 0, f"chromium exited with {proc.returncode}"
-    return out.decode("utf-8", "replace")
-
-
 def screenshot_checks(shot) -> dict:
     """What a screenshot of feedback.html shows: shares of dark (text), coloured, red and viridis-like pixels."""
     from matplotlib.image import imread

@@ -17,13 +17,13 @@ import tempfile
 from pathlib import Path
 
 import figurekit as kit
+from browserkit import SKIP_REASON, chromium, chromium_binary
 import pytest
 
 from autograder.report.feedback import feedback_markdown
 from autograder.report.feedback_html import write_feedback_html
 
-pytestmark = pytest.mark.skipif(kit.chromium_binary() is None,
-                                reason="chromium is not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(chromium_binary() is None, reason=SKIP_REASON)
 
 GRADE = {"assignment": "demo", "score": 7.0, "max_score": 10.0, "checks": [
     {"id": "one", "title": "First check", "visibility": "visible", "score": 7.0, "max_score": 10.0, "passed": False,
@@ -54,7 +54,7 @@ def test_the_picture_renders_wide_and_the_page_fits_1280_px(page, tmp_path):
     probed = tmp_path / "probed.html"
     probed.write_text(page.read_text().replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
                       .replace("</body>", PROBE + "</body>"))
-    dom = kit.chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
+    dom = chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
     m = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
     assert m, "the probe did not run: " + dom[-300:]
     got = json.loads(html.unescape(m[1]))
@@ -66,13 +66,13 @@ def test_the_picture_renders_wide_and_the_page_fits_1280_px(page, tmp_path):
 def test_no_script_runs_on_the_page(page, tmp_path):
     injected = tmp_path / "injected.html"
     injected.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    dom = kit.chromium(tmp_path, "--dump-dom", injected.as_uri())
+    dom = chromium(tmp_path, "--dump-dom", injected.as_uri())
     assert "First check" in dom and 'id="probe"' not in dom, "an inline script ran despite the CSP"
 
 
 def test_screenshot_shows_text_the_red_boundary_and_coloured_points(page, tmp_path):
     shot = tmp_path / "shot.png"
-    kit.chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1300", page.as_uri())
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1300", page.as_uri())
     keep = Path(os.environ.get("TMPDIR", tempfile.gettempdir())) / "autograder-feedback-figure.png"
     shutil.copyfile(shot, keep)
     seen = kit.screenshot_checks(shot)

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import figurekit as kit
+from browserkit import SKIP_REASON, chromium, chromium_binary
 import numpy as np
 import pytest
 
@@ -73,11 +74,11 @@ def test_gradescope_gets_the_picture_as_an_html_test(graded, results_validator):
     assert sorted(p.suffix for p in out.glob("figure-*")) == [".png", ".svg"], "kept for a rescore"
 
 
-@pytest.mark.skipif(kit.chromium_binary() is None, reason="chromium is not installed (apt-get install -y chromium)")
+@pytest.mark.skipif(chromium_binary() is None, reason=SKIP_REASON)
 def test_screenshot_of_the_reference_page(graded, tmp_path):
     _, out = graded
     shot = tmp_path / "shot.png"
-    kit.chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1100", (out / "feedback.html").as_uri())
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1100", (out / "feedback.html").as_uri())
     shutil.copyfile(shot, Path(os.environ.get("TMPDIR", tempfile.gettempdir())) / "autograder-feedback-figure-reference.png")
     seen = kit.screenshot_checks(shot)
     assert seen["dark"] > 0.003 and seen["red"] > 0.0003 and seen["purple"] > 0.001, seen

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from namespacekit import reachable_interpreter
 from sandbox_helpers import worker_slot, write_notebook
 
 pytestmark = [pytest.mark.slow,
@@ -63,33 +64,6 @@ CELLS = [
     "r['socket_inet'] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n"
     "json.dump(r, open('out.json', 'w'))",
 ]
-
-
-def _namespace_setup(hold: Path) -> str:
-    """Shell lines that make the interpreter, the venv and this checkout reachable by other uids
-    inside the private namespace: each folder others cannot traverse on the way to them (pyenv in
-    a mode-700 /root, a checkout in a mode-700 mktemp folder) is covered by a tmpfs that shows only
-    the subfolder needed."""
-    needed = [Path(os.path.realpath(sys.executable)), Path(sys.prefix).resolve(),
-              Path(__file__).resolve().parents[2]]
-    keeps: dict[Path, Path] = {}
-    for path in needed:
-        blocked = [p for p in reversed(path.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001]
-        if not blocked:
-            continue
-        if len(blocked) > 1:
-            pytest.skip(f"{path} is behind several folders others cannot traverse: {blocked}")
-        top = blocked[0]
-        keep = top / path.relative_to(top).parts[0]
-        if keeps.setdefault(top, keep) != keep:
-            pytest.skip(f"{top} would have to show both {keeps[top]} and {keep}")
-    lines = []
-    for i, (top, keep) in enumerate(sorted(keeps.items())):
-        slot = hold / str(i)
-        slot.mkdir()
-        lines.append(f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
-                     f"mkdir -p {keep}\nmount --bind {slot} {keep}\n")
-    return "".join(lines)
 
 
 class UnixServer:
@@ -135,7 +109,7 @@ def test_a_real_kernel_works_under_the_fallback_rules_and_the_attacks_fail(tmp_p
         cells = [f"SOCKET_PATH = {server.path!r}\nSHM_NAME = {shm.name!r}"] + CELLS
         nb = write_notebook(tmp_path, cells)
         ws = base / "ws"
-        script = ("set -e\n" + _namespace_setup(hold)
+        script = ("set -e\n" + reachable_interpreter(hold)
                   + f'exec "$0" -c "$1" {nb} {ws} {worker_slot()}\n')
         proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
                                sys.executable, RUNNER], capture_output=True, text=True, timeout=400,

@@ -238,7 +238,8 @@ def expect_quantize(case: ProbeCase) -> Expect:
 
 def expect_dequantize(case: ProbeCase) -> Expect:
     scale = _arg(case, 1, "scale")
-    return Expect(_reference().ort_dequantize(_arg(case, 0, "q"), scale, _arg(case, 2, "zero_point")), step=abs(float(scale)))
+    expected = _reference().ort_dequantize(_arg(case, 0, "q"), scale, _arg(case, 2, "zero_point"))
+    return Expect(expected, step=abs(float(scale)))
 
 
 def expect_choose_qparams(case: ProbeCase) -> tuple[Expect, Expect]:
