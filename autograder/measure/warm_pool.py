@@ -5,7 +5,7 @@ once ``event`` is set (the pipeline sets it when the kernel has been launched, s
 children's start does not delay the kernel's; without an event, at once); their imports then
 overlap the notebook's execution. :func:`take` hands one out to
 :func:`.onnx_load.run_model_worker`, which gives it exactly one job and closes it. Whatever is not
-taken when the block ends is closed unused: such a child never saw a job, so it only exits. A child
+taken when the block ends is closed unused: such a child never saw a job, so it is killed. A child
 taken is never returned. Several grades in one process (a batch worker's threads) may share the
 ready children: they are all alike and all fresh.
 """

@@ -4,7 +4,7 @@
 holding only ``limits.json``; the child (:func:`autograder.measure.model_worker.main`) sets those
 limits, imports numpy, onnx and ONNX Runtime, and then waits on its stdin. :meth:`WorkerProcess.run`
 writes the job into the folder, sends ``go`` and waits (``LoadLimits.timeout_s``, from the ``go``);
-:meth:`WorkerProcess.close` closes stdin (an unused child then exits without reading anything) and
+:meth:`WorkerProcess.close` kills an unused child (it read nothing) or reaps a used one, and
 removes the folder. A child started ahead of its job is *warm*: its start-up and imports overlap the
 notebook's execution (:mod:`.warm_pool`). It has run no untrusted input before its ``go``, and it
 runs exactly one job: warm or cold, every model gets a fresh process in a fresh jail.
@@ -170,9 +170,15 @@ class WorkerProcess:
         return WorkerRun(True, None, result, outputs)
 
     def close(self) -> None:
-        """End the child (an unused one exits on the closed stdin) and remove its folder."""
+        """End the child and remove its folder. An unused one saw no job and is killed at once,
+        rather than left to finish its imports and exit (about 0.2 s of wall time and 0.3 s of CPU
+        each, for every model a notebook did not write)."""
         from ..sandbox.procs import stop_jail
 
+        if not self.used and self.proc.poll() is None:
+            if not self.jailed:
+                self.proc.kill()
+            stop_jail(self.proc)    # jailed: its namespace first, then bwrap, which reaps it
         try:
             if self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()

@@ -1,5 +1,5 @@
-"""Measuring children started ahead of their jobs (warm_pool): each runs one job, unused ones exit
-without reading anything, nothing is left behind. Real child processes (jailed where bwrap works)."""
+"""Measuring children started ahead of their jobs (warm_pool): each runs one job, unused ones are
+killed without reading anything, nothing is left behind. Real child processes (jailed where bwrap works)."""
 
 from __future__ import annotations
 
@@ -51,13 +51,18 @@ def test_a_warm_child_runs_one_job_and_the_others_are_closed_unused():
         assert w.proc.poll() is not None and not w.job_dir.exists()
 
 
-def test_an_unused_warm_child_exits_without_a_job_and_its_folder_goes():
+def test_an_unused_warm_child_is_killed_without_a_job_and_nothing_of_it_is_left():
+    import psutil
+
     with warm_pool.warm_workers(1, LoadLimits()):
         (child,) = _ready(1)
         folder = child.job_dir
         assert child.proc.poll() is None, "a warm child should wait for its job"
-    assert child.proc.returncode == 0, f"an unused child should exit on its own, got {child.proc.returncode}"
+        tree = [child.proc.pid] + [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
+    assert child.proc.returncode not in (None, 0), "an unused child is killed, not left to exit on its own"
     assert not folder.exists() and not warm_pool._ready
+    left = [pid for pid in tree if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes of the killed child are still running: {left}"
 
 
 def test_a_child_started_with_other_limits_is_not_taken():
@@ -67,7 +72,7 @@ def test_a_child_started_with_other_limits_is_not_taken():
         child = warm_pool.take(LoadLimits(timeout_s=30.0))
         assert child is not None
         child.close()
-        assert child.proc.returncode == 0
+        assert child.proc.returncode is not None and not child.job_dir.exists()
 
 
 def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes():
@@ -80,7 +85,7 @@ def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes()
         go.set()
         (child,) = _ready(1)
         assert child.proc.poll() is None
-    assert child.proc.returncode == 0 and not warm_pool._ready
+    assert child.proc.returncode is not None and not warm_pool._ready
     never = threading.Event()
     with warm_pool.warm_workers(2, LoadLimits(), start_when=never):
         pass
