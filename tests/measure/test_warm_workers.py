@@ -61,7 +61,13 @@ def test_an_unused_warm_child_is_killed_without_a_job_and_nothing_of_it_is_left(
         tree = [child.proc.pid] + [p.pid for p in psutil.Process(child.proc.pid).children(recursive=True)]
     assert child.proc.returncode not in (None, 0), "an unused child is killed, not left to exit on its own"
     assert not folder.exists() and not warm_pool._ready
-    left = [pid for pid in tree if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    left = []
+    for pid in tree:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+        except psutil.NoSuchProcess:
+            pass
     assert not left, f"processes of the killed child are still running: {left}"
 
 
