@@ -217,7 +217,7 @@ def cached_render(section: Mapping[str, Any], fmt: str, cache: Path | None, *, d
     if cache is None:
         return render(section, fmt, dpi=dpi)
     path = _cache_path(section, fmt, dpi, cache)
-    if path.is_file() and not path.is_symlink():
+    if _kept(path):
         return path.read_bytes()
     data = render(section, fmt, dpi=dpi)
     _keep(path, fmt, data)
@@ -227,15 +227,20 @@ def cached_render(section: Mapping[str, Any], fmt: str, cache: Path | None, *, d
 def cache_pictures(section: Mapping[str, Any], cache: Path, formats: Sequence[tuple[str, int]]) -> None:
     """Draw ``section`` once into each ``(format, dpi)`` that ``cache`` does not hold yet, so that the
     reports' :func:`cached_render` calls read them (raises :class:`FigureError` for a malformed section)."""
-    missing = [(fmt, dpi) for fmt, dpi in formats
-               if not ((path := _cache_path(section, fmt, dpi, cache)).is_file() and not path.is_symlink())]
+    paths = {(fmt, dpi): _cache_path(section, fmt, dpi, cache) for fmt, dpi in formats}
+    missing = [key for key, path in paths.items() if not _kept(path)]
     if missing:
         for (fmt, dpi), data in zip(missing, render_formats(section, missing)):
-            _keep(_cache_path(section, fmt, dpi, cache), fmt, data)
+            _keep(paths[fmt, dpi], fmt, data)
 
 
 def _cache_path(section: Mapping[str, Any], fmt: str, dpi: int, cache: Path) -> Path:
     return Path(cache) / f"{CACHE_PREFIX}{_key(section, fmt, dpi)}.{fmt}"
+
+
+def _kept(path: Path) -> bool:
+    """A picture kept by an earlier drawing (a plain file, never followed through a link)."""
+    return path.is_file() and not path.is_symlink()
 
 
 def _keep(path: Path, fmt: str, data: bytes) -> None:
