@@ -23,7 +23,6 @@ import os
 import sys
 import tempfile
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
