@@ -2,7 +2,7 @@
 folder gives the same choice, and the same reason, in ``gradescope run`` (a folder), in the export
 reader of ``batch`` (a zip, and the same export unpacked), and in the rule itself. A table of
 folder shapes; nothing is graded here (the real grading of an export with a second notebook is
-in test_batch_export_regrade.py)."""
+in tests/gradescope/test_gradescope_export_regrade.py)."""
 
 from __future__ import annotations
 
