@@ -2,7 +2,7 @@
 
 This file is self-contained (standard library only) because it does not run as an import: the
 grader passes its source to ``python -I -S -c SOURCE LIMITS_JSON`` with the notebook's bytes on
-standard input (see :func:`autograder.sandbox.notebook.load_code_cells`). A 30 MB notebook of a
+standard input (see :func:`autograder.sandbox.notebook.load_notebook`). A 30 MB notebook of a
 million tiny objects takes gigabytes once parsed, and an integer of 5,000 digits or a
 200,000-deep nesting makes ``json.loads`` raise; here that costs a child process (with its own
 address-space limit and the caller's timeout), never the grader.
@@ -17,7 +17,7 @@ needs the metadata). Limits: ``max_bytes`` of input, ``max_objects`` JSON object
 ``[]`` costs a scan, not gigabytes), ``max_int_digits`` per integer, ``max_code_cells`` code
 cells and ``max_code_chars`` characters of code in all (what comes back is bounded too); nesting
 is bounded by Python's recursion limit. The child makes itself the first choice of an
-out-of-memory killer (``oom_score_adj``), so that in a container it is never the grader.
+out-of-memory killer (``oom_score_adj``): in a full container it goes before the grader does.
 """
 
 import json
