@@ -13,28 +13,32 @@ Rules (every command: grade, demo, batch, build, calibrate, gradescope build):
    the one assignment its notebooks agree on.
 4. Otherwise: an error that lists the choices.
 
-Notebooks are read as untrusted data: size-capped, parsed as JSON, and only a bounded id made of
-``[A-Za-z0-9._-]`` is taken from them.
+Notebooks are read as untrusted data, by the one bounded reader in a limited child process
+(:mod:`autograder.sandbox.notebook`): nothing of them is parsed in the grader's own process, and
+only a bounded id made of ``[A-Za-z0-9._-]`` is taken from their metadata. A notebook that names
+an assignment this course does not have is told which one it names.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zipfile
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
+from .sandbox.notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
+                               read_notebook_bytes)
 
-METADATA_KEY = "autograder"            # notebook metadata written by `autograder build`: {"assignment": id}
-NOTEBOOK_MAX_BYTES = 64 * 1024 * 1024  # larger notebooks are not read to decide (the grader reports them)
+METADATA_KEY = DECLARED_AT["autograder"][0]   # notebook metadata written by `autograder build`: {"assignment": id}
 SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_SOURCES = {"autograder": "its autograder metadata", "otter": "its otter-assign metadata"}   # ours first
 
 
 @dataclass(frozen=True)
@@ -45,52 +49,67 @@ class Declared:
     source: str       # "its autograder metadata" | "its otter-assign metadata"
 
 
-def declared_assignment(data: bytes) -> Declared | None:
+@dataclass(frozen=True)
+class NotebookFacts:
+    """What deciding the assignment needs of one notebook, as the bounded reader gave it."""
+
+    name: str                        # its file name
+    declared: Declared | None        # the assignment its metadata names, if any
+    readable: bool = True            # False: the reader refused it (the grader reports why later)
+
+
+def declared_assignment(loaded: LoadedNotebook) -> Declared | None:
     """The assignment a notebook's metadata names (ours first, then otter-assign's), or None."""
-    if len(data) > NOTEBOOK_MAX_BYTES:
-        return None
-    try:
-        nb = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    meta = nb.get("metadata") if isinstance(nb, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    for key, field, source in ((METADATA_KEY, "assignment", "its autograder metadata"),
-                               ("otter", "assignment_name", "its otter-assign metadata")):
-        block = meta.get(key)
-        value = block.get(field) if isinstance(block, dict) else None
+    for key, source in _SOURCES.items():
+        value = loaded.declared.get(key)
         if isinstance(value, str) and _ID.match(value):
             return Declared(value, source)
     return None
 
 
-def mismatch_reason(name: str, data: bytes, assignment: Assignment) -> str | None:
+def notebook_facts(path: Path) -> NotebookFacts:
+    """The facts of the notebook file at ``path`` (read in the bounded child; no symlink)."""
+    path = Path(path)
+    try:
+        return NotebookFacts(path.name, declared_assignment(load_notebook(path, cells=False)))
+    except UnreadableNotebook:
+        return NotebookFacts(path.name, None, readable=False)
+
+
+def notebook_facts_of(name: str, data: bytes) -> NotebookFacts:
+    """The facts of a notebook held as bytes (a zip entry), read in the same bounded child."""
+    try:
+        return NotebookFacts(name, declared_assignment(read_notebook_bytes(name, data, cells=False)))
+    except UnreadableNotebook:
+        return NotebookFacts(name, None, readable=False)
+
+
+def mismatch_reason(name: str, facts: NotebookFacts, assignment: Assignment) -> str | None:
     """One line saying why ``name`` is for another assignment than ``assignment``, or None."""
-    declared = declared_assignment(data)
+    declared = facts.declared
     if declared is None or declared.id == assignment.id:
         return None
     return (f"{_shown(name)} was made for assignment '{declared.id}' ({declared.source}), "
             f"not '{assignment.id}'")
 
 
-def matching_ids(name: str, data: bytes, notebooks: dict[str, str]) -> tuple[list[str], str]:
+def matching_ids(facts: NotebookFacts, notebooks: dict[str, str]) -> tuple[list[str], str]:
     """Ids of ``notebooks`` (id → notebook file name) the notebook matches, and how it was decided."""
-    declared = declared_assignment(data)
+    declared = facts.declared
     if declared is not None and declared.id in notebooks:
         return [declared.id], declared.source
-    base = Path(name).name.lower()
+    base = Path(facts.name).name.lower()
     by_name = [i for i, nb in notebooks.items() if nb.lower() == base]
     if not by_name:
         by_name = [i for i in notebooks if i.lower() in Path(base).stem]
     return by_name, "its file name"
 
 
-def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, bytes]] = (), *,
+def resolve_assignment(requested: str | None, notebooks: Sequence[NotebookFacts] = (), *,
                        root: Path | None = None, what: str = "", option: str = "--assignment") -> Assignment:
     """The assignment to use (the rules above); raises AssignmentError with one line otherwise.
 
-    ``notebooks``: ``(file name, bytes)`` of what will be graded (none for build, calibrate, …);
+    ``notebooks``: the facts of what will be graded (none for build, calibrate, …);
     ``what`` names them in messages ("the notebooks of subs/"); ``option`` is how the command
     takes an id ("--assignment", or "the ID argument").
     """
@@ -99,10 +118,11 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, byt
     if requested:
         assignment = load_assignment(requested, root)
         if len(notebooks) == 1:
-            reason = mismatch_reason(notebooks[0][0], notebooks[0][1], assignment)
+            reason = mismatch_reason(notebooks[0].name, notebooks[0], assignment)
             if reason:
-                declared = declared_assignment(notebooks[0][1])
-                hint = f"; grade it with --assignment {declared.id}" if declared and declared.id in ids else ""
+                declared = notebooks[0].declared
+                hint = (f"; grade it with --assignment {declared.id}" if declared and declared.id in ids
+                        else ", and it is not an assignment of this course")
                 raise AssignmentError(reason + hint)
         return assignment
     if not ids:
@@ -112,49 +132,79 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[tuple[str, byt
     choices = f"choose one with {option}: {', '.join(ids)}"
     names = {i: _notebook_name(root, i) for i in ids}
     votes: Counter[str] = Counter()
-    for name, data in notebooks:
-        matched, _how = matching_ids(name, data, names)
+    for facts in notebooks:
+        matched, _how = matching_ids(facts, names)
         if len(matched) == 1:
             votes[matched[0]] += 1
     if len(votes) == 1:
         return load_assignment(next(iter(votes)), root)
-    subject = what or (_shown(notebooks[0][0]) if len(notebooks) == 1 else "the notebooks")
+    subject = what or (_shown(notebooks[0].name) if len(notebooks) == 1 else "the notebooks")
     if not notebooks:
         raise AssignmentError(f"there are {len(ids)} assignments; {choices}")
     if not votes:
-        why = ("it could not be read" if len(notebooks) == 1 and not notebooks[0][1]
-               else "no metadata names one and no file name matches one")
-        raise AssignmentError(f"cannot tell which assignment {subject} is for ({why}); {choices}")
+        raise AssignmentError(f"cannot tell which assignment {subject} is for ({_why_none(notebooks, ids)}); "
+                              f"{choices}")
     counts = ", ".join(f"{i}: {n}" for i, n in votes.most_common())
     raise AssignmentError(f"{subject} are for different assignments ({counts}); {choices}")
 
 
-def read_notebook(path: Path) -> tuple[str, bytes]:
-    """``(file name, bytes)`` of a notebook given on the command line (b"" when unreadable or too
-    large: the grader itself reports that as the submission's outcome)."""
-    try:
-        if os.path.getsize(path) > NOTEBOOK_MAX_BYTES:
-            return path.name, b""
-        return path.name, Path(path).read_bytes()
-    except OSError:
-        return Path(path).name, b""
+def _why_none(notebooks: Sequence[NotebookFacts], ids: list[str]) -> str:
+    """Why no notebook matched an assignment: unreadable, or naming one this course does not have."""
+    foreign = Counter(f"'{f.declared.id}' ({f.declared.source})" for f in notebooks
+                      if f.declared is not None and f.declared.id not in ids)
+    if len(notebooks) == 1:
+        if not notebooks[0].readable:
+            return "it could not be read"
+        if foreign:
+            return f"it names assignment {next(iter(foreign))}, which is not an assignment of this course"
+    elif foreign:
+        named = ", ".join(list(foreign)[:3]) + (" …" if len(foreign) > 3 else "")
+        return (f"{sum(foreign.values())} of them name assignments this course does not have ({named}), "
+                "and no file name matches one")
+    return "no metadata names one and no file name matches one"
 
 
-def source_notebooks(source: Path, limit: int = SOURCE_PEEK_LIMIT) -> list[tuple[str, bytes]]:
-    """Up to ``limit`` notebooks of a batch source (a folder, or a zip such as Gradescope's
-    export), to decide its assignment; [] when the source cannot be read (the batch says why)."""
+def source_notebooks(source: Path, limit: int = SOURCE_PEEK_LIMIT) -> list[NotebookFacts]:
+    """The facts of up to ``limit`` notebooks of a batch source (a folder, or a zip such as
+    Gradescope's export), to decide its assignment; [] when the source cannot be read (the batch
+    says why). Each is read by the bounded reader; a few at a time, never all at once."""
     source = Path(source)
     try:
         if source.is_dir():
-            return list(_folder_notebooks(source, limit))
+            return _read_all(_folder_notebooks(source, limit))
         if zipfile.is_zipfile(source):
-            return list(_zip_notebooks(source, limit))
+            return _read_all(_zip_notebooks(source, limit))
     except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
         return []
-    return [read_notebook(source)] if source.suffix == ".ipynb" else []
+    return [notebook_facts(source)] if source.suffix == ".ipynb" else []
 
 
-def _folder_notebooks(root: Path, limit: int) -> Iterable[tuple[str, bytes]]:
+def files_facts(paths: Iterable[Path]) -> dict[Path, NotebookFacts]:
+    """The facts of each notebook file of ``paths`` (a batch's staged notebooks), a few at a time."""
+    paths = [Path(p) for p in paths]
+    return dict(zip(paths, _read_all(paths)))
+
+
+def _read_all(items: Iterable[Path | tuple[str, bytes]]) -> list[NotebookFacts]:
+    """Facts of each item (a path, or a name and bytes), read by ``os.cpu_count()`` children at a
+    time; at most that many items' bytes are held at once."""
+    def one(item: Path | tuple[str, bytes]) -> NotebookFacts:
+        return notebook_facts(item) if isinstance(item, Path) else notebook_facts_of(*item)
+
+    width = max(1, min(8, os.cpu_count() or 1))
+    facts: list[NotebookFacts] = []
+    with ThreadPoolExecutor(width) as pool:
+        chunk: list[Path | tuple[str, bytes]] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == width:
+                facts.extend(pool.map(one, chunk))
+                chunk = []
+        facts.extend(pool.map(one, chunk))
+    return facts
+
+
+def _folder_notebooks(root: Path, limit: int) -> Iterable[Path]:
     found = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
@@ -162,7 +212,7 @@ def _folder_notebooks(root: Path, limit: int) -> Iterable[tuple[str, bytes]]:
             path = Path(dirpath, name)
             if name.startswith(".") or not name.endswith(".ipynb") or path.is_symlink() or not path.is_file():
                 continue
-            yield read_notebook(path)
+            yield path
             found += 1
             if found >= limit:
                 return
@@ -173,11 +223,11 @@ def _zip_notebooks(path: Path, limit: int) -> Iterable[tuple[str, bytes]]:
         found = 0
         for info in zf.infolist():
             parts = info.filename.split("/")
-            if (info.is_dir() or not info.filename.endswith(".ipynb") or info.file_size > NOTEBOOK_MAX_BYTES
+            if (info.is_dir() or not info.filename.endswith(".ipynb") or info.file_size > MAX_NOTEBOOK_BYTES
                     or any(p.startswith(".") or p == "__MACOSX" for p in parts)):
                 continue
             with zf.open(info) as f:
-                yield parts[-1], f.read(NOTEBOOK_MAX_BYTES + 1)
+                yield parts[-1], f.read(MAX_NOTEBOOK_BYTES + 1)
             found += 1
             if found >= limit:
                 return

@@ -32,7 +32,7 @@ def grade(
     Exits 0 whenever a grade was produced, whatever the score (a notebook that is not valid JSON
     is a zero with its reason); 2 for a mistake in the command, checked before anything runs.
     """
-    from .assignment_match import read_notebook, resolve_assignment
+    from .assignment_match import notebook_facts, resolve_assignment
     from .pipeline import EXECUTION_FILE, MEASUREMENTS_FILE, grade_notebook
     from .report.console import print_grade_table
 
@@ -41,7 +41,7 @@ def grade(
         check_out_dir(out)
         if workspace is not None:
             check_empty_or_absent(workspace, what="--workspace")
-        a = resolve_assignment(assignment, [read_notebook(notebook)])
+        a = resolve_assignment(assignment, [notebook_facts(notebook)])
         tolerances = check_file(tolerances, what="--tolerances")
         check_grading_files(a, tolerances, None)
         create_out_dir(out)

@@ -31,7 +31,7 @@ from typing import Any
 
 from .. import pipeline
 from ..assignment import Assignment, load_assignment, project_root
-from ..assignment_match import mismatch_reason
+from ..assignment_match import files_facts, mismatch_reason
 from .dispatch import run_tasks
 from .executor import make_executor
 from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
@@ -131,7 +131,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     except OSError as e:
         raise BatchError(f"--out {out} cannot be created: {e.strerror or e}") from None
     try:
-        discovery = discover(Path(source), out / SOURCES_DIR)
+        discovery = discover(Path(source), out / SOURCES_DIR, assignment.notebook.name)
         if not allow_empty and not any(sub.notebook is not None for sub in discovery.submissions):
             raise EmptyBatchError(_empty_message(Path(source), discovery))
     except BaseException:
@@ -316,11 +316,12 @@ def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache
                 tolerances: Path | None, rubric: Path | None, unsafe: bool) -> list[Task]:
     a_fp, env_fp = assignment.fingerprint(), assignment.environment_fingerprint()
     tasks = []
+    facts = files_facts(Path(sub.notebook) for sub in submissions if sub.notebook is not None)  # bounded reader
     for sub in submissions:
         problem = sub.problem
         if sub.notebook is not None:
-            data = Path(sub.notebook).read_bytes()
-            problem = mismatch_reason("The notebook", data, assignment)  # made for another assignment
+            data = Path(sub.notebook).read_bytes()   # hashed, never parsed here
+            problem = mismatch_reason("The notebook", facts[Path(sub.notebook)], assignment)
         if problem is None:
             sha = sha256_bytes(data)
             key = cache_key(sha, a_fp, env_fp)

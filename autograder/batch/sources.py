@@ -5,15 +5,20 @@ before anything is read:
 
 - a folder of ``*.ipynb``: each top-level notebook is one submission, named after its file stem;
 - a Gradescope export (a zip, or the same tree unpacked into a folder): ``submission_metadata.yml``
-  plus one ``submission_<id>/`` folder per submission, which must hold exactly one notebook. The
+  plus one ``submission_<id>/`` folder per submission, whose notebook is chosen by the rule
+  ``gradescope run`` uses (:func:`autograder.notebook_choice.choose_notebook`: the only notebook,
+  else the one named like the assignment's notebook), so a local regrade grades what Gradescope
+  graded. The
   YAML has Ruby-symbol keys (``:submitters:``, ``:name:``); names, sids and emails come from it
   when it parses, and a missing or broken metadata file is a warning, never an abort.
 
 Nothing is unpacked as is: only the chosen notebooks are read (size-capped, never following a
-symlink) and written under ``staging`` with names the grader made. Zip entries with an absolute
-path, a ``..`` component or a symlink type are rejected with a warning. Submissions that cannot
-be graded (no notebook, two notebooks, an unreadable one) are kept with a ``problem``: the batch
-gives them a zero with that reason.
+symlink) and written under ``staging`` with names the grader made; nothing of them is parsed here
+(the bounded reader, :mod:`autograder.sandbox.notebook`, reads them in a limited child later).
+Zip entries with an absolute path, a ``..`` component or a symlink type are rejected with a
+warning. Submissions that cannot be graded (no notebook, several and none named like the
+assignment's, an unreadable one) are kept with a ``problem``: the batch gives them a zero with
+that reason.
 """
 
 from __future__ import annotations
@@ -29,10 +34,11 @@ from typing import Any, Iterator
 import yaml
 
 from ..errors import AutograderError, UnsafeFileError
+from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
+from ..sandbox.notebook import MAX_NOTEBOOK_BYTES   # one submitted notebook: the bounded reader's cap
 
 MiB = 1024 * 1024
-MAX_NOTEBOOK_BYTES = 64 * MiB      # one submitted notebook (outputs with images included)
 MAX_METADATA_BYTES = 64 * MiB      # submission_metadata.yml of a whole class
 MAX_ENTRIES = 200_000              # files in an export
 MAX_TOTAL_NOTEBOOK_BYTES = 4096 * MiB  # all notebooks staged from one source
@@ -76,18 +82,20 @@ class _Entry:
 
 # ── public ────────────────────────────────────────────────────────────────────────────────────
 
-def discover(source: Path, staging: Path) -> Discovery:
-    """The submissions in ``source`` (folder or zip); their notebooks are copied under ``staging``."""
+def discover(source: Path, staging: Path, notebook_name: str = "") -> Discovery:
+    """The submissions in ``source`` (folder or zip); their notebooks are copied under ``staging``.
+    ``notebook_name``: the assignment's notebook file name, which picks the notebook of an export
+    folder holding several."""
     source = Path(source)
     if not source.exists():
         raise SourceError(f"{source} does not exist: give a folder of .ipynb files or a Gradescope export zip")
     staging.mkdir(parents=True, exist_ok=True)
     if source.is_dir():
-        return _discover(_FolderTree(source), staging, plain_kind="folder")
+        return _discover(_FolderTree(source), staging, plain_kind="folder", notebook_name=notebook_name)
     if not zipfile.is_zipfile(source):
         raise SourceError(f"{source} is neither a folder nor a zip file (Gradescope's 'Export Submissions' gives a zip)")
     with _ZipTree(source) as tree:
-        return _discover(tree, staging, plain_kind="zip")
+        return _discover(tree, staging, plain_kind="zip", notebook_name=notebook_name)
 
 
 def sanitize_name(stem: str) -> str:
@@ -116,7 +124,7 @@ def parse_metadata(text: str | bytes) -> dict[str, list[dict[str, str]]]:
 
 # ── layout ────────────────────────────────────────────────────────────────────────────────────
 
-def _discover(tree: _Tree, staging: Path, *, plain_kind: str) -> Discovery:
+def _discover(tree: _Tree, staging: Path, *, plain_kind: str, notebook_name: str) -> Discovery:
     entries = tree.entries()
     warnings = list(tree.warnings)
     root, meta_entry = _export_root(entries)
@@ -137,7 +145,7 @@ def _discover(tree: _Tree, staging: Path, *, plain_kind: str) -> Discovery:
     meta = _read_metadata(tree, meta_entry, warnings)
     subs = []
     for folder in sorted(folders, key=_natural_key):
-        sub = _export_submission(tree, folder, folders[folder], namer, staging)
+        sub = _export_submission(tree, root, folder, folders[folder], namer, staging, notebook_name, warnings)
         sub.submitters = meta.get(folder, [])
         subs.append(sub)
     if meta and (unknown := sorted(set(meta) - set(folders))):
@@ -167,20 +175,23 @@ def _plain_submission(tree: _Tree, entry: _Entry, namer: _Namer, staging: Path) 
     return _stage(tree, entry, name, staging, origin=entry.path)
 
 
-def _export_submission(tree: _Tree, folder: str, files: list[_Entry], namer: _Namer,
-                       staging: Path) -> Submission:
+def _export_submission(tree: _Tree, root: str, folder: str, files: list[_Entry], namer: _Namer, staging: Path,
+                       notebook_name: str, warnings: list[str]) -> Submission:
     name = namer.unique(sanitize_name(folder))
-    notebooks = [e for e in files if _is_notebook(e)]
-    shown = [_shown(e) for e in files if e.kind != "dir"][:5]
-    if len(notebooks) == 1:
-        return _stage(tree, notebooks[0], name, staging, origin=notebooks[0].path)
-    if not notebooks:
-        problem = ("the submission holds no Jupyter notebook (.ipynb)"
-                   + (f"; it holds {', '.join(shown)}" if shown else "") + ". Submit exactly one notebook.")
-    else:
-        listed = ", ".join(_shown(e) for e in notebooks[:5])
-        problem = f"the submission holds {len(notebooks)} notebooks ({listed}); submit exactly one."
-    return Submission(name=name, notebook=None, problem=problem, origin=folder)
+    inside = {_inside(e.path, root): e for e in files if e.kind != "dir"}
+    choice = choose_notebook(((rel, e.kind == "file") for rel, e in inside.items()), notebook_name)
+    if choice.chosen is None:
+        return Submission(name=name, notebook=None, problem=choice.message, origin=folder)
+    if choice.message:
+        warnings.append(f"{folder}: {choice.message}")
+    entry = inside[choice.chosen]
+    return _stage(tree, entry, name, staging, origin=entry.path)
+
+
+def _inside(path: str, root: str) -> str:
+    """``path`` (under the export's ``root``) relative to its submission folder."""
+    rel = _relative_to(path, root)
+    return PurePosixPath(*rel.parts[1:]).as_posix() if rel is not None else path
 
 
 def _stage(tree: _Tree, entry: _Entry, name: str, staging: Path, *, origin: str) -> Submission:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import zipfile
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ..cli_checks import CommandError, check_out_dir, command_errors
+from ..cli_checks import CommandError, check_notebook, check_out_dir, command_errors
+
+ZIP_SCRIPTS = ("setup.sh", "run_autograder")    # at the root of every zip `gradescope build` writes
+BASES = ("host", "debian")
 
 gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
                              no_args_is_help=True, rich_markup_mode=None)
@@ -80,6 +85,8 @@ def simulate(
     from .simulate import simulate as run_simulation
 
     with command_errors(ContainerUnavailable, ImageBuildError):
+        check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
+                         out=out)
         sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
                              base=base, rebuild=rebuild)
     if out:
@@ -93,6 +100,56 @@ def simulate(
         typer.secho("no valid results.json: Gradescope would show \"The autograder failed to execute correctly\"",
                     fg="red", err=True)
         raise typer.Exit(1)
+
+
+def check_autograder_zip(path: Path) -> Path:
+    """A readable zip with ``setup.sh`` and ``run_autograder`` at its root (what ``gradescope build``
+    writes); else a CommandError in one line."""
+    path = Path(path)
+    hint = "give the zip that `autograder gradescope build ID -o autograder.zip` writes"
+    if not path.exists():
+        raise CommandError(f"{path} does not exist: {hint}")
+    if path.is_dir():
+        raise CommandError(f"{path} is a folder, not the autograder zip: {hint}")
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise CommandError(f"{path} cannot be read as a file: {hint}")
+    if not zipfile.is_zipfile(path):
+        raise CommandError(f"{path} is not a zip file (got '{path.suffix or 'no suffix'}'): {hint}")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise CommandError(f"{path} is a damaged zip ({e}): {hint}") from None
+    missing = [n for n in ZIP_SCRIPTS if n not in names]
+    if missing:
+        raise CommandError(f"{path} is a zip but not an autograder zip (no {' or '.join(missing)} at its root): {hint}")
+    return path
+
+
+def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: float, timeout_s: float,
+                     base: str, out: Path | None) -> None:
+    """Every argument of ``gradescope simulate``, then whether the container can run here, before
+    anything is built or written (exit 2 and one line, like every other command)."""
+    from .container import unavailable_reason
+
+    check_autograder_zip(zip_path)
+    if Path(submission).is_dir():
+        if not os.access(submission, os.R_OK | os.X_OK):
+            raise CommandError(f"{submission} cannot be read (permission denied)")
+    elif Path(submission).exists() or Path(submission).is_symlink():
+        check_notebook(submission)
+    else:
+        raise CommandError(f"{submission} does not exist: give a notebook (.ipynb) or a folder of the student's files")
+    for value, flag in ((memory_mb, "--memory-mb"), (cpus, "--cpus"), (timeout_s, "--timeout-s")):
+        if not value > 0:
+            raise CommandError(f"{flag} must be more than 0, got {value:g}")
+    if base not in BASES:
+        raise CommandError(f"--base {base!r} is not one of {', '.join(BASES)}")
+    if out is not None:
+        check_out_dir(out)
+    why = unavailable_reason()
+    if why:
+        raise CommandError(f"gradescope simulate cannot run here: {why}")
 
 
 def register(app: typer.Typer) -> None:

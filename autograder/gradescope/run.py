@@ -6,8 +6,11 @@ about the submission, and the result goes to ``ROOT/results/results.json``. A mi
 results file shows the student "The autograder failed to execute correctly", so:
 
 1. a zero-score placeholder is written first (it stays if Gradescope's time limit kills us);
-2. the one notebook of the submission is read safely (no symlinks, size cap) into a private
-   folder only root can read, and graded there with :func:`autograder.pipeline.grade_notebook`;
+2. the notebook of the submission is chosen by the rule every front end shares
+   (:mod:`autograder.notebook_choice`), read safely (no symlinks, size cap) into a private folder
+   only root can read, checked for another assignment's metadata by the bounded reader (a limited
+   child process: nothing of it is parsed here), and graded there with
+   :func:`autograder.pipeline.grade_notebook`;
 3. the real results are written last, atomically; any failure of the grader itself becomes a
    zero with a reason, its traceback goes to stdout (shown to instructors only), and the run
    still exits 0 because the file is valid.
@@ -20,25 +23,24 @@ import os
 import sys
 import tempfile
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..assignment import Assignment, load_assignment
-from ..assignment_match import mismatch_reason
+from ..assignment_match import mismatch_reason, notebook_facts_of
 from ..errors import AssignmentError, UnsafeFileError
-from ..report.escape import code_span
+from ..notebook_choice import NotebookChoice, choose_notebook, ignored, shown
+from ..report import markdown as md
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
+from ..sandbox.notebook import MAX_NOTEBOOK_BYTES
 from .cgroups import own_limits
 
 DEFAULT_ROOT = Path("/autograder")
 MANIFEST = "gradescope.json"                    # written by gradescope.build into the zip
-NOTEBOOK_MAX_BYTES = 64 * MiB                   # notebooks with outputs and images stay well below
+NOTEBOOK_MAX_BYTES = MAX_NOTEBOOK_BYTES         # the bounded reader's cap (outputs and images included)
 METADATA_MAX_BYTES = 16 * MiB                   # previous_submissions carries earlier results
 SCAN_LIMIT = 10_000                             # entries of the submission folder looked at
-IGNORED_NAMES = {"__MACOSX", ".ipynb_checkpoints"}
-NAME_CHARS = 120                                # of a file name quoted in a message
 
 PLACEHOLDER_REASON = (
     "Grading did not finish: the autograder was stopped before it could write a result, most "
@@ -60,65 +62,26 @@ def log(message: str) -> None:
 
 # ------------------------------------------------------------------------- finding the notebook
 
-@dataclass
-class NotebookChoice:
-    relpath: str | None                    # the notebook to grade, relative to submission/
-    message: str                           # why none was chosen, or a note about the choice
-
-
-def _scan_notebooks(submission: Path) -> tuple[list[str], list[str], list[str]]:
-    """(regular .ipynb files, symlinked .ipynb, other files) under ``submission``, relative, sorted."""
-    notebooks, links, others, seen = [], [], [], 0
+def _scan(submission: Path) -> list[tuple[str, bool]]:
+    """``(relative path, is a regular file)`` of the files under ``submission`` (hidden folders
+    and ``__MACOSX`` not entered; at most SCAN_LIMIT looked at)."""
+    files: list[tuple[str, bool]] = []
     for dirpath, dirnames, filenames in os.walk(submission, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in IGNORED_NAMES)
+        dirnames[:] = sorted(d for d in dirnames if not ignored(d))
         for name in sorted(filenames):
-            seen += 1
-            if seen > SCAN_LIMIT:
-                return notebooks, links, others
-            if name.startswith("."):
-                continue
+            if len(files) >= SCAN_LIMIT:
+                return files
             path = Path(dirpath, name)
-            rel = path.relative_to(submission).as_posix()
-            if not name.lower().endswith(".ipynb"):
-                others.append(rel)
-            elif path.is_symlink():
-                links.append(rel)
-            else:
-                notebooks.append(rel)
-    return notebooks, links, others
-
-
-def _listing(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(code_span(n, NAME_CHARS) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+            files.append((path.relative_to(submission).as_posix(), not path.is_symlink() and path.is_file()))
+    return files
 
 
 def find_notebook(submission: Path, preferred_name: str) -> NotebookChoice:
-    """The one notebook to grade in ``submission`` (searched recursively; hidden folders skipped).
-
-    Several notebooks are accepted only when exactly one of them is named ``preferred_name``
-    (the assignment's notebook name); symlinks are never graded.
-    """
+    """The notebook to grade in ``submission`` (searched recursively) by the rule every front end
+    shares (:func:`autograder.notebook_choice.choose_notebook`)."""
     if not submission.is_dir():
         return NotebookChoice(None, "The submission folder is missing: nothing was uploaded.")
-    notebooks, links, others = _scan_notebooks(submission)
-    if len(notebooks) == 1:
-        return NotebookChoice(notebooks[0], "")
-    if not notebooks:
-        found = f" It holds {_listing(others)}." if others else " It is empty."
-        if links:
-            found = f" {_listing(links)} is a symbolic link, not a notebook file."
-        return NotebookChoice(None, f"No notebook (.ipynb) found in your submission.{found} "
-                                    "Upload exactly one .ipynb file.")
-    named = [n for n in notebooks if Path(n).name == preferred_name]
-    if len(named) == 1:
-        others_nb = [n for n in notebooks if n != named[0]]
-        return NotebookChoice(named[0], f"Your submission has {len(notebooks)} notebooks; graded "
-                                        f"{code_span(named[0], NAME_CHARS)}, ignored {_listing(others_nb)}.")
-    return NotebookChoice(None, f"Your submission has {len(notebooks)} notebooks "
-                                f"({_listing(notebooks)}), and the grader cannot tell which one to "
-                                f"grade. Upload exactly one .ipynb file, or name the one to grade "
-                                f"{code_span(preferred_name, NAME_CHARS)}.")
+    return choose_notebook(_scan(submission), preferred_name)
 
 
 # ----------------------------------------------------------------------------------- metadata
@@ -208,7 +171,7 @@ def _with_extras(results: dict[str, Any], extra: dict[str, Any], note: str,
     results = dict(results)
     results["extra_data"] = {**(results.get("extra_data") or {}), "gradescope": extra}
     if note:
-        results["output"] = f"{note}\n\n{results.get('output') or ''}".rstrip() + "\n"
+        results["output"] = f"{md.text(note, 2000)}\n\n{results.get('output') or ''}".rstrip() + "\n"
     if board:
         results["leaderboard"] = board
     return results
@@ -224,25 +187,25 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
     assignment = load_assignment(_assignment_id(source, assignment_id), root=source)
     extra: dict[str, Any] = {"assignment": assignment.id, **read_submission_metadata(root)}
     choice = find_notebook(root / "submission", assignment.notebook.name)
-    if choice.relpath is None:
+    if choice.chosen is None:
         log(f"nothing graded: {choice.message}")
         return failure_results_json(choice.message, extra={"gradescope": extra})
-    extra["notebook"] = choice.relpath
+    extra["notebook"] = choice.chosen
     try:
-        data = read_bytes(root / "submission", choice.relpath, NOTEBOOK_MAX_BYTES)
+        data = read_bytes(root / "submission", choice.chosen, NOTEBOOK_MAX_BYTES)
     except UnsafeFileError as e:
         return failure_results_json(f"Your notebook could not be read: {e}.", extra={"gradescope": extra})
-    other = mismatch_reason("Your notebook", data, assignment)
+    other = mismatch_reason("Your notebook", notebook_facts_of(Path(choice.chosen).name, data), assignment)
     if other:
         log(f"nothing graded: {other}")
-        return failure_results_json(f"{other}. Submit the notebook of this assignment "
-                                    f"(`{assignment.notebook.name}`).", extra={"gradescope": extra})
-    log(f"grading submission/{choice.relpath} for {assignment.id}")
+        return failure_results_json(f"{other}. Submit the notebook of this assignment, "
+                                    f"{shown(assignment.notebook.name)}.", extra={"gradescope": extra})
+    log(f"grading submission/{choice.chosen} for {assignment.id}")
     with tempfile.TemporaryDirectory(prefix="autograder-gradescope-", ignore_cleanup_errors=True) as private, \
          tempfile.TemporaryDirectory(prefix="autograder-gradescope-ws-", ignore_cleanup_errors=True) as ws:
         private_dir = Path(private)                 # mode 0700: the notebook copy and the stage files
         os.chmod(ws, 0o711)                         # the fallback jail's uid passes through to its workspace
-        notebook = private_dir / Path(choice.relpath).name
+        notebook = private_dir / Path(choice.chosen).name
         notebook.write_bytes(data)
         out = private_dir / "out"
         grade = pipeline.grade_notebook(notebook, assignment, out, workspace=Path(ws) / "work")

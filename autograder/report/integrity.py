@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,7 +47,6 @@ LISTED_MIN = 0.25       # pairs sharing less than this are not listed in integri
 MAX_LISTED = 1000       # flagged pairs listed at most (more means the threshold does not fit the lesson)
 MIN_OWN_TOKENS = 60     # less own code than this (after the starter is removed): nothing to compare
 MAX_CODE_CHARS = 200_000
-MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 TOP = 10                # pairs shown with their code in summary.html
 CSV_TOP = 100           # pairs written to integrity.csv (flagged ones always)
 
@@ -93,21 +91,14 @@ class _Code:
 
 
 def code_cells(notebook: Path) -> list[tuple[int, str]]:
-    """(cell index, source) of each code cell; [] for a file that is not a notebook."""
+    """(cell index, source) of each code cell; [] for a file that is not a notebook. Read by the
+    one bounded reader (a limited child process): nothing of the notebook is parsed here."""
+    from ..sandbox.notebook import UnreadableNotebook, load_notebook
+
     try:
-        if notebook.is_symlink() or not notebook.is_file() or notebook.stat().st_size > MAX_NOTEBOOK_BYTES:
-            return []
-        nb = json.loads(notebook.read_bytes())
-    except (OSError, ValueError):
+        return [(c.index, c.source) for c in load_notebook(Path(notebook)).cells]
+    except UnreadableNotebook:
         return []
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    out = []
-    for i, cell in enumerate(cells if isinstance(cells, list) else []):
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            src = cell.get("source", "")
-            src = "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else str(src)
-            out.append((i, src))
-    return out
 
 
 def _normalise(source: str) -> str:

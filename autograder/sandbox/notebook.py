@@ -6,6 +6,11 @@ here: the result is the list of code cells (source and original index) and a fre
 notebook that holds only them, with empty metadata and no outputs. The file itself is parsed in
 a limited child process (:mod:`.notebook_parse`), so no notebook can cost the grader memory or
 time beyond its limits.
+
+This is the one reader of submitted notebooks: the pipeline, deciding the assignment
+(:mod:`autograder.assignment_match`), the batch client, Gradescope's ``run`` and the integrity
+report all read through :func:`load_notebook` (a file) or :func:`read_notebook_bytes` (bytes,
+e.g. a zip entry). No byte of a submission is parsed by ``json`` in the grader's own process.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import os
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -28,9 +33,14 @@ from . import notebook_parse
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
 MAX_CODE_CELLS = 2_000             # a notebook of this course has < 100; each runs as one request
 MAX_JSON_OBJECTS = 500_000         # outputs and metadata included (they are parsed, then dropped)
+MAX_JSON_ARRAYS = 500_000          # counted before parsing: a file of millions of [] costs a scan
 MAX_INT_DIGITS = 4_300             # Python's own limit for int(str)
+MAX_CODE_CHARS = 8 * 1024 * 1024   # of code in all cells (what comes back to the grader is bounded)
 PARSE_MEMORY_BYTES = 3 * 1024 ** 3  # the parsing child's address space
 PARSE_TIMEOUT_S = 60.0
+# metadata paths whose strings the reader returns (``LoadedNotebook.declared``): the assignment a
+# notebook says it is for, written by ``autograder build`` or by otter-assign
+DECLARED_AT = {"autograder": ("autograder", "assignment"), "otter": ("otter", "assignment_name")}
 
 
 class UnreadableNotebook(Exception):
@@ -54,6 +64,7 @@ class LoadedNotebook:
     cells: list[CodeCell]
     total: int                 # cells of every kind
     language: str | None       # the language the metadata names, when not Python
+    declared: dict[str, str] = field(default_factory=dict)   # DECLARED_AT key -> string found there (≤ 101 chars)
 
 
 def _open_notebook(path: Path) -> int:
@@ -85,38 +96,62 @@ def load_code_cells(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> tuple[lis
     return loaded.cells, loaded.total
 
 
-def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> LoadedNotebook:
-    """The code cells of the notebook at ``path``, how many cells it has and the language its
-    metadata names (when not Python), or :class:`UnreadableNotebook`.
+def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool = True) -> LoadedNotebook:
+    """The code cells of the notebook at ``path``, how many cells it has, the language its
+    metadata names (when not Python) and what its metadata declares (``DECLARED_AT``), or
+    :class:`UnreadableNotebook`.
 
     The JSON is parsed in a child process (:mod:`.notebook_parse`) with an address-space limit
     and ``timeout_s``: what a notebook's structure costs to parse is the child's, never the
     grader's, and a notebook of more than MAX_CODE_CELLS code cells is refused with a reason.
+    ``cells=False``: the code cells are not sent back (the caller needs only the metadata).
     """
     path = Path(path)
-    limits = {"name": path.name, "max_bytes": MAX_NOTEBOOK_BYTES, "max_objects": MAX_JSON_OBJECTS,
-              "max_int_digits": MAX_INT_DIGITS, "max_code_cells": MAX_CODE_CELLS,
-              "memory_bytes": PARSE_MEMORY_BYTES}
     fd = _open_notebook(path)
     try:
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
-                              stdin=fd, capture_output=True, timeout=timeout_s, cwd="/")
-    except subprocess.TimeoutExpired:
-        raise UnreadableNotebook(f"{path.name} took more than {timeout_s:g} s to read; it is not a notebook "
-                                 "the grader can run") from None
+        return _parse_in_child(path.name, fd, timeout_s, cells)
     finally:
         os.close(fd)
+
+
+def read_notebook_bytes(name: str, data: bytes, timeout_s: float = PARSE_TIMEOUT_S, *,
+                        cells: bool = True) -> LoadedNotebook:
+    """:func:`load_notebook` for a notebook the grader holds as bytes (a zip entry): the same
+    child, limits and reasons. ``name`` is how messages call it."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise UnreadableNotebook(f"{name} is {len(data):,} bytes, more than the {MAX_NOTEBOOK_BYTES:,} "
+                                 "allowed; hint: clear the outputs before submitting")
+    return _parse_in_child(name, data, timeout_s, cells)
+
+
+def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: bool) -> LoadedNotebook:
+    """Run :mod:`.notebook_parse` on ``source`` (a descriptor, or bytes fed on its stdin)."""
+    limits = {"name": name, "max_bytes": MAX_NOTEBOOK_BYTES, "max_objects": MAX_JSON_OBJECTS,
+              "max_arrays": MAX_JSON_ARRAYS, "max_int_digits": MAX_INT_DIGITS, "max_code_cells": MAX_CODE_CELLS,
+              "max_code_chars": MAX_CODE_CHARS, "memory_bytes": PARSE_MEMORY_BYTES, "cells": cells,
+              "declared_at": DECLARED_AT}
+    feed = {"input": source} if isinstance(source, bytes) else {"stdin": source}
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
+                              capture_output=True, timeout=timeout_s, cwd="/", **feed)
+    except subprocess.TimeoutExpired:
+        raise UnreadableNotebook(f"{name} took more than {timeout_s:g} s to read; it is not a notebook "
+                                 "the grader can run") from None
     try:
         result = json.loads(proc.stdout.decode("utf-8"))
+        if not isinstance(result, dict):
+            raise ValueError("not an object")
     except (UnicodeDecodeError, ValueError):
         why = "killed by a signal" if proc.returncode < 0 else f"exit code {proc.returncode}"
-        raise UnreadableNotebook(f"{path.name} could not be read as a notebook (the reader stopped: {why}; "
+        raise UnreadableNotebook(f"{name} could not be read as a notebook (the reader stopped: {why}; "
                                  "hint: it may be far too large or complex)") from None
     if "error" in result:
         raise UnreadableNotebook(str(result["error"]))
-    cells = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
+    code = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
     language = result.get("language")
-    return LoadedNotebook(cells, int(result["total"]), language if isinstance(language, str) else None)
+    declared = result.get("declared") if isinstance(result.get("declared"), dict) else {}
+    return LoadedNotebook(code, int(result["total"]), language if isinstance(language, str) else None,
+                          {str(k): v for k, v in declared.items() if isinstance(v, str)})
 
 
 def stripped_notebook(cells: list[CodeCell]) -> nbformat.NotebookNode:

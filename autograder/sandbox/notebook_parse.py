@@ -2,16 +2,22 @@
 
 This file is self-contained (standard library only) because it does not run as an import: the
 grader passes its source to ``python -I -S -c SOURCE LIMITS_JSON`` with the notebook's bytes on
-standard input (see :func:`autograder.sandbox.notebook.load_code_cells`). A 30 MB notebook of a
+standard input (see :func:`autograder.sandbox.notebook.load_notebook`). A 30 MB notebook of a
 million tiny objects takes gigabytes once parsed, and an integer of 5,000 digits or a
 200,000-deep nesting makes ``json.loads`` raise; here that costs a child process (with its own
 address-space limit and the caller's timeout), never the grader.
 
-It prints one JSON line: ``{"cells": [[index, source], ...], "total": n, "language": name}`` (the
-code cells, in order, how many cells the notebook has, and the language its kernelspec or
-language_info names when that is not Python, else null), or ``{"error": "reason for the student"}``. Limits:
-``max_bytes`` of input, ``max_objects`` JSON objects, ``max_int_digits`` per integer,
-``max_code_cells`` code cells; nesting is bounded by Python's recursion limit.
+It prints one JSON line: ``{"cells": [[index, source], ...], "total": n, "language": name,
+"declared": {key: id}}`` (the code cells, in order, how many cells the notebook has, the language
+its kernelspec or language_info names when that is not Python, else null, and the strings found at
+the metadata paths the caller asked for in ``declared_at``), or ``{"error": "reason for the
+student"}``. With ``"cells": false`` in the limits the code cells are left out (the caller only
+needs the metadata). Limits: ``max_bytes`` of input, ``max_objects`` JSON objects and
+``max_arrays`` JSON arrays (both counted before anything is built, so a file of millions of
+``[]`` costs a scan, not gigabytes), ``max_int_digits`` per integer, ``max_code_cells`` code
+cells and ``max_code_chars`` characters of code in all (what comes back is bounded too); nesting
+is bounded by Python's recursion limit. The child makes itself the first choice of an
+out-of-memory killer (``oom_score_adj``): in a full container it goes before the grader does.
 """
 
 import json
@@ -21,7 +27,10 @@ import sys
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9+#._ -]")
+# a JSON string (escapes included); an unterminated one runs to the end, so the scan stays linear
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
 MAX_LANGUAGE_CHARS = 40
+MAX_DECLARED_CHARS = 101    # longer than any id the grader accepts: the caller refuses it
 
 
 class Refused(Exception):
@@ -46,6 +55,7 @@ def parse(data, name, limits):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Refused(f"{name} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    _count_containers(text, name, limits)
     objects = [0]
 
     def on_object(pairs):
@@ -69,9 +79,10 @@ def parse(data, name, limits):
     except ValueError as e:   # json.JSONDecodeError is a ValueError
         raise Refused(f"{name} is not valid JSON ({str(e)[:120]}); hint: it may be truncated or not a "
                       ".ipynb file") from None
-    if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw:
+    major = raw.get("nbformat") if isinstance(raw, dict) else None
+    old = isinstance(major, int) and not isinstance(major, bool) and major < 4
+    if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw and not old:
         raise Refused(f"{name} is JSON but not a Jupyter notebook (no 'cells')")
-    major = raw.get("nbformat")
     if not isinstance(major, int) or isinstance(major, bool) or major < 4:
         raise Refused(f"{name} uses notebook format {str(major)[:20]}; format 4 is needed (hint: open and "
                       "save it in a current Jupyter)")
@@ -79,16 +90,48 @@ def parse(data, name, limits):
     if not isinstance(cells, list):
         raise Refused(f"{name}: 'cells' is not a list")
     out = []
+    chars = 0
     for i, cell in enumerate(cells):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
             raise Refused(f"cell {i + 1} of {name} is malformed (no cell_type)")
         if cell["cell_type"] == "code":
             out.append([i, _SURROGATE.sub("\ufffd", _source(cell, i))])   # must be encodable
+            chars += len(out[-1][1])
             if len(out) > limits["max_code_cells"]:
                 total = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
                 raise Refused(f"{name} has {total:,} code cells, more than the {limits['max_code_cells']:,} "
                               "the grader runs; hint: merge cells or remove empty ones")
-    return out, len(cells), declared_language(raw)
+            if chars > limits["max_code_chars"]:
+                raise Refused(f"{name} holds more than {limits['max_code_chars']:,} characters of code; hint: "
+                              "load data from a file instead of pasting it into a cell")
+    return out, len(cells), declared_language(raw), declared_ids(raw, limits.get("declared_at") or {})
+
+
+def _count_containers(text, name, limits):
+    """Refuse, before anything is built, a text with more JSON objects or arrays than allowed:
+    brackets are counted outside strings (exact for valid JSON; the parse refuses the rest)."""
+    bare = _STRING.sub("", text) if '"' in text else text
+    arrays, objects = bare.count("["), bare.count("{")
+    del bare
+    if arrays > limits["max_arrays"]:
+        raise Refused(f"{name} holds more than {limits['max_arrays']:,} JSON lists ({arrays:,}); it is not a "
+                      "notebook the grader can run (hint: clear the outputs before submitting)")
+    if objects > limits["max_objects"]:
+        raise Refused(f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
+                      "metadata); hint: clear the outputs and remove empty cells before submitting")
+
+
+def declared_ids(raw, paths):
+    """``{key: string}`` for each ``key: [block, field]`` of ``paths`` whose
+    ``metadata.<block>.<field>`` is a string (cut to MAX_DECLARED_CHARS; the caller checks it)."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    found = {}
+    for key, (block, field) in paths.items():
+        value = meta.get(block) if isinstance(meta, dict) else None
+        value = value.get(field) if isinstance(value, dict) else None
+        if isinstance(value, str):
+            found[key] = _SURROGATE.sub("\ufffd", value[:MAX_DECLARED_CHARS])
+    return found
 
 
 def declared_language(raw):
@@ -108,14 +151,24 @@ def declared_language(raw):
     return None
 
 
+def _first_to_be_killed():
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def main(limits_json):
     limits = json.loads(limits_json)
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    _first_to_be_killed()
     name = limits["name"]
     try:
         data = sys.stdin.buffer.read(limits["max_bytes"] + 1)
-        cells, total, language = parse(data, name, limits)
-        result = {"cells": cells, "total": total, "language": language}
+        cells, total, language, declared = parse(data, name, limits)
+        result = {"cells": cells if limits.get("cells", True) else [], "total": total, "language": language,
+                  "declared": declared}
     except Refused as e:
         result = {"error": str(e)}
     except MemoryError:

@@ -77,17 +77,19 @@ def test_code_spans_cannot_be_closed_from_inside(payload):
     assert rendered.count("<code>") == 1 and not re.search(r"<(a|img|em|strong|script)\b", rendered), rendered
 
 
-def test_a_file_name_with_a_backtick_stays_inside_its_code_span(tmp_path):
+def test_a_file_name_with_a_backtick_is_shown_literally(tmp_path):
+    """The choice's message is plain text; Gradescope's output escapes it (report/markdown.text)."""
     from autograder.gradescope.run import find_notebook
+    from autograder.report import markdown as md
 
     sub = tmp_path / "submission"
     sub.mkdir()
     for name in ("a.ipynb", "x`](javascript:alert(1))`.ipynb", "**b**.ipynb"):
         (sub / name).write_text("{}")
     choice = find_notebook(sub, "solution.ipynb")
-    rendered = RENDER.render(choice.message)
-    assert choice.relpath is None and "<a" not in rendered and "<strong>" not in rendered, rendered
-    assert rendered.count("<code>") == 4 and "<code>x`](javascript:alert(1))`.ipynb</code>" in rendered, rendered
+    rendered = RENDER.render(md.text(choice.message, 2000))
+    assert choice.chosen is None and "<a" not in rendered and "<strong>" not in rendered, rendered
+    assert "<code>" not in rendered and "x`](javascript:alert(1))`.ipynb" in rendered, rendered
 
 
 # ----------------------------------------------------------------------------- graded notebooks

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from autograder.assignment_match import (declared_assignment, mismatch_reason, resolve_assignment,
-                                         source_notebooks)
+from autograder.assignment_match import mismatch_reason, notebook_facts_of, resolve_assignment, source_notebooks
 from autograder.cli import app
 from autograder.errors import AssignmentError
 
@@ -41,6 +40,11 @@ def notebook(autograder: str | None = None, otter: str | None = None, **extra) -
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": meta, "cells": []}).encode()
 
 
+def facts(name: str, data: bytes):
+    """What the bounded reader tells of ``data`` (read in its limited child, as every front end does)."""
+    return notebook_facts_of(name, data)
+
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     return make_project(tmp_path / "project")
@@ -51,7 +55,7 @@ def project(tmp_path) -> Path:
 def test_a_single_assignment_is_the_default(tmp_path):
     root = make_project(tmp_path / "one", ids=("alpha-01",))
     assert resolve_assignment(None, root=root).id == "alpha-01"
-    assert resolve_assignment(None, [("x.ipynb", notebook())], root=root).id == "alpha-01"
+    assert resolve_assignment(None, [facts("x.ipynb", notebook())], root=root).id == "alpha-01"
 
 
 def test_several_assignments_and_nothing_to_go_by_is_an_error_listing_them(project):
@@ -59,7 +63,7 @@ def test_several_assignments_and_nothing_to_go_by_is_an_error_listing_them(proje
         resolve_assignment(None, root=project)
     assert str(e.value) == "there are 2 assignments; choose one with --assignment: alpha-01, beta-02"
     with pytest.raises(AssignmentError, match=r"cannot tell which assignment x.ipynb is for .*alpha-01, beta-02$"):
-        resolve_assignment(None, [("x.ipynb", notebook())], root=project)
+        resolve_assignment(None, [facts("x.ipynb", notebook())], root=project)
 
 
 @pytest.mark.parametrize("nb, name, expected", [
@@ -71,13 +75,14 @@ def test_several_assignments_and_nothing_to_go_by_is_an_error_listing_them(proje
     (notebook(autograder="gamma-03"), "beta-02-notebook.ipynb", "beta-02"),      # unknown id: the name decides
 ])
 def test_metadata_then_name_decide(project, nb, name, expected):
-    assert resolve_assignment(None, [(name, nb)], root=project).id == expected
+    assert resolve_assignment(None, [facts(name, nb)], root=project).id == expected
 
 
 def test_a_batch_takes_the_assignment_its_notebooks_agree_on(project):
-    agree = [("a.ipynb", notebook(autograder="alpha-01")), ("b.ipynb", notebook()), ("c.ipynb", notebook(otter="alpha-01"))]
+    agree = [facts("a.ipynb", notebook(autograder="alpha-01")), facts("b.ipynb", notebook()),
+             facts("c.ipynb", notebook(otter="alpha-01"))]
     assert resolve_assignment(None, agree, root=project).id == "alpha-01"
-    mixed = agree + [("d.ipynb", notebook(autograder="beta-02"))]
+    mixed = agree + [facts("d.ipynb", notebook(autograder="beta-02"))]
     with pytest.raises(AssignmentError) as e:
         resolve_assignment(None, mixed, root=project, what="the notebooks of subs")
     assert str(e.value) == ("the notebooks of subs are for different assignments (alpha-01: 2, beta-02: 1); "
@@ -86,12 +91,12 @@ def test_a_batch_takes_the_assignment_its_notebooks_agree_on(project):
 
 def test_an_explicit_assignment_refuses_a_notebook_made_for_another(project):
     with pytest.raises(AssignmentError) as e:
-        resolve_assignment("alpha-01", [("hw.ipynb", notebook(autograder="beta-02"))], root=project)
+        resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(autograder="beta-02"))], root=project)
     assert str(e.value) == ("hw.ipynb was made for assignment 'beta-02' (its autograder metadata), not 'alpha-01'; "
                             "grade it with --assignment beta-02")
     assert "\n" not in str(e.value)
-    assert resolve_assignment("alpha-01", [("hw.ipynb", notebook(autograder="alpha-01"))], root=project).id == "alpha-01"
-    assert resolve_assignment("alpha-01", [("beta-02.ipynb", notebook())], root=project).id == "alpha-01", \
+    assert resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(autograder="alpha-01"))], root=project).id == "alpha-01"
+    assert resolve_assignment("alpha-01", [facts("beta-02.ipynb", notebook())], root=project).id == "alpha-01", \
         "a file name alone never overrides an explicit choice"
 
 
@@ -106,10 +111,10 @@ def test_a_notebook_for_another_lesson_gets_a_one_line_reason(project):
     from autograder.assignment import load_assignment
 
     alpha = load_assignment("alpha-01", project)
-    assert mismatch_reason("The notebook", notebook(otter="lesson-99"), alpha) == \
+    assert mismatch_reason("The notebook", facts("x.ipynb", notebook(otter="lesson-99")), alpha) == \
         "The notebook was made for assignment 'lesson-99' (its otter-assign metadata), not 'alpha-01'"
-    assert mismatch_reason("The notebook", notebook(autograder="alpha-01"), alpha) is None
-    assert mismatch_reason("The notebook", notebook(), alpha) is None
+    assert mismatch_reason("The notebook", facts("x.ipynb", notebook(autograder="alpha-01")), alpha) is None
+    assert mismatch_reason("The notebook", facts("x.ipynb", notebook()), alpha) is None
 
 
 @pytest.mark.parametrize("data", [
@@ -119,7 +124,7 @@ def test_a_notebook_for_another_lesson_gets_a_one_line_reason(project):
     b"[" * 100_000 + b"]" * 100_000,
 ])
 def test_hostile_or_odd_metadata_declares_nothing(data):
-    assert declared_assignment(data) is None
+    assert facts("x.ipynb", data).declared is None
 
 
 def test_source_notebooks_of_a_folder_and_a_zip(tmp_path):
@@ -130,14 +135,32 @@ def test_source_notebooks_of_a_folder_and_a_zip(tmp_path):
     (folder / ".hidden.ipynb").write_bytes(notebook())
     (folder / "notes.txt").write_text("x")
     (folder / "link.ipynb").symlink_to(folder / "a.ipynb")
-    assert sorted(n for n, _ in source_notebooks(folder)) == ["a.ipynb", "b.ipynb"]
+    assert sorted(f.name for f in source_notebooks(folder)) == ["a.ipynb", "b.ipynb"]
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("submission_1/hw.ipynb", notebook(autograder="beta-02"))
         zf.writestr("__MACOSX/submission_1/._hw.ipynb", b"junk")
         zf.writestr("submission_metadata.yml", "x")
-    assert [(n, declared_assignment(d).id) for n, d in source_notebooks(archive)] == [("hw.ipynb", "beta-02")]
+    assert [(f.name, f.declared.id) for f in source_notebooks(archive)] == [("hw.ipynb", "beta-02")]
     assert source_notebooks(tmp_path / "missing") == []
+
+
+def test_a_notebook_of_another_course_is_told_which_assignment_it_names(project):
+    with pytest.raises(AssignmentError) as e:
+        resolve_assignment(None, [facts("hw.ipynb", notebook(otter="hw03-pandas"))], root=project)
+    assert str(e.value) == ("cannot tell which assignment hw.ipynb is for (it names assignment 'hw03-pandas' (its "
+                            "otter-assign metadata), which is not an assignment of this course); choose one with "
+                            "--assignment: alpha-01, beta-02")
+    with pytest.raises(AssignmentError) as e:
+        resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(otter="hw03-pandas"))], root=project)
+    assert str(e.value) == ("hw.ipynb was made for assignment 'hw03-pandas' (its otter-assign metadata), not "
+                            "'alpha-01', and it is not an assignment of this course")
+    two = [facts("a.ipynb", notebook(otter="hw03-pandas")), facts("b.ipynb", notebook(autograder="hw04"))]
+    with pytest.raises(AssignmentError, match=r"2 of them name assignments this course does not have "
+                                              r"\('hw03-pandas' \(its otter-assign metadata\), 'hw04'"):
+        resolve_assignment(None, two, root=project, what="the notebooks of subs")
+    with pytest.raises(AssignmentError, match=r"\(it could not be read\)"):
+        resolve_assignment(None, [facts("x.ipynb", b"[" * 600_000)], root=project)
 
 
 # ── the commands: exit 2, one line, nothing written ───────────────────────────────────────────

@@ -62,7 +62,7 @@ def test_real_export_batch(graded, results_validator):
         {k: v for k, v in ref.items() if k not in ("name", "submitters", "sids", "emails", "cached")}
     assert (ref["cached"], copy["cached"]) == ("no", "yes")
     assert float(untouched["score"]) < 10 and int(untouched["cells_errored"]) > 0
-    assert empty["score"] == "0" and "no Jupyter notebook" in empty["reason"]
+    assert empty["score"] == "0" and "No notebook (.ipynb) found" in empty["reason"]
     for name in book:
         results_validator(json.loads((out / name / "results.json").read_text()))
     page = (out / "summary.html").read_text()

@@ -122,7 +122,7 @@ def test_rescore_keeps_unreadable_zeros_and_export_metadata(tmp_path, fake_assig
     book = read_gradebook(out)
     assert [(r["name"], r["submitters"], r["sids"], r["score"], r["status"]) for r in book] == [
         ("submission_1", "Ada", "1", "20", "ok"), ("submission_2", "Bo", "", "0", "unreadable")]
-    assert "no Jupyter notebook" in book[1]["reason"]
+    assert "No notebook (.ipynb) found" in book[1]["reason"]
 
 
 def test_a_later_run_judges_new_submissions_with_the_rescored_tolerances(tmp_path, graded, fake_assignment):

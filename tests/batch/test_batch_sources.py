@@ -105,7 +105,7 @@ def test_export_zip_submitters_and_notebook_count_rules(tmp_path):
     assert subs["submission_101"].notebook.read_text() == nb
     assert "2 notebooks (a.ipynb, b.ipynb)" in subs["submission_102"].problem
     assert len(subs["submission_102"].submitters) == 2
-    assert "no Jupyter notebook" in subs["submission_103"].problem and "notes.txt" in subs["submission_103"].problem
+    assert "No notebook (.ipynb) found" in subs["submission_103"].problem and "notes.txt" in subs["submission_103"].problem
     assert subs["submission_9"].notebook is not None and subs["submission_9"].submitters == []
 
 

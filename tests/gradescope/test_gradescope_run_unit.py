@@ -192,7 +192,8 @@ def test_no_notebook_gives_a_zero_naming_what_was_found(root, fake, results_vali
     final = written(root)
     results_validator(final)
     assert final["score"] == 0.0 and fake.calls == []
-    assert "No notebook" in final["output"] and "\\`solution.py\\`" in final["output"]  # escaped: shown literally
+    assert "No notebook" in final["output"] and "It holds solution.py." in final["output"]
+    assert "`" not in final["output"], "a file name is plain text: no literal backticks for the student"
 
 
 def test_empty_or_missing_submission_gives_a_zero(root, fake):
@@ -210,8 +211,9 @@ def test_two_notebooks_give_a_zero_listing_both(root, fake, results_validator):
     final = written(root)
     results_validator(final)
     assert final["score"] == 0.0 and fake.calls == []
-    assert "2 notebooks" in final["output"] and "\\`sub/b.ipynb\\`" in final["output"]  # escaped: shown literally
-    assert f"\\`{ID}.ipynb\\`" in final["output"], "the message names the file name that would be chosen"
+    assert "2 notebooks" in final["output"] and "(a.ipynb, sub/b.ipynb)" in final["output"]
+    assert f"name the one to grade {ID}.ipynb." in final["output"], "the message names the file name that would be chosen"
+    assert "`" not in final["output"], "a file name is plain text: no literal backticks for the student"
 
 
 def test_of_several_notebooks_the_one_named_like_the_assignment_is_graded(root, fake):
@@ -221,7 +223,7 @@ def test_of_several_notebooks_the_one_named_like_the_assignment_is_graded(root, 
     assert b"the one" in fake.calls[0]["content"]
     final = written(root)
     assert final["extra_data"]["gradescope"]["notebook"] == f"hw/{ID}.ipynb"
-    assert final["output"].startswith("Your submission has 2 notebooks") and "`scratch.ipynb`" in final["output"]
+    assert final["output"].startswith(f"Your submission has 2 notebooks; graded hw/{ID}.ipynb, ignored scratch.ipynb.")
 
 
 def test_notebooks_are_found_in_subfolders_but_not_in_hidden_ones(root, fake):
