@@ -13,16 +13,56 @@ import threading
 from typing import NoReturn
 
 import typer
+# typer carries its own copy of click (typer._click): its usage errors are these classes
+from typer._click.core import Context
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
 
 from . import __version__
+from .cli_checks import EXIT_USAGE, one_line
+
+
+class UsageLine(UsageError):
+    """A usage error as every other mistake in the command: one line on stderr, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: object = None) -> None:
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        typer.secho(f"error: {one_line(self.format_message())}{where}", fg="red", err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The app's group: click's usage errors (unknown option or command, a missing or bad
+    argument) become a ``UsageLine``, not click's usage block, try-line and error box."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        with _one_line_usage():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Context) -> object:
+        with _one_line_usage():
+            return super().invoke(ctx)
+
+
+class _one_line_usage:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
+        if isinstance(error, UsageError) and not isinstance(error, (UsageLine, NoArgsIsHelpError)):
+            raise UsageLine(error.format_message(), error.ctx) from None
+        return False
+
 
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     # plain help: flags are listed without a value placeholder (typer's rich help shows `<bool>`
-    # for every flag, as if `--no-cache true` were how to write it), and usage errors are one block
+    # for every flag, as if `--no-cache true` were how to write it); usage errors: OneLineErrors
     rich_markup_mode=None,
 )
 
