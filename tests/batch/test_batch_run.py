@@ -196,6 +196,17 @@ def test_cli_batch_then_rescore(tmp_path, fake_root, exec_log):
     assert result.exit_code == 0, result.output
     assert "rescored 4 of 5" in result.output
     assert read_gradebook(out)[0]["score"] == "30"
+    note = [line for line in result.output.splitlines() if line.startswith("tolerances: ")]
+    assert len(note) == 1 and f"override {strict} (given)" in note[0]
+    result = CliRunner().invoke(app, ["rescore", str(out)])                 # plain: the override is kept
+    assert result.exit_code == 0 and "no score changed" in result.output, result.output
+    assert "kept from the last run of this batch; --calibrated goes back" in result.output
+    assert read_gradebook(out)[0]["score"] == "30"
+    result = CliRunner().invoke(app, ["rescore", str(out), "--calibrated"])
+    assert result.exit_code == 0 and "tolerances: the calibrated ones" in result.output
+    assert read_gradebook(out)[0]["score"] != "30"
+    result = CliRunner().invoke(app, ["rescore", str(out), "--calibrated", "--tolerances", str(strict)])
+    assert result.exit_code == 2 and "give one of them" in result.output
     result = CliRunner().invoke(app, ["rescore", str(tmp_path / "src")])
     assert result.exit_code == 2 and "batch.json is missing" in result.output
 
