@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from typing import NoReturn
@@ -19,7 +20,7 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from . import __version__
-from .cli_checks import EXIT_USAGE, one_line
+from .cli_checks import EXIT_INTERRUPTED, EXIT_USAGE, one_line
 
 
 class UsageLine(UsageError):
@@ -99,13 +100,42 @@ def main() -> NoReturn:
     about half a second here (thousands of modules, freed one by one), paid after every command
     has finished its work. So, once the command is done and no other thread runs, the exit
     handlers run (temporary folders, logging) and the process ends with ``os._exit``: every file
-    the commands write is closed by then (``with`` blocks, atomic writes)."""
+    the commands write is closed by then (``with`` blocks, atomic writes).
+
+    SIGTERM is handled like Ctrl-C (``terminate_as_interrupt``), and the exit status then says
+    which signal it was (143, not 130)."""
+    received = terminate_as_interrupt()
     try:
         app()
         code: object = 0
     except SystemExit as e:
         code = e.code
+    if code == EXIT_INTERRUPTED and received:
+        code = 128 + received[-1]
     _leave(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt: every command cleans up the same way
+    (kernels shut down, a batch's workers stopped and its unfinished folders removed, an
+    interrupted grade's files removed) and exits as interrupted."""
+
+
+def terminate_as_interrupt() -> list[int]:
+    """Install the SIGTERM handler (the console script only, in the main thread); returns the list
+    the handler appends the signal to. A second SIGTERM while cleaning up is ignored (a Python
+    handler, not SIG_IGN, so that no process started meanwhile inherits it)."""
+    received: list[int] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        if received:
+            return
+        received.append(signum)
+        raise Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    return received
 
 
 def _leave(code: object) -> NoReturn:
