@@ -159,7 +159,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     try:
         records = run_tasks(todo, assignment, lambda n: make_executor(scheduler, jobs, assignment, n),
                             progress=progress, cache=ExecutionCache(cache_root) if cache_root else None,
-                            dedupe=cache_root is not None)
+                            dedupe=cache_root is not None, done_before=len(tasks) - len(todo))
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)
