@@ -146,7 +146,7 @@ def test_ctrl_c_stops_workers_and_a_rerun_resumes(tmp_path, fake_assignment, exe
     assert summary.skipped == len(finished)
 
 
-def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_assignment, exec_log):
+def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_assignment, exec_log, capsys):
     src = tmp_path / "src"
     write_notebook(src / "crash.ipynb", die=True)
     for name in ["ok1", "ok2", "ok3"]:
@@ -156,6 +156,7 @@ def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_ass
     assert [(r["name"], r["status"]) for r in summary.rows] == [
         ("crash", "worker_lost"), ("ok1", "ok"), ("ok2", "ok"), ("ok3", "ok")]
     assert "retried alone" in summary.rows[0]["reason"]
+    assert capsys.readouterr().err.count("a worker process of the local pool died") == 2, "said each time"
     assert json.loads((tmp_path / "out" / "crash" / "results.json").read_text())["score"] == 0
 
 
