@@ -7,11 +7,12 @@ Commands live beside the code they drive and register themselves here through a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Iterator, NoReturn
 
 import typer
 # typer carries its own copy of click (typer._click): its usage errors are these classes
@@ -46,14 +47,14 @@ class OneLineErrors(TyperGroup):
             return super().invoke(ctx)
 
 
-class _one_line_usage:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, error: BaseException | None, tb: object) -> bool:
-        if isinstance(error, UsageError) and not isinstance(error, (UsageLine, NoArgsIsHelpError)):
-            raise UsageLine(error.format_message(), error.ctx) from None
-        return False
+@contextlib.contextmanager
+def _one_line_usage() -> Iterator[None]:
+    try:
+        yield
+    except (UsageLine, NoArgsIsHelpError):   # already one line; or the help, shown when no argument is given
+        raise
+    except UsageError as e:
+        raise UsageLine(e.format_message(), e.ctx) from None
 
 
 app = typer.Typer(
