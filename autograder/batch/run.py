@@ -401,9 +401,5 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _abs(path: Path | None) -> Path | None:
-    return Path(path).resolve() if path else None
-
-
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
