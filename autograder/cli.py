@@ -7,22 +7,64 @@ Commands live beside the code they drive and register themselves here through a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Iterator, NoReturn
 
 import typer
+# typer carries its own copy of click (typer._click): its usage errors are these classes
+from typer._click.core import Context
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer.core import TyperGroup
 
 from . import __version__
+from .cli_checks import EXIT_INTERRUPTED, EXIT_USAGE, one_line
+
+
+class UsageLine(UsageError):
+    """A usage error as every other mistake in the command: one line on stderr, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: object = None) -> None:
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        typer.secho(f"error: {one_line(self.format_message())}{where}", fg="red", err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The app's group: click's usage errors (unknown option or command, a missing or bad
+    argument) become a ``UsageLine``, not click's usage block, try-line and error box."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        with _one_line_usage():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Context) -> object:
+        with _one_line_usage():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _one_line_usage() -> Iterator[None]:
+    try:
+        yield
+    except (UsageLine, NoArgsIsHelpError):   # already one line; or the help, shown when no argument is given
+        raise
+    except UsageError as e:
+        raise UsageLine(e.format_message(), e.ctx) from None
+
 
 app = typer.Typer(
+    cls=OneLineErrors,
     help="Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     # plain help: flags are listed without a value placeholder (typer's rich help shows `<bool>`
-    # for every flag, as if `--no-cache true` were how to write it), and usage errors are one block
+    # for every flag, as if `--no-cache true` were how to write it); usage errors: OneLineErrors
     rich_markup_mode=None,
 )
 
@@ -59,13 +101,42 @@ def main() -> NoReturn:
     about half a second here (thousands of modules, freed one by one), paid after every command
     has finished its work. So, once the command is done and no other thread runs, the exit
     handlers run (temporary folders, logging) and the process ends with ``os._exit``: every file
-    the commands write is closed by then (``with`` blocks, atomic writes)."""
+    the commands write is closed by then (``with`` blocks, atomic writes).
+
+    SIGTERM is handled like Ctrl-C (``terminate_as_interrupt``), and the exit status then says
+    which signal it was (143, not 130)."""
+    received = terminate_as_interrupt()
     try:
         app()
         code: object = 0
     except SystemExit as e:
         code = e.code
+    if code == EXIT_INTERRUPTED and received:
+        code = 128 + received[-1]
     _leave(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt: every command cleans up the same way
+    (kernels shut down, a batch's workers stopped and its unfinished folders removed, an
+    interrupted grade's files removed) and exits as interrupted."""
+
+
+def terminate_as_interrupt() -> list[int]:
+    """Install the SIGTERM handler (the console script only, in the main thread); returns the list
+    the handler appends the signal to. A second SIGTERM while cleaning up is ignored (a Python
+    handler, not SIG_IGN, so that no process started meanwhile inherits it)."""
+    received: list[int] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        if received:
+            return
+        received.append(signum)
+        raise Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    return received
 
 
 def _leave(code: object) -> NoReturn:

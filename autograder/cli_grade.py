@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 
-from .cli_checks import (check_empty_or_absent, check_file, check_grading_files, check_notebook, check_out_dir,
-                         command_errors, create_out_dir, one_line)
+from .cli_checks import (EXIT_INTERRUPTED, check_empty_or_absent, check_file, check_grading_files, check_notebook,
+                         check_out_dir, command_errors, create_out_dir, one_line)
 from .errors import AssignmentError, SandboxUnavailableError
 
 ASSIGNMENT_HELP = ("Assignment id (a folder under assignments/). Default: the only one, else the one the "
@@ -44,10 +44,17 @@ def grade(
         a = resolve_assignment(assignment, [notebook_facts(notebook)])
         tolerances = check_file(tolerances, what="--tolerances")
         check_grading_files(a, tolerances, None)
+        created = not out.exists()
         create_out_dir(out)
-    with command_errors(SandboxUnavailableError):
-        grade_ = grade_notebook(notebook, a, out, workspace=workspace, tolerances=tolerances,
-                                unsafe_no_sandbox=unsafe_no_sandbox)
+    try:
+        with command_errors(SandboxUnavailableError):
+            grade_ = grade_notebook(notebook, a, out, workspace=workspace, tolerances=tolerances,
+                                    unsafe_no_sandbox=unsafe_no_sandbox)
+    except KeyboardInterrupt:   # Ctrl-C or SIGTERM: the pipeline removed what this grade wrote
+        if created:
+            _remove_if_empty(out)
+        typer.secho(f"interrupted: nothing was graded; {out} holds no results.json", fg="yellow", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     for line in execution_notes(out / EXECUTION_FILE):
         typer.secho(line, fg="yellow")
     for warning in grade_.get("version_drift", []):
@@ -77,6 +84,13 @@ def execution_notes(execution_file: Path) -> list[str]:
     if isinstance(first, dict):
         notes.append(f"{where_of(first)} raised {plain(error_text(first), 380)}")
     return notes
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:   # not empty (a --workspace inside it, say) or already gone
+        pass
 
 
 def _read_json(path: Path) -> dict:

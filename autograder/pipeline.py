@@ -1,9 +1,11 @@
 """Grade one notebook: execute (jailed) → measure → judge → report.
 
-``grade_notebook`` always leaves a valid ``results.json`` in ``out_dir``: a zero-score placeholder
-is written first, and the real one replaces it atomically at the end. A broken or hostile
-submission is a graded outcome; only a bug of the harness itself raises (after writing a failure
-result that says so).
+``grade_notebook`` leaves a valid ``results.json`` in ``out_dir``: a zero-score placeholder is
+written first, and the real one replaces it atomically at the end. A broken or hostile submission
+is a graded outcome; only a bug of the harness itself raises (after writing a failure result that
+says so). An interrupted grade (Ctrl-C, SIGTERM, a batch stopping its workers) leaves nothing: the
+placeholder and every file of that grade are removed as the interruption unwinds, so no zero
+stands for a grade that never happened (Gradescope's front end keeps its own placeholder).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ GRADE_FILE = "grade.json"
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
 FEEDBACK_HTML_FILE = "feedback.html"
+GRADE_FILES = (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE)
 
 StageCallback = Callable[[str], None]
 
@@ -224,6 +227,19 @@ def _stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:
             if name != "judge"}
 
 
+def _remove_unfinished(out_dir: Path, kept: set[str], created: bool) -> None:
+    """After an interruption: remove the placeholder and every file this grade wrote (anything in
+    ``out_dir`` but ``kept``, the names that were there before it), and ``out_dir`` if it made it."""
+    try:
+        for path in out_dir.iterdir():
+            if path.name not in kept and (path.is_file() or path.is_symlink()):
+                path.unlink(missing_ok=True)
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+    except OSError:
+        pass
+
+
 def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
                    workspace: Path | None = None, unsafe_no_sandbox: bool = False,
                    tolerances: Path | None = None, rubric: Path | None = None, slot: int = 0,
@@ -237,11 +253,12 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     from .sandbox.runfolder import make_workspace_folder
 
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE):
-        (out_dir / stale).unlink(missing_ok=True)
-    _write_json(out_dir / RESULTS_FILE, failure_results_json(
-        "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))
+    for stale in GRADE_FILES:
+        if stale != RESULTS_FILE:
+            (out_dir / stale).unlink(missing_ok=True)
+    kept = {p.name for p in out_dir.iterdir()} - {RESULTS_FILE}
     started = time.monotonic()
     marks: list[tuple[str, float]] = [("setup", started)]
 
@@ -251,12 +268,15 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
             on_stage(name)
 
     tmp = None
-    if workspace is None:
-        tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
-        workspace = tmp / "work"
-    workspace = Path(workspace)
     overlapped: dict[str, float] = {}
     try:
+        # while grading runs: a zero that says so (a grader killed outright leaves this one)
+        _write_json(out_dir / RESULTS_FILE, failure_results_json(
+            "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))
+        if workspace is None:
+            tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
+            workspace = tmp / "work"
+        workspace = Path(workspace)
         # a size-capped tmpfs while the kernel writes and the measurement reads (when root);
         # a workspace the caller keeps is copied back out of it
         with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
@@ -273,6 +293,9 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         _write_json(out_dir / RESULTS_FILE, failure_results_json(
             "The grader itself failed while grading this notebook; this is not a problem with your "
             f"work, and course staff can see the error ({type(e).__name__})."))
+        raise
+    except BaseException:  # interrupted: KeyboardInterrupt (Ctrl-C, or SIGTERM in the CLI), a batch stopping
+        _remove_unfinished(out_dir, kept, created)
         raise
     finally:
         if tmp is not None:

@@ -12,6 +12,9 @@ from rich.text import Text
 from ..cli_checks import EXIT_INTERRUPTED, CommandError, check_file, check_out_dir, check_source, command_errors
 from ..errors import SandboxUnavailableError
 
+CALIBRATED_HELP = ("Judge with the assignment's calibrated tolerances and its own rubric, dropping an override "
+                   "an earlier run or rescore of OUT kept.")
+
 
 def batch(
     source: Path = typer.Argument(..., metavar="SOURCE", help="A folder of .ipynb files or a Gradescope 'Export Submissions' zip."),
@@ -30,6 +33,7 @@ def batch(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar (on a terminal)."),
     tolerances: Optional[Path] = typer.Option(None, "--tolerances", help="Override some tolerances: a TOML file with only the keys to change."),
     allow_empty: bool = typer.Option(False, "--allow-empty", help="Accept a source with no notebook (an empty gradebook) instead of exit 2."),
+    calibrated: bool = typer.Option(False, "--calibrated", help=CALIBRATED_HELP),
 ) -> None:
     """Grade every submission of SOURCE in parallel; re-running resumes where it stopped.
 
@@ -60,7 +64,7 @@ def batch(
             summary = run_batch(source, out, assignment=a, jobs=jobs or None, unsafe_no_sandbox=unsafe_no_sandbox,
                                 progress=progress, cache_dir=cache_dir, use_cache=not no_cache,
                                 tolerances=tolerances, allow_empty=allow_empty,
-                                scheduler=scheduler)
+                                scheduler=scheduler, calibrated=calibrated)
         except KeyboardInterrupt:
             typer.secho(f"interrupted: finished submissions are kept in {out}; run the same command again to resume",
                         fg="yellow", err=True)
@@ -69,6 +73,7 @@ def batch(
         typer.secho(f"warning: {warning}", fg="yellow", err=True)
     for warning in summary.version_drift:
         typer.secho(f"warning: {warning}", fg="yellow")
+    typer.echo(summary.grading_note)
     print_scores_table(summary.rows)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.status_counts().items()))
     typer.echo(f"{len(summary.rows)} submissions ({counts or 'none'}) · {summary.executed} executed, "
@@ -82,11 +87,13 @@ def rescore(
     tolerances: Optional[Path] = typer.Option(None, "--tolerances", help="Override some tolerances: a TOML file with only the keys to change."),
     rubric: Optional[Path] = typer.Option(None, "--rubric", help="Judge with this rubric.toml instead of the assignment's."),
     partial: bool = typer.Option(False, "--partial", help="Rescore a batch that is not finished (ungraded submissions stay so)."),
+    calibrated: bool = typer.Option(False, "--calibrated", help=CALIBRATED_HELP),
 ) -> None:
     """Re-judge every submission of a batch from its stored measurements: no notebook is executed.
 
     Rewrites each results.json, feedback.md and grade.json, then gradebook.csv, integrity.csv and
-    summary.html, and writes OUT/rescore-diff.csv: every submission whose score changed.
+    summary.html, and writes OUT/rescore-diff.csv: every submission whose score changed. Without
+    --tolerances or --rubric, the files the batch last used are kept (--calibrated goes back).
     """
     from .run import rescore as rescore_batch
     from ..report.console import print_scores_table
@@ -96,9 +103,10 @@ def rescore(
             raise CommandError(f"{out} is not a folder: give the --out folder of a batch run")
         tolerances = check_file(tolerances, what="--tolerances")
         rubric = check_file(rubric, what="--rubric")
-        summary = rescore_batch(out, tolerances=tolerances, rubric=rubric, partial=partial)
+        summary = rescore_batch(out, tolerances=tolerances, rubric=rubric, partial=partial, calibrated=calibrated)
     for warning in summary.version_drift:
         typer.secho(f"warning: {warning}", fg="yellow")
+    typer.echo(summary.grading_note)
     print_scores_table(summary.rows)
     print_score_changes(summary.diff)
     if summary.ungraded:

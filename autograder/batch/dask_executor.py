@@ -15,6 +15,10 @@
   ``KilledWorker``, reported as a final ``WorkerLost`` (the submission is ``worker_lost``).
 - A job without a reply after ``wall_limit_s`` (a hung worker) is cancelled, its worker restarted
   when a nanny watches it, and reported as a (non-final) ``WorkerLost``: retried alone.
+- The cluster is watched every ``WORKERS_CHECK_S``: a worker that leaves or joins is one line
+  (``progress.note``). With no worker at all, the batch says so and waits ``NO_WORKERS_S`` for one;
+  then every submission in flight or still queued ends as a final ``WorkerLost`` (``worker_lost``,
+  which a re-run grades again) instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..assignment import Assignment, load_assignment
 from ..environment import environment_versions
 from ..errors import AutograderError
 from .executor import WorkerLost
+from .progress import note
 from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, mismatch
 
 PLUGIN_NAME = "autograder-grader"
@@ -40,6 +45,9 @@ TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
 CONNECT_TIMEOUT_S = 30
 WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
 CAPACITY_REFRESH_S = 5.0
+WORKERS_CHECK_S = 5.0         # how often the cluster's workers are looked at (who left, who joined)
+NO_WORKERS_S = 120.0          # with no worker at all this long, the submissions left are worker_lost
+ABANDONED_CAPACITY = 1_000_000  # no worker for NO_WORKERS_S: send every job left, to end them together
 OVERDUE_CHECK_S = 5.0         # how often jobs in flight are checked against the wall-time limit
 # One job per worker thread: a job queued behind another on a worker that dies counts that death
 # too (Dask's rule: every task processing there turns suspicious), so none waits on a worker.
@@ -175,7 +183,9 @@ class DaskExecutor:
         self.reported: set[str] = set()
         self._capacity, self._capacity_at = 1, 0.0
         self._hosts: list[str] = []
-        self._hosts_at = self._overdue_at = 0.0
+        self._hosts_at = self._overdue_at = self._workers_at = 0.0
+        self._workers: set[str] = set()
+        self._none_since: float | None = None   # when the last worker left
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
@@ -191,6 +201,7 @@ class DaskExecutor:
             self.client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
             self.client.register_plugin(GraderPlugin(root), name=PLUGIN_NAME)
             self._check_workers(assignment, root)
+            self._workers = self._worker_addresses() or set()
         except BaseException as e:
             self.close()
             if isinstance(e, (AutograderError, KeyboardInterrupt)):
@@ -212,6 +223,8 @@ class DaskExecutor:
         return f"Dask {self.spec} ({sum(self.client.nthreads().values())} worker thread(s))"
 
     def capacity(self) -> int:
+        if self._abandoned():
+            return ABANDONED_CAPACITY
         now = time.monotonic()
         if now - self._capacity_at > CAPACITY_REFRESH_S:
             self._capacity = max(1, JOBS_PER_THREAD * sum(self.client.nthreads().values()))
@@ -250,6 +263,8 @@ class DaskExecutor:
             self._overdue_at = time.monotonic()
             answered = {f.key for f, _ in out}
             out += self._overdue({k: f for k, f in live.items() if k not in answered})
+        answered = {f.key for f, _ in out}
+        out += self._watch_workers({k: f for k, f in live.items() if k not in answered})
         for future, _ in out:
             self.reported.add(future.key)
             self.started.pop(future.key, None)
@@ -288,6 +303,48 @@ class DaskExecutor:
                 pass
         lost = WorkerLost(f"no reply within the {self.limit_s:g} s wall-time limit of a job (a hung worker)")
         return [(f, lost) for f in late]
+
+    def _worker_addresses(self) -> set[str] | None:
+        try:
+            return set(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+        except Exception:  # noqa: BLE001 - the scheduler unreachable: its futures fail on their own
+            return None
+
+    def _abandoned(self) -> bool:
+        return self._none_since is not None and time.monotonic() - self._none_since >= NO_WORKERS_S
+
+    def _watch_workers(self, live: dict[str, Any]) -> list[tuple[Any, Reply | BaseException]]:
+        """Say which workers left or joined; with none left for ``NO_WORKERS_S``, end ``live``."""
+        now = time.monotonic()
+        if now - self._workers_at < WORKERS_CHECK_S and not (self._abandoned() and live):
+            return []
+        self._workers_at = now
+        workers = self._worker_addresses()
+        if workers is None:
+            return []
+        for address in sorted(self._workers - workers):
+            note(f"Dask worker {address} left the cluster (stopped, killed or lost): "
+                 + (f"{len(workers)} left; the scheduler sends its jobs to them" if workers else "none left"))
+        joined = workers - self._workers
+        if joined:
+            note(f"{len(joined)} Dask worker(s) joined: {len(workers)} now")
+        self._workers = workers
+        if workers:
+            self._none_since = None
+            return []
+        if self._none_since is None:
+            self._none_since = now
+            note(f"no Dask worker is left: waiting {NO_WORKERS_S:g} s for one to join; then the submissions "
+                 "still to grade are recorded as worker_lost (run the batch again to grade them)")
+        if not self._abandoned() or not live:
+            return []
+        lost = WorkerLost(f"no Dask worker was left to grade this notebook for {NO_WORKERS_S:g} s (the cluster lost "
+                          "them all); running the batch again grades it", final=True)
+        try:
+            self.client.cancel(list(live.values()), reason="no Dask worker left")
+        except Exception:  # noqa: BLE001 - the scheduler may be gone too
+            pass
+        return [(f, lost) for f in live.values()]
 
     def close(self) -> None:
         for closing in (self.client, self.cluster):

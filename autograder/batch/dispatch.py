@@ -54,8 +54,10 @@ def _neighbours(a: _Entry, b: _Entry) -> bool:
 
 
 def run_tasks(tasks: list[Task], assignment: Assignment, make_executor: ExecutorFactory, *,
-              progress: bool = True, cache: ExecutionCache | None = None, dedupe: bool = True) -> list[dict[str, Any]]:
-    """Grade ``tasks``; returns their submission records (in completion order)."""
+              progress: bool = True, cache: ExecutionCache | None = None, dedupe: bool = True,
+              done_before: int = 0) -> list[dict[str, Any]]:
+    """Grade ``tasks``; returns their submission records (in completion order). ``done_before``:
+    the class's submissions an earlier run finished (the progress bar counts the whole class)."""
     if not tasks:
         return []
     dispatcher = _Dispatcher(tasks, assignment, cache, dedupe, make_executor)
@@ -66,7 +68,7 @@ def run_tasks(tasks: list[Task], assignment: Assignment, make_executor: Executor
         dispatcher.start_executor(needed)
     try:
         where = dispatcher.executor.describe() if dispatcher.executor else "this machine (all from the cache)"
-        with ProgressBar(progress, len(tasks), where) as bar:
+        with ProgressBar(progress, len(tasks) + done_before, where, done=done_before) as bar:
             dispatcher.run(bar)
     except BaseException:
         if dispatcher.executor is not None:
@@ -90,6 +92,7 @@ class _Dispatcher:
         self.held: dict[str, list[_Entry]] = {}  # cache key in flight → its duplicates, waiting
         self.pending: dict[Any, _Entry] = {}
         self.records: list[dict[str, Any]] = []
+        self.bar: ProgressBar | None = None
 
     def jobs_needed(self) -> int:
         keys = {t.key for t in self.tasks if t.problem is None
@@ -102,6 +105,7 @@ class _Dispatcher:
         return self.executor
 
     def run(self, bar: ProgressBar) -> None:
+        self.bar = bar
         while True:
             self._fill(bar)
             if not self.pending:
@@ -111,6 +115,7 @@ class _Dispatcher:
             assert self.executor is not None
             for handle, outcome in self.executor.wait(list(self.pending), WAIT_S):
                 self._collect(handle, outcome, bar)
+            bar.tick()
 
     # ── what runs next ──────────────────────────────────────────────────────────────────────
 
@@ -164,6 +169,8 @@ class _Dispatcher:
             if _neighbours(entry, other):
                 other.solo = entry.solo = False
         self.pending[executor.submit(job, host=host)] = entry
+        if self.bar is not None:
+            self.bar.started(entry.task.name)
         if self.dedupe:
             self.held.setdefault(entry.task.key, [])
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..assignment import Assignment
 from .executor import WorkerLost
+from .progress import note
 from .worker import Job, Reply, init_worker, run_job
 
 STOP_GRACE_S = 30.0
@@ -65,6 +66,8 @@ class LocalPool:
         done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
         if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
             wait(handles)  # the pool is broken: its other futures fail fast
+            note(f"a worker process of the local pool died (killed, out of memory or crashed) with "
+                 f"{len(handles)} submission(s) in flight: the pool restarts and grades them again, each alone")
             self._restart()
             lost = WorkerLost("a worker process of the local pool died (killed, out of memory or crashed)")
             return [(f, lost if isinstance(f.exception(), BrokenProcessPool) else _outcome(f)) for f in handles]

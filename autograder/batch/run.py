@@ -13,7 +13,8 @@ and ``OUT/batch.json`` (the assignment and the submissions, so that ``rescore`` 
   environment: identical notebooks run once, duplicates wait for the first and are only judged;
 - one submission's failure is that submission's ``grader_error``, never the batch's;
 - a custom tolerances or rubric file given to an earlier run or ``rescore`` of the same OUT is
-  kept for later runs (so submissions added later are judged alike) until another is given.
+  kept for later runs and rescores (so submissions added later are judged alike) until another is
+  given or ``calibrated`` goes back to the assignment's own (``grading_files``, the one rule).
 
 ``rescore(OUT)`` re-judges every submission from its stored measurements.json (new tolerances or
 rubric), runs nothing, and rewrites results, gradebook and summary.
@@ -38,7 +39,8 @@ from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission
 from .cache import ExecutionCache, cache_key, sha256_bytes
 from ..errors import AssignmentError, AutograderError
 from ..safe_files import write_json_atomic
-from ..tolerances import tolerances_record, version_drift
+from ..tolerances import version_drift
+from .grading_files import grading_files
 from .sources import discover
 
 BATCH_FILE = "batch.json"
@@ -80,6 +82,7 @@ class BatchSummary:
     version_drift: list[str] = field(default_factory=list)
     diff: list[dict[str, Any]] = field(default_factory=list)        # rescore: the scores that changed
     integrity: Any = None               # report.integrity.IntegrityReport
+    grading_note: str = ""              # one line: the tolerances (and rubric) that judged, and why those
 
     @property
     def gradebook(self) -> Path:
@@ -107,7 +110,7 @@ class BatchSummary:
 def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
               unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
               use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None,
-              allow_empty: bool = False, scheduler: str | None = None) -> BatchSummary:
+              allow_empty: bool = False, scheduler: str | None = None, calibrated: bool = False) -> BatchSummary:
     """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure.
 
     Everything the instructor gave is checked before anything is written; a source with no
@@ -122,7 +125,8 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     if previous is not None and previous.get("assignment") != assignment.id:
         raise BatchError(f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
                          f"'{assignment.id}': use another --out folder")
-    tolerances, rubric = _abs(tolerances or _kept(previous, "tolerances")), _abs(rubric or _kept(previous, "rubric"))
+    files = grading_files(out, previous, tolerances, rubric, calibrated=calibrated)
+    tolerances, rubric = files.tolerances, files.rubric
     validate_grading(assignment, tolerances, rubric)
     created = not out.exists()
     existed = {p.name for p in out.iterdir()} if out.is_dir() else set()
@@ -146,7 +150,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         "fingerprint": assignment.fingerprint(), "environment": assignment.environment_fingerprint(),
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
         "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
-        "tolerances_used": tolerances_record(assignment.tolerances_path, tolerances, limits), "version_drift": drift,
+        "tolerances_used": files.record(assignment, limits), "version_drift": drift,
         "executor": scheduler or f"local pool -j {jobs or 'auto'}",
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
     }
@@ -155,7 +159,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     try:
         records = run_tasks(todo, assignment, lambda n: make_executor(scheduler, jobs, assignment, n),
                             progress=progress, cache=ExecutionCache(cache_root) if cache_root else None,
-                            dedupe=cache_root is not None)
+                            dedupe=cache_root is not None, done_before=len(tasks) - len(todo))
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)
@@ -165,7 +169,8 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=len(records),
                         skipped=len(tasks) - len(todo), executed=sum(bool(r.get("executed")) for r in records),
                         cache_hits=sum(bool(r.get("cached")) for r in records), warnings=discovery.warnings,
-                        elapsed_s=round(time.monotonic() - started, 3), version_drift=drift, integrity=integrity)
+                        elapsed_s=round(time.monotonic() - started, 3), version_drift=drift, integrity=integrity,
+                        grading_note=files.note(assignment, limits))
 
 
 def _empty_message(source: Path, discovery: Any) -> str:
@@ -194,9 +199,11 @@ def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
 
 
 def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = None,
-            partial: bool = False) -> BatchSummary:
+            partial: bool = False, calibrated: bool = False) -> BatchSummary:
     """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing.
 
+    Judges with the tolerances and rubric given, else those the batch last used (an override is
+    kept), else, or with ``calibrated``, the assignment's own (``grading_files``).
     Refuses, before writing anything, a batch with ungraded submissions unless ``partial``.
     Writes ``rescore-diff.csv`` (every submission whose score changed) beside the gradebook.
     """
@@ -208,7 +215,8 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     if batch is None:
         raise BatchError(f"{out / BATCH_FILE} is missing or unreadable: give the --out folder of a batch run")
     assignment = _batch_assignment(batch)
-    tolerances, rubric = _abs(tolerances), _abs(rubric)
+    files = grading_files(out, batch, tolerances, rubric, calibrated=calibrated)
+    tolerances, rubric = files.tolerances, files.rubric
     validate_grading(assignment, tolerances, rubric)
     tasks = [task_from_json(t) for t in batch.get("submissions", [])]
     ungraded = [t.name for t in tasks if not (out / t.name / SUBMISSION_FILE).is_file()]
@@ -225,8 +233,7 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     limits = assignment.tolerances(tolerances)
     write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(tolerances or ""),
                                          "rubric": str(rubric or ""),
-                                         "tolerances_used": tolerances_record(assignment.tolerances_path,
-                                                                              tolerances, limits)})
+                                         "tolerances_used": files.record(assignment, limits)})
     warnings = list(batch.get("warnings", []))
     rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, warnings)
     diff = score_changes(before, read_scores(out, [t.name for t in tasks]), rows)
@@ -234,7 +241,7 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=rescored, warnings=warnings,
                         elapsed_s=round(time.monotonic() - started, 3), ungraded=len(ungraded), diff=diff,
                         version_drift=sorted({w for r in rows for w in r.get("version_drift", [])}),
-                        integrity=integrity)
+                        integrity=integrity, grading_note=files.note(assignment, limits))
 
 
 def read_batch_file(out: Path) -> dict[str, Any] | None:
@@ -393,16 +400,6 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-
-
-def _kept(batch: dict[str, Any] | None, key: str) -> Path | None:
-    """A tolerances/rubric file an earlier run or rescore of this batch used (so a re-run agrees)."""
-    value = (batch or {}).get(key)
-    return Path(value) if value and Path(value).is_file() else None
-
-
-def _abs(path: Path | None) -> Path | None:
-    return Path(path).resolve() if path else None
 
 
 def _now() -> str:

@@ -10,6 +10,7 @@ escapes (:func:`autograder.report.escape.plain`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -67,9 +68,24 @@ def print_grade_table(grade: Mapping[str, Any], console: Console | None = None,
 
 
 WIDE_LOG_COLUMNS = 200  # width of a scores table written to a log, where nothing wraps it
+NAME_MIN = 12           # a submission's name is cut (…) to no less than this
+NOTE_MIN = 16           # the note column wraps down to this width, else it moves below the table
 
 
-def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) -> Table:
+@dataclass(frozen=True)
+class ScoresLayout:
+    """How a scores table fits a width: the total is always whole; what gives, in this order, is
+    the note column (wrapped, then moved below the table), the check names (numbered, with a
+    legend below), then the check columns (left to gradebook.csv), and the submission's name (cut)."""
+
+    numbered: bool = False      # check columns headed 1, 2, … with a legend below
+    notes: bool = True          # the note column (else one line per note below the table)
+    checks: bool = True         # the check columns
+    name_width: int | None = None
+
+
+def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None, *,
+                 layout: ScoresLayout = ScoresLayout()) -> Table:
     """Several submissions: ``rows`` of ``{"name", "score", "max", "checks": {id: score}}``.
 
     A check's value may be a number or ``{"score": …, "max_score": …}``; an optional
@@ -77,40 +93,91 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None) ->
     "timeout") gets its own column. Columns follow the checks in first-seen order.
     """
     rows = list(rows)
-    check_ids: list[str] = []
-    for row in rows:
-        for cid in row.get("checks", {}) or {}:
-            if cid not in check_ids:
-                check_ids.append(cid)
+    check_ids = _check_ids(rows) if layout.checks else []
     table = Table(title=_data(title) if title is not None else None, title_justify="left")
-    table.add_column("submission", no_wrap=True)
-    for cid in check_ids:
-        table.add_column(markup_escape(plain(cid, 80)), justify="right", no_wrap=True)  # a header is markup
-    table.add_column("total", justify="right", style="bold", no_wrap=True)
-    with_notes = any(_note(row) for row in rows)
+    table.add_column("submission", no_wrap=True, overflow="ellipsis", max_width=layout.name_width)
+    for n, cid in enumerate(check_ids, 1):
+        header = str(n) if layout.numbered else markup_escape(plain(cid, 80))  # a header is markup
+        table.add_column(header, justify="right", no_wrap=True)
+    totals = [_total(row) for row in rows]
+    table.add_column("total", justify="right", style="bold", no_wrap=True,
+                     min_width=max([len("total"), *(len(t) for t in totals)]))
+    with_notes = layout.notes and any(_note(row) for row in rows)
     if with_notes:
-        table.add_column("note")
-    for row in rows:
+        table.add_column("note", overflow="fold", min_width=NOTE_MIN)
+    for row, total in zip(rows, totals):
         checks = row.get("checks", {}) or {}
         cells: list[Any] = [_data(row.get("name", "?"))]
         maxima = row.get("checks_max", {}) or {}
         cells += [_check_cell(checks.get(cid), maxima.get(cid)) for cid in check_ids]
-        cells.append(_data(f"{_pts(row.get('score', 0))} / {_pts(row.get('max', 0))}"))
+        cells.append(Text(total))
         if with_notes:
             cells.append(_note(row))
         table.add_row(*cells)
     return table
 
 
+def scores_layout(rows: list[Mapping[str, Any]], width: int) -> ScoresLayout:
+    """The first layout whose table fits ``width`` columns with every total whole."""
+    names = max([len(plain(row.get("name", "?"), NOTE_CHARS)) for row in rows] + [len("submission")])
+    total = max([len("total")] + [len(_total(row)) for row in rows])
+    ids = _check_ids(rows)
+    named = [max([len(plain(cid, 80))] + [len(_check_cell((r.get("checks") or {}).get(cid),
+                                                            (r.get("checks_max") or {}).get(cid))) for r in rows])
+             for cid in ids]
+    numbered = [max([len(str(n))] + [len(_check_cell((r.get("checks") or {}).get(cid),
+                                                     (r.get("checks_max") or {}).get(cid))) for r in rows])
+                for n, cid in enumerate(ids, 1)]
+    has_notes = any(_note(row) for row in rows)
+    choices = [ScoresLayout(), ScoresLayout(numbered=True), ScoresLayout(notes=False),
+               ScoresLayout(numbered=True, notes=False), ScoresLayout(checks=False), ScoresLayout(checks=False, notes=False)]
+    for layout in choices:
+        columns = [] if not layout.checks else numbered if layout.numbered else named
+        columns = [*columns, total] + ([NOTE_MIN] if layout.notes and has_notes else [])
+        room = width - sum(columns) - 3 * (len(columns) + 1) - 1    # each column: 2 of padding, 1 of border
+        if room >= min(names, NAME_MIN):
+            return ScoresLayout(numbered=layout.numbered, notes=layout.notes, checks=layout.checks,
+                                name_width=None if room >= names else room)
+    return ScoresLayout(checks=False, notes=False, name_width=NAME_MIN)
+
+
 def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | None = None,
                        title: str | None = None) -> Table:
-    table = scores_table(rows, title)
+    """The scores table at the console's width (``scores_layout``), then what did not fit in it:
+    the numbered checks' legend, the notes, or the check columns left out."""
     if console is None:
         console = Console()
         if not console.is_terminal:  # a log or a pipe: don't squeeze the table into 80 columns
             console = Console(width=WIDE_LOG_COLUMNS)
+    rows = list(rows)
+    layout = scores_layout(rows, console.width)
+    table = scores_table(rows, title, layout=layout)
     console.print(table)
+    ids = _check_ids(rows)
+    if ids and not layout.checks:
+        console.print(Text(f"{len(ids)} check columns do not fit {console.width} columns: see gradebook.csv",
+                           style="dim"))
+    elif layout.numbered:
+        console.print(_data("checks: " + " · ".join(f"{n} {cid}" for n, cid in enumerate(ids, 1)), limit=2000),
+                      style="dim")
+    if not layout.notes:
+        for row in rows:
+            if _note(row):
+                console.print(_data(f"{plain(row.get('name', '?'), 80)}: {_note(row)}"))
     return table
+
+
+def _check_ids(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    ids: list[str] = []
+    for row in rows:
+        for cid in row.get("checks", {}) or {}:
+            if cid not in ids:
+                ids.append(cid)
+    return ids
+
+
+def _total(row: Mapping[str, Any]) -> str:
+    return plain(f"{_pts(row.get('score', 0))} / {_pts(row.get('max', 0))}", 40)
 
 
 def _data(value: Any, style: str = "", limit: int = NOTE_CHARS) -> Text:

@@ -61,10 +61,57 @@ def test_rescore_writes_the_scores_that_changed_with_the_checks_that_moved(tmp_p
     assert [(r["name"], r["old_score"], r["new_score"], r["change"]) for r in rows] == [
         ("alice", "35", "20", "-15"), ("carol", "35", "20", "-15")]
     assert rows[0]["checks_moved"] == "size 10 → 5; drift 10 → 0"
-    rescore(graded)                                                  # back: the same changes, reversed
-    assert [(r["name"], r["change"]) for r in diff_rows(graded)] == [("alice", "15"), ("carol", "15")]
-    rescore(graded)                                                  # nothing changes: the header only
+    rescore(graded)                                                  # the override is kept: nothing changes
     assert diff_rows(graded) == [] and (graded / "rescore-diff.csv").read_text().startswith("name,")
+    rescore(graded, calibrated=True)                                 # back: the same changes, reversed
+    assert [(r["name"], r["change"]) for r in diff_rows(graded)] == [("alice", "15"), ("carol", "15")]
+
+
+@pytest.mark.parametrize("steps", [
+    # (tolerances given, calibrated) per rescore → the override expected to judge afterwards
+    [("strict", False), (None, False), (None, False)],
+    [("strict", False), ("loose", False), (None, False)],
+    [("strict", False), (None, True), (None, False)],
+    [(None, False), ("loose", False), (None, False), (None, True)],
+], ids=["kept-twice", "replaced-then-kept", "calibrated-then-kept", "given-late-then-back"])
+def test_a_plain_rescore_keeps_the_last_override_until_told_to_go_back(tmp_path, graded, steps):
+    files = {"strict": tmp_path / "strict.toml", "loose": tmp_path / "loose.toml"}
+    files["strict"].write_text("[size]\nratio_max = 0.28\n")
+    files["loose"].write_text("[size]\nratio_max = 0.40\n")
+    expected = None
+    for given, calibrated in steps:
+        summary = rescore(graded, tolerances=files[given] if given else None, calibrated=calibrated)
+        expected = files[given] if given else None if calibrated else expected
+        how = "given" if given else "calibrated" if expected is None else "kept"
+        batch = json.loads((graded / "batch.json").read_text())
+        grade = json.loads((graded / "alice" / "grade.json").read_text())
+        recorded = grade["tolerances"]["override"]
+        assert (recorded or {}).get("path") == (str(expected) if expected else None), (given, calibrated)
+        assert batch["tolerances"] == str(expected or "") and batch["tolerances_used"]["chosen"] == how
+        assert summary.grading_note == batch["tolerances_used"]["note"] and "\n" not in summary.grading_note
+        if expected is None:
+            assert "calibrated" in summary.grading_note and "override " not in summary.grading_note
+        else:
+            assert str(expected) in summary.grading_note and "size.ratio_max 0.35 →" in summary.grading_note
+            assert ("--calibrated" in summary.grading_note) == (how == "kept")
+
+
+def test_a_kept_override_that_is_gone_is_an_error_not_a_silent_return(tmp_path, graded, fake_assignment):
+    from autograder.batch.grading_files import GradingFilesError
+
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[size]\nratio_max = 0.28\n")
+    rescore(graded, tolerances=strict)
+    strict.unlink()
+    before = (graded / "gradebook.csv").read_bytes()
+    for again in (lambda: rescore(graded), lambda: run_batch(tmp_path / "src", graded, assignment=fake_assignment,
+                                                             jobs=1, progress=False)):
+        with pytest.raises(GradingFilesError, match=r"strict.toml.*is gone.*--tolerances.*--calibrated"):
+            again()
+    assert (graded / "gradebook.csv").read_bytes() == before
+    with pytest.raises(GradingFilesError, match="give one of them"):
+        rescore(graded, tolerances=tmp_path / "other.toml", calibrated=True)
+    assert rescore(graded, calibrated=True).diff, "the calibrated values judge again"
 
 
 def test_rescore_of_an_unfinished_batch_refuses_unless_partial(tmp_path, graded):

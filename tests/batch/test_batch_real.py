@@ -96,5 +96,5 @@ def test_real_rescore_executes_nothing(graded, assignment, tmp_path, monkeypatch
     assert float(book["submission_2"]["score"]) == 100 - part_points
     assert json.loads((out / "submission_1" / "results.json").read_text())["score"] == 100 - part_points
 
-    rescore(out)
+    rescore(out, calibrated=True)
     assert read_gradebook(out)[0]["score"] == "100"

@@ -65,7 +65,7 @@ def test_rescore_with_stricter_tolerances_changes_scores_without_executing(tmp_p
     assert (graded / "alice" / "measurements.json").read_bytes() == measurements
     assert json.loads((graded / "batch.json").read_text())["tolerances"] == str(strict)
 
-    rescore(graded)  # back to the assignment's own tolerances
+    rescore(graded, calibrated=True)  # back to the assignment's own tolerances
     assert scores(graded) == before
 
 

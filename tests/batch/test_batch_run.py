@@ -146,7 +146,7 @@ def test_ctrl_c_stops_workers_and_a_rerun_resumes(tmp_path, fake_assignment, exe
     assert summary.skipped == len(finished)
 
 
-def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_assignment, exec_log):
+def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_assignment, exec_log, capsys):
     src = tmp_path / "src"
     write_notebook(src / "crash.ipynb", die=True)
     for name in ["ok1", "ok2", "ok3"]:
@@ -156,6 +156,7 @@ def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_ass
     assert [(r["name"], r["status"]) for r in summary.rows] == [
         ("crash", "worker_lost"), ("ok1", "ok"), ("ok2", "ok"), ("ok3", "ok")]
     assert "retried alone" in summary.rows[0]["reason"]
+    assert capsys.readouterr().err.count("a worker process of the local pool died") == 2, "said each time"
     assert json.loads((tmp_path / "out" / "crash" / "results.json").read_text())["score"] == 0
 
 
@@ -196,6 +197,17 @@ def test_cli_batch_then_rescore(tmp_path, fake_root, exec_log):
     assert result.exit_code == 0, result.output
     assert "rescored 4 of 5" in result.output
     assert read_gradebook(out)[0]["score"] == "30"
+    note = [line for line in result.output.splitlines() if line.startswith("tolerances: ")]
+    assert len(note) == 1 and f"override {strict} (given)" in note[0]
+    result = CliRunner().invoke(app, ["rescore", str(out)])                 # plain: the override is kept
+    assert result.exit_code == 0 and "no score changed" in result.output, result.output
+    assert "kept from the last run of this batch; --calibrated goes back" in result.output
+    assert read_gradebook(out)[0]["score"] == "30"
+    result = CliRunner().invoke(app, ["rescore", str(out), "--calibrated"])
+    assert result.exit_code == 0 and "tolerances: the calibrated ones" in result.output
+    assert read_gradebook(out)[0]["score"] != "30"
+    result = CliRunner().invoke(app, ["rescore", str(out), "--calibrated", "--tolerances", str(strict)])
+    assert result.exit_code == 2 and "give one of them" in result.output
     result = CliRunner().invoke(app, ["rescore", str(tmp_path / "src")])
     assert result.exit_code == 2 and "batch.json is missing" in result.output
 
