@@ -39,9 +39,12 @@ def test_tolerances_carry_their_provenance(tolerances):
     assert prov["command"].startswith("autograder calibrate 07-quantization --runs ")
     assert prov["runs"] >= 5 and len(prov["parameters"]["MODEL_SEED"]) == prov["runs"]
     assert len(set(prov["parameters"]["MODEL_SEED"])) == prov["runs"], "every run needs its own seed"
-    secrets = prov["hidden_secrets"]   # fingerprints: a pipeline secret and a hook secret per run
-    assert len(set(secrets)) == len(secrets) == 2 * prov["runs"], "every hidden test set needs its own secret"
-    assert all(re.fullmatch(r"[0-9a-f]{12}", s) for s in secrets)
+    # the hidden test sets: fingerprints of fresh secrets (two per run), or, in a file calibrated
+    # before hidden data came from a secret, the seeds it used (such files keep working)
+    hidden = prov["hidden_secrets"] if "hidden_secrets" in prov else prov["hidden_seeds"]
+    assert len(set(hidden)) == len(hidden) >= prov["runs"] + 1, "every hidden test set needs its own secret"
+    if "hidden_secrets" in prov:
+        assert len(hidden) == 2 * prov["runs"] and all(re.fullmatch(r"[0-9a-f]{12}", s) for s in hidden)
     for package in ("python", "onnxruntime", "onnx", "numpy", "scikit-learn", "skl2onnx"):
         assert prov["versions"].get(package), f"provenance lacks the {package} version"
     assert re.match(r"\d{4}-\d\d-\d\dT", prov["date"]) and prov["margin"] > 1
