@@ -12,7 +12,7 @@ repository (SECURITY.md, "Hidden data"):
   fresh secret, and a note on stderr says so: a checkout grades reproducibly without any setup.
 - **What it is.** At least 128 bits as hex digits on one line (a generated one has 256). Read
   once per content version; an unreadable or malformed file is an :class:`AssignmentError`.
-- **How data comes from it.** A named stream per use (``"07-quantization/hidden-split"``):
+- **How data comes from it.** A named stream per use (``"<assignment id>/hidden-split"``):
   HMAC-SHA256 of the stream's name under the secret seeds a 256-bit ``SeedSequence``, which
   drives a ``Generator(PCG64)`` (:meth:`HiddenSecret.generator`) or, where a recipe needs the
   legacy interface (scikit-learn's ``random_state``), a ``RandomState(MT19937)``
