@@ -170,6 +170,13 @@ def write(path: Path, secret: HiddenSecret) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
+        except OSError:                    # a file system without hard links: create it exclusively
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write(secret.text())
         return True
     finally:
         tmp.unlink(missing_ok=True)
