@@ -119,6 +119,17 @@ def test_concurrent_first_uses_agree_on_one_secret(tmp_path):
     assert len(set(prints)) == 1 and prints[0] == hidden_secret.load(Path(path)).fingerprint()
 
 
+def test_without_hard_links_the_file_is_created_exclusively(tmp_path, monkeypatch):
+    def no_links(*_a, **_k):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(hidden_secret.os, "link", no_links)
+    path = tmp_path / SECRET_FILE
+    assert hidden_secret.write(path, ONE) is True and hidden_secret.load(path) == ONE
+    assert hidden_secret.write(path, TWO) is False and hidden_secret.load(path) == ONE, "never overwritten"
+    assert (path.stat().st_mode & 0o777) == 0o600 and [p.name for p in tmp_path.iterdir()] == [SECRET_FILE]
+
+
 def test_a_named_secret_file_must_exist_and_is_never_created(no_deployment_secret):
     with pytest.raises(AssignmentError, match=f"does not exist.*{SECRET_ENV}"):
         hidden_secret.current()
