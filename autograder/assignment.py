@@ -23,25 +23,16 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import redact
+from . import hidden_secret, redact
 from .environment import environment_fingerprint, environment_versions
 from .errors import AssignmentError
 from .grading_plugin import GradingPlugin, load_plugin
+from .project import project_root as project_root
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-def project_root() -> Path:
-    env = os.environ.get("AUTOGRADER_ROOT")
-    if env:
-        return Path(env).resolve()
-    here = Path(__file__).resolve().parent.parent
-    if (here / "assignments").is_dir():
-        return here
-    return Path.cwd()
-
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; parsed once per content version (rescoring reads the same rubric and
@@ -151,11 +142,18 @@ class Assignment:
         return load_plugin(self.folder / "grading", name)
 
     def fingerprint(self) -> str:
-        """A hash of everything that changes how a notebook is executed and measured.
+        """A hash of everything that changes how a notebook is executed and measured: the grading
+        code and config (:meth:`code_fingerprint`) and the hidden-data secret's fingerprint.
 
-        Part of the cache key: a new version of the grading code or config re-executes work.
-        The rubric and tolerances are not in it, since rescoring needs no execution.
+        Part of the cache key: a new version of the grading code or config, or a rotated secret
+        (new hidden data), re-executes work. The rubric and tolerances are not in it, since
+        rescoring needs no execution.
         """
+        both = f"{self.code_fingerprint()}\nhidden_secret={hidden_secret.fingerprint()}"
+        return hashlib.sha256(both.encode()).hexdigest()[:16]
+
+    def code_fingerprint(self) -> str:
+        """A hash of the assignment's config and grading code (what ``calibrate`` records)."""
         h = hashlib.sha256()
         h.update(self.id.encode())
         h.update(self.version.encode())

@@ -21,7 +21,8 @@ optional
       (None when it was not called or raised: ``measure`` then does that part itself);
   ``calibration_samples(ctx: CalibrationContext) -> list[dict]``
       for ``autograder calibrate``: more samples of the same measurements from one reference run,
-      e.g. its artifacts measured on another hidden data seed. Each dict has the shape of
+      e.g. its artifacts measured on other hidden data (``calibrate`` makes another hidden-data
+      secret current while the hook runs, autograder/hidden_secret.py). Each dict has the shape of
       measurements.json's sections (``{"models": {...}}``); a tolerance whose measure path starts
       with one of its sections gets that sample too;
   ``leaderboard(grade, measurements) -> list[dict]``
@@ -57,7 +58,6 @@ class CalibrationContext:
     assignment: Any               # the Assignment
     workspace: Path               # that run's working directory (its artifacts), kept until the call returns
     run: int                      # 0, 1, … (the run's parameters are ``value + run``)
-    hidden_seed: int              # a hidden data seed of its own: calibration.toml [hidden] first_extra_seed + run
     measurements: dict[str, Any]  # that run's measurements.json
 
 

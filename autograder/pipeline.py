@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from . import hidden_secret
 from .assignment import Assignment
 from .errors import SandboxUnavailableError
 from .judge import judge
@@ -158,7 +159,7 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     measurements = {
         "schema": 1,
         "assignment": {"id": assignment.id, "version": assignment.version,
-                       "fingerprint": assignment.fingerprint()},
+                       "fingerprint": assignment.fingerprint(), "hidden_secret": hidden_secret.fingerprint()},
         "environment": assignment.environment(),
         "execution": _execution_summary(execution),
         **sections,

@@ -6,14 +6,19 @@ each parameter of ``calibration.toml``'s ``[parameters]`` to ``value + i`` (new 
 the table every run is the unchanged solution), and goes through the real pipeline, jail included
 (``pipeline.execute_and_measure``): the measurements are exactly what a student's notebook would
 get. The assignment's optional ``calibration_samples(ctx)`` hook (autograder/grading_plugin.py)
-may then add more samples from the same run, e.g. its artifacts measured on the hidden data seed
-``[hidden] first_extra_seed + i``; a tolerance whose measure path starts with a section of such a
-sample gets it as well (lesson 07: every ``models.*`` tolerance sees two hidden test sets per run).
+may then add more samples from the same run, e.g. its artifacts measured on other hidden data; a
+tolerance whose measure path starts with a section of such a sample gets it as well (lesson 07:
+every ``models.*`` tolerance sees two hidden test sets per run).
+
+**Tolerances hold for any hidden-data secret.** Calibration never reads the deployment's secret
+(autograder/hidden_secret.py): each run draws a fresh one for the pipeline (the hidden data and
+the probe's seeded cases) and another for the hook, each made current only while it is used, so
+every run measures other hidden data. ``[provenance] hidden_secrets`` lists their fingerprints.
 
 Which tolerances, from which measurements and in which direction comes from the rubric: every
 part with ``tolerance = "key"`` names its ``measure`` path and its ``op``. How a worst case
 becomes a bound (margins, granularity steps) is stated in ``reference/<id>/calibration.toml``;
-without that file the defaults hold (margin 2, no steps, no parameters, extra seeds from 10000).
+without that file the defaults hold (margin 2, no steps, no parameters).
 Each tolerance is written as ``{value = …, worst = …, rule = "…", …}`` (the judge reads
 ``value``), with a ``[provenance]`` table: runs, seeds, versions, date, margins, command.
 
@@ -38,9 +43,11 @@ from typing import Any, Callable
 
 import nbformat
 
+from .. import hidden_secret
 from ..assignment import Assignment, load_toml
 from ..errors import AssignmentError
 from ..grading_plugin import CalibrationContext
+from ..hidden_secret import HiddenSecret
 
 CALIBRATION_FILE = "calibration.toml"
 TOLERANCES_HEADER = (
@@ -52,7 +59,6 @@ TOLERANCES_HEADER = (
     "# batch or rescore: the merge is recorded in grade.json, batch.json and summary.html.",
 )
 SOLUTION_FILE = "solution.ipynb"
-DEFAULT_FIRST_EXTRA_SEED = 10_000
 SIGNIFICANT_DIGITS = 4
 _UPPER_OPS = ("<=", "<")
 _LOWER_OPS = (">=", ">")
@@ -129,19 +135,21 @@ def inject_parameters(nb: nbformat.NotebookNode, values: dict[str, int]) -> nbfo
 Run = tuple[dict[str, Any], list[dict[str, Any]]]   # (measurements.json, calibration_samples)
 
 
-def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, run: int, extra_seed: int,
-                  unsafe_no_sandbox: bool) -> Run:
-    """(measurements.json of one run, the assignment's extra samples of that run)."""
+def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, run: int,
+                  secrets: tuple[HiddenSecret, HiddenSecret], unsafe_no_sandbox: bool) -> Run:
+    """(measurements.json of one run, the assignment's extra samples of that run): the pipeline
+    with ``secrets[0]`` current, the assignment's hook with ``secrets[1]``."""
     from ..pipeline import execute_and_measure
 
     notebook = workdir / "reference.ipynb"
     nbformat.write(nb, notebook)
     out, workspace = workdir / "out", workdir / "workspace"
     out.mkdir()
-    measurements = execute_and_measure(notebook, assignment, out, workspace, unsafe_no_sandbox=unsafe_no_sandbox)
-    ctx = CalibrationContext(assignment=assignment, workspace=workspace, run=run, hidden_seed=extra_seed,
-                             measurements=measurements)
-    return measurements, assignment.grading.calibration_samples(ctx)
+    with hidden_secret.using(secrets[0]):
+        measurements = execute_and_measure(notebook, assignment, out, workspace, unsafe_no_sandbox=unsafe_no_sandbox)
+    ctx = CalibrationContext(assignment=assignment, workspace=workspace, run=run, measurements=measurements)
+    with hidden_secret.using(secrets[1]):
+        return measurements, assignment.grading.calibration_samples(ctx)
 
 
 def samples_for(path: str, runs: list[Run]) -> list[Any]:
@@ -248,20 +256,20 @@ def render_tolerances(derived: dict[str, dict[str, Any]], provenance: dict[str, 
     return "\n".join(lines) + "\n"
 
 
-def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], hidden_seeds: list[int],
+def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], hidden_secrets: list[str],
                config: dict[str, Any], solution: Path, duration_s: float, scores: list[float]) -> dict[str, Any]:
     return {
         "command": f"autograder calibrate {assignment.id} --runs {runs}",
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "runs": runs,
         "parameters": {k: [p[k] for p in params] for k in (params[0] if params else {})},
-        "hidden_seeds": hidden_seeds,
+        "hidden_secrets": hidden_secrets,   # fingerprints of the secrets drawn for the runs
         "margin": float(config.get("margin", 2.0)),
         "margins": {k: float(v) for k, v in config.get("margins", {}).items()},
         "rules": "upper: (worst + step) × margin, rounded up; lower share: 1 − ((1 − worst) + step) × margin, "
                  "rounded down; lower count: worst (see calibration.toml)",
         "solution_sha256": hashlib.sha256(solution.read_bytes()).hexdigest(),
-        "assignment_fingerprint": assignment.fingerprint(),
+        "assignment_fingerprint": assignment.code_fingerprint(),
         "versions": assignment.environment(),
         "duration_s": round(duration_s, 1),
         "reference_scores": scores,
@@ -298,10 +306,7 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
     if not solution.is_file():
         raise AssignmentError(f"{solution} is missing: run `autograder build {assignment.id}` first")
     base_nb = nbformat.read(solution, as_version=4)
-    first_extra = int(config.get("hidden", {}).get("first_extra_seed", DEFAULT_FIRST_EXTRA_SEED))
-    data_seed = assignment.config.get("hidden", {}).get("data_seed")
-    results, params = [], []
-    hidden_seeds = [] if data_seed is None else [int(data_seed)]
+    results, params, hidden_secrets = [], [], []
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="autograder-calibrate-"))
     try:
@@ -311,10 +316,12 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
             workdir = tmp / f"run{i}"
             workdir.mkdir()
             nb = inject_parameters(base_nb, values) if values else base_nb
-            results.append(run_reference(assignment, nb, workdir, i, first_extra + i, unsafe_no_sandbox))
+            secrets = (HiddenSecret.generate(), HiddenSecret.generate())
+            results.append(run_reference(assignment, nb, workdir, i, secrets, unsafe_no_sandbox))
             params.append(values)
+            hidden_secrets.append(secrets[0].fingerprint())
             if results[-1][1]:
-                hidden_seeds.append(first_extra + i)
+                hidden_secrets.append(secrets[1].fingerprint())
             say(f"run {i + 1}/{runs} {values}: {time.monotonic() - t0:.1f} s")
             shutil.rmtree(workdir, ignore_errors=True)
     finally:
@@ -329,6 +336,6 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
             say(f"warning: reference run {i} {params[i]} scores {score}: " + "; ".join(lost))
     path = Path(output) if output else assignment.tolerances_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance(assignment, runs, params, hidden_seeds, config, solution, time.monotonic() - started, scores)
+    prov = provenance(assignment, runs, params, hidden_secrets, config, solution, time.monotonic() - started, scores)
     path.write_text(render_tolerances(derived, prov), encoding="utf-8")
     return path

@@ -1,11 +1,11 @@
 """The execution cache: a notebook already run under the same grading code is never run again.
 
-Key: sha256 of the notebook's bytes + ``Assignment.fingerprint()`` (config and grading code) +
-``environment_fingerprint()`` (package versions). An entry is a folder ``<root>/<key>/`` holding
-the stages that need the notebook (``execution.json``, ``measurements.json``) and ``entry.json``
-written last; judging and reporting are redone from them, so a new rubric or new tolerances never
-need an execution. Entries are published with an atomic rename, so concurrent workers and an
-interrupted run never leave a half-written entry.
+Key: sha256 of the notebook's bytes + ``Assignment.fingerprint()`` (config, grading code and the
+hidden-data secret's fingerprint) + ``environment_fingerprint()`` (package versions). An entry is
+a folder ``<root>/<key>/`` holding the stages that need the notebook (``execution.json``,
+``measurements.json``) and ``entry.json`` written last; judging and reporting are redone from
+them, so a new rubric or new tolerances never need an execution. Entries are published with an
+atomic rename, so concurrent workers and an interrupted run never leave a half-written entry.
 
 Infrastructure failures (``sandbox_error``, ``startup_failed``) are not cached: they say nothing
 about the notebook, and a re-run should try again. Nor is a ``timeout`` or ``kernel_died`` that

@@ -3,9 +3,11 @@
 The zip holds, at its root: ``setup.sh`` and ``run_autograder`` (from ``gradescope/``), a wheel
 of this package, ``constraints.txt`` (the same pins as every other install), a small manifest
 ``gradescope.json``, and the assignment's grader-side files: ``assignments/<id>/`` without its
-example submissions, and ``reference/<id>/tolerances.toml`` (never the solution or master
-notebooks). Entries are sorted and carry a fixed timestamp, so the same tree builds the same
-bytes.
+example submissions, ``reference/<id>/tolerances.toml`` (never the solution or master
+notebooks), and the deployment's hidden-data secret (``hidden-data.secret``, mode 0600: the one
+local grading uses, so a local regrade of an export equals Gradescope's grade; created on first
+use, see autograder/hidden_secret.py). Entries are sorted and carry a fixed timestamp, so the same
+tree and secret build the same bytes.
 
 The wheel is written here rather than by a build backend: the package is pure Python, the
 format is small (PEP 427), and this needs neither the network nor a ``build/`` folder in a tree
@@ -25,6 +27,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import hidden_secret
 from ..assignment import load_assignment, load_toml
 from ..errors import AutograderError
 
@@ -42,6 +45,8 @@ class BuildReport:
     wheel_name: str
     entries: list[str]
     size_bytes: int
+    secret_fingerprint: str = ""    # the hidden-data secret in the zip, by its fingerprint
+    secret_path: str = ""           # where it was read from
 
 
 def checkout_root() -> Path:
@@ -168,10 +173,14 @@ def zip_contents(assignment_id: str, root: Path | None = None) -> tuple[dict[str
         if not path.is_file():
             raise AutograderError(f"{path} is missing: the Gradescope grader needs it to judge")
         files[f"reference/{assignment.id}/{name}"] = (path.read_bytes(), 0o644)
+    # at the zip's root = $AUTOGRADER_ROOT on Gradescope, where hidden_secret finds it
+    secret = hidden_secret.deployment(root)
+    files[hidden_secret.SECRET_FILE] = (secret.text().encode("ascii"), 0o600)
     manifest = {
         "assignment": assignment.id,
         "assignment_version": assignment.version,
         "autograder": load_toml(root / "pyproject.toml")["project"]["version"],
+        "hidden_secret": secret.fingerprint(),
         "wheel": wheel_name,
         # setup.sh provisions this Python: the one the pins in constraints.txt were resolved with
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
@@ -188,5 +197,7 @@ def build_zip(assignment_id: str, out: Path, root: Path | None = None) -> BuildR
     tmp = out.with_name(out.name + ".tmp")
     _write_zip(tmp, files)
     tmp.replace(out)
+    manifest = json.loads(files[MANIFEST][0])
     return BuildReport(zip_path=out, wheel_name=wheel_name, entries=sorted(files),
-                       size_bytes=out.stat().st_size)
+                       size_bytes=out.stat().st_size, secret_fingerprint=manifest["hidden_secret"],
+                       secret_path=str(hidden_secret.secret_path(root or checkout_root())))

@@ -36,6 +36,8 @@ def build(
         report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
     typer.echo(f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, "
                f"{report.wheel_name})")
+    typer.echo(f"hidden-data secret {report.secret_fingerprint} (from {report.secret_path}): the same as "
+               "local grading, so a local regrade of an export gives Gradescope's grades")
     from ..assignment import load_assignment
     from .budget import budget, explain
     from .build import checkout_root

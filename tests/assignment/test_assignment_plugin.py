@@ -80,13 +80,13 @@ def test_optional_hooks_default_to_nothing(tmp_path):
     a = make_assignment(tmp_path, VALID)
     assert a.grading.prepare is None
     assert a.grading.leaderboard({}, {}) == []
-    ctx = CalibrationContext(assignment=a, workspace=tmp_path, run=0, hidden_seed=1, measurements={})
+    ctx = CalibrationContext(assignment=a, workspace=tmp_path, run=0, measurements={})
     assert a.grading.calibration_samples(ctx) == []
 
 
 def test_calibration_samples_are_validated_like_sections(tmp_path):
     a = make_assignment(tmp_path, VALID + "def calibration_samples(ctx):\n    return [{'schema': 1}]\n")
-    ctx = CalibrationContext(assignment=a, workspace=tmp_path, run=0, hidden_seed=1, measurements={})
+    ctx = CalibrationContext(assignment=a, workspace=tmp_path, run=0, measurements={})
     with pytest.raises(AssignmentError, match=r"calibration_samples\(ctx\)\[0\] returned a section 'schema'"):
         a.grading.calibration_samples(ctx)
 

@@ -71,7 +71,7 @@ def test_zip_holds_exactly_the_grader_side_files(fake_checkout, tmp_path):
         "assignments/demo/assignment.toml", "assignments/demo/demo.ipynb",
         "assignments/demo/grading/__init__.py", "assignments/demo/grading/hidden_cases.npz",
         "assignments/demo/rubric.toml", "autograder-0.1.0-py3-none-any.whl", "constraints.txt",
-        "gradescope.json", "reference/demo/tolerances.toml", "run_autograder", "setup.sh"])
+        "gradescope.json", "hidden-data.secret", "reference/demo/tolerances.toml", "run_autograder", "setup.sh"])
 
 
 def test_wheel_holds_modules_and_package_data_only(fake_checkout):

@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 import quant_model_factory as factory
 
+from autograder import hidden_secret
+from autograder.hidden_secret import HiddenSecret
+
 MODEL_KEYS = {"path", "size_bytes", "valid", "problems", "interface_ok", "classification",
               "classification_detail", "op_histogram", "opset", "param_count", "weight_dtypes",
               "quantized_weights", "float_weights_left", "per_channel", "per_channel_weights",
@@ -53,13 +56,17 @@ def test_public_split_is_the_contracts_data(grading):
     assert s.X_test.dtype == np.float32 and not s.X_test.flags.writeable
 
 
-def test_hidden_split_uses_the_configured_seed(grading, assignment07):
+def test_hidden_split_comes_from_the_secret_in_effect(grading, assignment07):
     data = grading[1]
-    h = data.hidden_split(assignment07)
-    assert h.seed == assignment07.config["hidden"]["data_seed"]
+    one, two = HiddenSecret(b"\x01" * 32), HiddenSecret(b"\x02" * 32)
+    with hidden_secret.using(one):
+        h = data.hidden_split(assignment07)
+        assert data.hidden_split(assignment07) is h   # cached per process (per secret)
+    assert h.seed == f"secret:{one.fingerprint()}"
     assert h.X_test.shape == (500, 2) and not np.array_equal(h.X_test, data.public_split().X_test)
-    assert data.hidden_split(assignment07, seed=5).seed == 5
-    assert data.hidden_split(assignment07) is h   # cached per process
+    with hidden_secret.using(two):
+        assert not np.array_equal(data.hidden_split(assignment07).X_test, h.X_test)
+    assert data.hidden_split(assignment07).seed == f"secret:{hidden_secret.fingerprint()}"
 
 
 def test_good_workspace_has_every_fact(good):

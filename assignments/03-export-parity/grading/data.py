@@ -5,8 +5,9 @@ The public split is the contract's, bit for bit (``RESULTS`` is re-measured on i
     X, y = load_breast_cancer(return_X_y=True); X = X.astype(np.float32)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
-The hidden parity sets are the grader's own inputs, drawn with :data:`HIDDEN_SEED` (part of the
-grading code, so changing it changes the assignment's fingerprint): ``hidden``, rows of the data set resampled with replacement, each feature scaled by
+The hidden parity sets are the grader's own inputs, drawn from the deployment's hidden-data secret
+(stream :data:`HIDDEN_STREAM`, autograder/hidden_secret.py; no seed in the repository, and no
+leaked row gives the others): ``hidden``, rows of the data set resampled with replacement, each feature scaled by
 its own ``1 + N(0, 0.05)`` (new points of the same distribution, features still in their own
 units); and ``hidden_edge``, the first ``n_edge`` of them pushed three times further from the
 training mean (the same shapes, beyond the range the scaler saw). They need no labels: parity
@@ -21,8 +22,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from autograder import hidden_secret
+from autograder.hidden_secret import HiddenSecret
+
 CONTRACT_SEED = 0
-HIDDEN_SEED = 3141
+HIDDEN_STREAM = "03-export-parity/hidden-sets"
 TEST_SIZE = 0.25
 N_HIDDEN = 1000
 N_EDGE = 500
@@ -40,7 +44,7 @@ class Public:
 
 @dataclass(frozen=True)
 class Hidden:
-    seed: int
+    seed: str            # "secret:<fingerprint>" of the secret it was drawn from
     X: np.ndarray        # "hidden"
     X_edge: np.ndarray   # "hidden_edge"
 
@@ -64,19 +68,19 @@ def public_split() -> Public:
 
 
 @lru_cache(maxsize=8)
-def make_hidden(seed: int, n: int = N_HIDDEN, n_edge: int = N_EDGE) -> Hidden:
-    """The hidden parity sets for ``seed`` (see the module's docstring)."""
+def make_hidden(secret: HiddenSecret, n: int = N_HIDDEN, n_edge: int = N_EDGE) -> Hidden:
+    """The hidden parity sets of ``secret`` (see the module's docstring)."""
     public = public_split()
     pool = np.concatenate([public.X_train, public.X_test]).astype(np.float64)
-    rng = np.random.default_rng(seed)
+    rng = secret.generator(HIDDEN_STREAM)
     X = pool[rng.integers(0, len(pool), n)] * (1.0 + rng.normal(0.0, NOISE, (n, pool.shape[1])))
     mu = public.X_train.astype(np.float64).mean(axis=0)
     X_edge = mu + EDGE_FACTOR * (X[:n_edge] - mu)
-    hidden = Hidden(int(seed), X.astype(np.float32), X_edge.astype(np.float32))
+    hidden = Hidden(f"secret:{secret.fingerprint()}", X.astype(np.float32), X_edge.astype(np.float32))
     _frozen(hidden.X, hidden.X_edge)
     return hidden
 
 
-def hidden_sets(seed: int = HIDDEN_SEED) -> Hidden:
-    """The grader's hidden parity sets."""
-    return make_hidden(int(seed))
+def hidden_sets() -> Hidden:
+    """The grader's hidden parity sets, from the secret in effect (``hidden_secret.current()``)."""
+    return make_hidden(hidden_secret.current())

@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from autograder import hidden_secret
 from autograder.measure.compare import FLOAT32_ROUNDING, Expect, Tolerance
 from autograder.measure.functions import measure_functions as measure_all
 from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
 from . import data
 
-SEED = 303   # the seeded random inputs of parity_report; changing it changes the hidden cases
+PROBE_STREAM = "03-export-parity/probe-cases"   # parity_report's random inputs: a stream of the hidden-data secret
 SKLEARN_FUNCTION = "sklearn_probabilities"
 SKLEARN_SETS = ("hidden", "hidden_edge", "public_test")
 FLOAT64_ROUNDING = Tolerance(rtol=float(4 * np.finfo(np.float64).eps), atol=float(np.finfo(np.float64).tiny))
@@ -86,7 +87,7 @@ def sklearn_cases() -> list[ProbeCase]:
 
 def probe_cases() -> list[ProbeCase]:
     """Every call the probe makes, in order: parity_report's cases, then the parity sets."""
-    return parity_report_cases(np.random.default_rng(SEED)) + sklearn_cases()
+    return parity_report_cases(hidden_secret.generator(PROBE_STREAM)) + sklearn_cases()
 
 
 # ---------------------------------------------------------------- the reference's answers

@@ -54,8 +54,9 @@ def measure(ctx) -> dict[str, Any]:
 
 def calibration_samples(ctx) -> list[dict[str, Any]]:
     """One more sample of every ``models.*`` measurement per calibration run: the run's artifacts
-    measured on another hidden data seed, so each model tolerance sees two hidden test sets."""
-    return [{"models": measure_models(ctx.assignment, ctx.workspace, hidden_seed=ctx.hidden_seed)}]
+    measured on the hidden split of another secret (``calibrate`` makes one current for this
+    call), so each model tolerance sees two hidden test sets."""
+    return [{"models": measure_models(ctx.assignment, ctx.workspace)}]
 
 
 def leaderboard(grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from autograder import hidden_secret
 from autograder.errors import AutograderError
 from autograder.measure import compare
 from autograder.measure.compare import Expect
@@ -37,7 +38,7 @@ FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
 # the contract's parameter names, to name the arguments of a failed call in the feedback
 PARAMETERS = {"quantize": ("x", "scale", "zero_point", "dtype"), "dequantize": ("q", "scale", "zero_point"),
               "choose_qparams": ("rmin", "rmax", "dtype", "symmetric")}
-SEED = 707   # the seeded random inputs; changing it changes the hidden cases (and the fingerprint)
+PROBE_STREAM = "07-quantization/probe-cases"   # the random inputs: a stream of the hidden-data secret
 
 
 def _reference():
@@ -185,7 +186,7 @@ def choose_qparams_cases(rng: np.random.Generator) -> list[ProbeCase]:
 
 def probe_cases() -> list[ProbeCase]:
     """The grader's hidden probe inputs, in order (ties first, so a first mismatch names them)."""
-    rng = np.random.default_rng(SEED)
+    rng = hidden_secret.generator(PROBE_STREAM)
     return quantize_cases(rng) + dequantize_cases(rng) + choose_qparams_cases(rng)
 
 

@@ -121,11 +121,11 @@ def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadL
     return latency.get("model_ms")
 
 
-def measure_models(assignment, workspace: Path, *, hidden_seed: int | None = None,
+def measure_models(assignment, workspace: Path, *,
                    limits: LoadLimits = LoadLimits(), runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
     ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
-    hidden = data.hidden_split(assignment, seed=hidden_seed)
+    hidden = data.hidden_split(assignment)
     public = data.public_split()
     inputs = _inputs(hidden, public)
     artifacts = assignment.artifacts
