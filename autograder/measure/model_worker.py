@@ -22,7 +22,9 @@ It sets its own resource limits before importing onnx or ONNX Runtime, then writ
 
 ``inputs.npz`` holds input *sets*: key ``<set>`` feeds a model's only input, keys
 ``<set>__<input name>`` feed the named inputs of a model with several (a set name has no
-``__``). Each set runs in one call, as the contracts measure. When the model ran, ``outputs.npz``
+``__``). Each set runs in one call, as the contracts measure (with an ``adapt`` interface, a model
+that fixes its batch size runs in calls of that size: ``model_interface`` lists every adaptation,
+all made by ``_feeds`` and ``_run_all``). When the model ran, ``outputs.npz``
 holds ``<set>__<output name>`` for every set and every output of the interface (without one:
 every numeric output). Latency (``latency_input``): the median of ``latency_rounds`` consecutive
 runs of the warm session, as the contracts ask a notebook to time it, taken in three blocks (the
