@@ -44,6 +44,7 @@ from pathlib import Path
 MiB = 1024 * 1024
 SET_SEPARATOR = "__"
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
+MAX_FIXED_BATCH = 1 << 16   # a larger fixed batch is not padded up to (adapt): the run fails as it is
 
 
 def _set_limits(limits: dict) -> None:
@@ -130,7 +131,7 @@ def _fixed_batch(session, interface) -> int | None:
         return None
     firsts = {i.shape[0] if i.shape else None for i in session.get_inputs()}
     size = firsts.pop() if len(firsts) == 1 else None
-    return size if isinstance(size, int) and size >= 1 else None
+    return size if isinstance(size, int) and 1 <= size <= MAX_FIXED_BATCH else None
 
 
 def _run_in_batches(session, feed: dict, batch: int, n: int) -> list:

@@ -181,3 +181,9 @@ def test_a_report_that_is_not_what_parity_report_gives_is_still_caught(grading):
     assert f32["notebook_max_abs_diff"] != parity["notebook_max_abs_diff"]
     reported = grading.parity.measure_reported({**results, "max_abs_diff": f32["notebook_max_abs_diff"]}, None, parity)
     assert "in float64 as your parity_report computes it" in reported["fields"]["max_abs_diff"]["reason"]
+
+
+def test_a_re_measurement_that_is_not_finite_proves_nothing(grading):
+    parity, results = _parity_and_results(grading, float32_subtraction, "float32")
+    reported = grading.parity.measure_reported(results, None, {**parity, "notebook_max_abs_diff": float("inf")})
+    assert not reported["fields"]["max_abs_diff"]["ok"] and "not a finite number" in reported["problems"][0]

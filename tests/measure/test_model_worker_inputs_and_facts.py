@@ -176,3 +176,27 @@ def test_adapt_still_refuses_what_computes_something_else(exports):
                                                     outputs=(TensorSpec("Z", "float32", (None, 3)),), adapt=True),
                            facts=())
     assert run.ok and "cannot feed the test set" in run.result["run_error"]
+
+
+def test_a_fixed_batch_beyond_the_cap_is_not_padded_up_to():
+    """A model fixing a batch of more rows than MAX_FIXED_BATCH is run as it is (and fails), so
+    a declared batch cannot make the worker allocate without bound."""
+    from autograder.measure.model_worker import MAX_FIXED_BATCH
+
+    def fixed(batch: int) -> bytes:
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["X"], ["Z"])], "fixed",
+            [helper.make_tensor_value_info("X", TensorProto.FLOAT, [batch, 3])],
+            [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [batch, 3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    x = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    relu = ModelInterface(inputs=(TensorSpec("X", "float32", (None, 3)),),
+                          outputs=(TensorSpec("Z", "float32", (None, 3)),), adapt=True)
+    run = run_model_worker(fixed(MAX_FIXED_BATCH + 1), inputs={"set": x}, interface=relu, facts=())
+    assert run.ok and "ONNX Runtime failed to run it" in run.result["run_error"] and "adapted" not in run.result
+    run = run_model_worker(fixed(3), inputs={"set": x}, interface=relu, facts=())   # padded up to 3 rows
+    assert run.ok and run.result["run_error"] is None, run
+    np.testing.assert_array_equal(run.outputs["set__Z"], np.maximum(x, 0))

@@ -161,6 +161,8 @@ def _check(field: str, reported: Any, measured: float, arithmetic: str = CONTRAC
     """None when ``reported`` is an honest report of ``measured``, else what is wrong."""
     if not _number(reported):
         return f"reported {_plain(reported)!r}, not a finite number"
+    if not math.isfinite(measured):
+        return f"reported {reported:.6g}, but the re-measurement on the contract's X_test is not a finite number"
     if abs(reported - measured) <= REPORT_ATOL + REPORT_RTOL * abs(measured):
         return None
     msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's X_test"
