@@ -13,6 +13,12 @@ with autograder.measure.compare's tolerances per group of cases:
 - inputs that are both float32: float32 rounding (the core's default, 4 eps of float32), since
   subtracting in float32 is as honest as in float64 there.
 
+A group that a rubric part names (``three_classes``) tests that property only: every other one is
+held at a value all correct solutions and the common mistakes agree on (float64 arrays of
+float32-exact values, one most probable class per row), so a precision or tie slip costs the
+"every hidden input" part and never "works for three classes". :func:`parity_arithmetic` tells
+which arithmetic the notebook's parity_report follows, for judging RESULTS (``parity.py``).
+
 ``sklearn_probabilities(X)`` is called on the grader's hidden parity sets and on the contract's
 X_test (``data.py``); its outputs are data for ``parity.py``, never compared here.
 """
