@@ -83,9 +83,13 @@ class ModelInterface:
             if any(_kind(o) == "sequence_type" for o in declared_outputs.values()):
                 hint = " (hint: an output is a sequence of maps: ZipMap is on; convert with options={'zipmap': False})"
             problems.append(f"outputs are {_names(declared_outputs)}, expected {want_out}{hint}")
-        for spec, side in [(s, declared_inputs) for s in self.inputs] + [(s, declared_outputs) for s in self.outputs]:
+        inputs = dict(declared_inputs)
+        if self.adapt and len(declared_inputs) == len(self.inputs):   # the worker feeds them by position
+            unnamed = [vi for name, vi in declared_inputs.items() if name not in want_in]
+            inputs.update(zip([n for n in want_in if n not in declared_inputs], unnamed))
+        for spec, side in [(s, inputs) for s in self.inputs] + [(s, declared_outputs) for s in self.outputs]:
             if spec.name in side:
-                p = _declared_problem(spec, side[spec.name], is_input=side is declared_inputs, adapt=self.adapt)
+                p = _declared_problem(spec, side[spec.name], is_input=side is inputs, adapt=self.adapt)
                 if p:
                     problems.append(p)
         return problems
@@ -117,7 +121,7 @@ def _kind(vi) -> str:
 def _declared_problem(spec: TensorSpec, vi, is_input: bool, adapt: bool = False) -> str | None:
     from onnx import helper
 
-    what = f"{'input' if is_input else 'output'} {spec.name}"
+    what = f"{'input' if is_input else 'output'} {vi.name[:40]}"   # the model's name: an input fed by position has another
     if _kind(vi) != "tensor_type":
         return f"{what} is a {_kind(vi).replace('_type', '')}, expected a {spec.dtype} tensor"
     tt = vi.type.tensor_type

@@ -200,3 +200,15 @@ def test_a_fixed_batch_beyond_the_cap_is_not_padded_up_to():
     run = run_model_worker(fixed(3), inputs={"set": x}, interface=relu, facts=())   # padded up to 3 rows
     assert run.ok and run.result["run_error"] is None, run
     np.testing.assert_array_equal(run.outputs["set__Z"], np.maximum(x, 0))
+
+
+def test_an_input_fed_by_position_has_its_type_and_shape_checked_too(exports):
+    models, X, _ = exports
+    run = run_model_worker(models["all_at_once_float64"], inputs={"test": X}, interface=interface(True), facts=())
+    assert run.result["facts"]["problems"] == [
+        "inputs are ['float_input'], expected exactly ['X']",
+        "outputs are ['p', 'y_pred'], expected ['label', 'probabilities']",
+        "input float_input is float64, expected float32"]
+    run = run_model_worker(models["all_at_once_zipmap"], inputs={"test": X}, interface=interface(True), facts=())
+    assert "input float_input has a fixed batch size 3, expected a free dimension N (a caller sends any number " \
+           "of rows in one call; the grader fed it 3 row(s) per call)" in run.result["facts"]["problems"]
