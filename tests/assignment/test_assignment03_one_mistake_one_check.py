@@ -60,10 +60,10 @@ def mean_not_max(a, b):
 
 # mistake → the groups whose cases it may fail (it must fail at least one of them)
 MISTAKES = {
-    float32_subtraction: {"two_classes", "float64_inputs"},
+    float32_subtraction: {"float64_vs_float32", "float64_inputs"},
     binary_only_agreement: {"three_classes"},
     last_index_on_ties: {"ties"},
-    mean_not_max: {"two_classes", "three_classes", "float64_inputs", "float32_inputs"},
+    mean_not_max: {"float64_vs_float32", "three_classes", "float64_inputs", "float32_inputs"},
 }
 
 
@@ -87,6 +87,15 @@ def test_each_mistake_fails_only_the_groups_that_name_it(grading, mistake):
     assert _failing_groups(grading, cases, honest) == set()
     failing = _failing_groups(grading, cases, mistake)
     assert failing and failing <= MISTAKES[mistake], f"{mistake.__name__} fails {failing}"
+
+
+@pytest.mark.parametrize("mistake, first", [(float32_subtraction, {"float64_vs_float32", "float64_inputs"}),
+                                             (binary_only_agreement, {"three_classes"}),
+                                             (last_index_on_ties, {"ties"})], ids=lambda v: getattr(v, "__name__", ""))
+def test_the_first_disagreement_the_student_reads_names_the_mistakes_kind(grading, mistake, first):
+    cases = [c for c in grading.functions.probe_cases() if c.function == "parity_report"]
+    measured = grading.functions.measure_functions(cases, _outputs(cases, mistake))["parity_report"]
+    assert measured["first_mismatch"]["group"] in first
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -102,13 +102,15 @@ def parity_report_cases(rng: np.random.Generator) -> list[ProbeCase]:
     tiny = _probs(rng, 100)
     ties = np.full((6, 2), 0.5)                            # the first class wins a tie: 4 of 6 agree
     untied = np.array([[0.75, 0.25]] * 4 + [[0.25, 0.75]] * 2)
+    # float64 p_ref beside float32 p_onnx is what scikit-learn and an ONNX model give: that group's
+    # name says so, so a precision slip's first disagreement points at precision
     return [
-        _case("float32_export", "two_classes", two, two.astype(np.float32)),
-        _case("labels_differ", "two_classes", base, flipped.astype(np.float32)),
+        _case("float32_export", "float64_vs_float32", two, two.astype(np.float32)),
+        _case("labels_differ", "float64_vs_float32", base, flipped.astype(np.float32)),
         _case("three_classes_close", "three_classes", three, _close(three)),
         _case("three_classes_labels_differ", "three_classes", three, swapped),
         _case("three_classes_middle_class_wins", "three_classes", moved, moved_onnx),   # p[:, 1] stays <= 0.5
-        _case("large_batch", "two_classes", large, large.astype(np.float32)),
+        _case("large_batch", "float64_vs_float32", large, large.astype(np.float32)),
         _case("differences_below_float32", "float64_inputs", tiny, tiny + rng.uniform(-1e-9, 1e-9, tiny.shape)),
         _case("identical", "float64_inputs", two[:50], two[:50].copy()),
         _case("both_float32", "float32_inputs", two[:80].astype(np.float32),
