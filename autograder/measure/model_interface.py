@@ -11,13 +11,22 @@ An assignment declares its contract as data, e.g. assignment 07::
 :meth:`ModelInterface.output_problem` checks one array that ONNX Runtime returned for a batch of
 ``n`` rows. Both return sentences for the student.
 
-``adapt=True`` lets the model worker still run a model that deviates from the contract in a way
-that does not change what it computes, so that the deviation costs the points of the interface
-check and nothing else: float inputs are cast to the float type the model declares (a float64
-export gets float64 data), float outputs of another precision are accepted, outputs missing by
-name are taken by position when the model has exactly as many, and a sequence of
-``{class: probability}`` maps (scikit-learn's ZipMap) becomes an ``[N, classes]`` array. The
-interface facts still report every deviation, and the worker lists what it adapted.
+``adapt=True`` lets the model worker (the one place that feeds models:
+``autograder/measure/model_worker.py``, ``_feeds`` and ``_run_all``) still run a model that
+deviates from the contract in a way that does not change what it computes, so that the deviation
+costs the points of the interface check and nothing else:
+
+- inputs of other names: fed by position when the model has as many inputs (one input named
+  ``float_input``, the name of ONNX Runtime's own tutorial, instead of ``X``);
+- a fixed batch dimension (``FloatTensorType([1, 30])``): each set fed in calls of that many rows
+  (the last call padded with copies of its last row), the outputs joined back;
+- float inputs of another precision: cast to the float type the model declares (a float64 export
+  gets float64 data), and float outputs of another precision are accepted;
+- outputs of other names or in another order: each output the model does not name is the first
+  other output of its type and shape, else the one at its position;
+- a sequence of ``{class: probability}`` maps (scikit-learn's ZipMap): an ``[N, classes]`` array.
+
+The interface facts still report every deviation, and the worker lists what it adapted.
 """
 
 from __future__ import annotations
@@ -74,9 +83,13 @@ class ModelInterface:
             if any(_kind(o) == "sequence_type" for o in declared_outputs.values()):
                 hint = " (hint: an output is a sequence of maps: ZipMap is on; convert with options={'zipmap': False})"
             problems.append(f"outputs are {_names(declared_outputs)}, expected {want_out}{hint}")
-        for spec, side in [(s, declared_inputs) for s in self.inputs] + [(s, declared_outputs) for s in self.outputs]:
+        inputs = dict(declared_inputs)
+        if self.adapt and len(declared_inputs) == len(self.inputs):   # the worker feeds them by position
+            unnamed = [vi for name, vi in declared_inputs.items() if name not in want_in]
+            inputs.update(zip([n for n in want_in if n not in declared_inputs], unnamed))
+        for spec, side in [(s, inputs) for s in self.inputs] + [(s, declared_outputs) for s in self.outputs]:
             if spec.name in side:
-                p = _declared_problem(spec, side[spec.name], is_input=side is declared_inputs)
+                p = _declared_problem(spec, side[spec.name], is_input=side is inputs, adapt=self.adapt)
                 if p:
                     problems.append(p)
         return problems
@@ -105,10 +118,10 @@ def _kind(vi) -> str:
     return vi.type.WhichOneof("value") or "unknown"
 
 
-def _declared_problem(spec: TensorSpec, vi, is_input: bool) -> str | None:
+def _declared_problem(spec: TensorSpec, vi, is_input: bool, adapt: bool = False) -> str | None:
     from onnx import helper
 
-    what = f"{'input' if is_input else 'output'} {spec.name}"
+    what = f"{'input' if is_input else 'output'} {vi.name[:40]}"   # the model's name: an input fed by position has another
     if _kind(vi) != "tensor_type":
         return f"{what} is a {_kind(vi).replace('_type', '')}, expected a {spec.dtype} tensor"
     tt = vi.type.tensor_type
@@ -126,6 +139,9 @@ def _declared_problem(spec: TensorSpec, vi, is_input: bool) -> str | None:
     if len(dims) != len(spec.shape) or mismatch:
         return f"{what} has shape {shown}, expected {spec.shape_text()}"
     fixed = [d for d, w in zip(dims, spec.shape) if w is None and d is not None]
+    if is_input and fixed and adapt:
+        return (f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N (a caller sends "
+                f"any number of rows in one call; the grader fed it {fixed[0]} row(s) per call)")
     if is_input and fixed:
         return (f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N "
                 "(the grader runs the whole test set in one call)")

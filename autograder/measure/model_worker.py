@@ -22,7 +22,9 @@ It sets its own resource limits before importing onnx or ONNX Runtime, then writ
 
 ``inputs.npz`` holds input *sets*: key ``<set>`` feeds a model's only input, keys
 ``<set>__<input name>`` feed the named inputs of a model with several (a set name has no
-``__``). Each set runs in one call, as the contracts measure. When the model ran, ``outputs.npz``
+``__``). Each set runs in one call, as the contracts measure (with an ``adapt`` interface, a model
+that fixes its batch size runs in calls of that size: ``model_interface`` lists every adaptation,
+all made by ``_feeds`` and ``_run_all``). When the model ran, ``outputs.npz``
 holds ``<set>__<output name>`` for every set and every output of the interface (without one:
 every numeric output). Latency (``latency_input``): the median of ``latency_rounds`` consecutive
 runs of the warm session, as the contracts ask a notebook to time it, taken in three blocks (the
@@ -42,6 +44,7 @@ from pathlib import Path
 MiB = 1024 * 1024
 SET_SEPARATOR = "__"
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
+MAX_FIXED_BATCH = 1 << 16   # a larger fixed batch is not padded up to (adapt): the run fails as it is
 
 
 def _set_limits(limits: dict) -> None:
@@ -62,14 +65,33 @@ def input_sets(arrays: dict) -> dict[str, dict]:
     return sets
 
 
+def _input_names(declared: list[str], want: list[str], adapt: bool) -> dict[str, str] | None:
+    """``{interface input name: model input name}``, or None when the model's inputs cannot be fed.
+
+    Inputs are fed by name. With ``adapt``, the interface's inputs the model does not name are fed
+    to the model's inputs the interface does not name, by position, when there are as many of each
+    (a single input named ``float_input`` instead of ``X``)."""
+    if sorted(declared) == sorted(want):
+        return {name: name for name in want}
+    unnamed = [n for n in declared if n not in want]
+    unfed = [n for n in want if n not in declared]
+    if not adapt or len(declared) != len(want) or len(unnamed) != len(unfed):
+        return None
+    by_position = dict(zip(unfed, unnamed))
+    return {name: by_position.get(name, name) for name in want}
+
+
 def _feeds(session, sets: dict, interface) -> tuple[dict, str | None, list[str]]:
     """The feed dict of every set, or why the sets cannot be fed; and what was adapted."""
     declared = {i.name: i.type for i in session.get_inputs()}
     want = [s.name for s in interface.inputs] if interface else list(declared)
-    if sorted(declared) != sorted(want):
-        return {}, f"cannot feed the test set: the model's inputs are {list(declared)[:5]}, not {want}", []
     adapt = bool(interface and interface.adapt)
-    feeds, adapted = {}, []
+    model_name = _input_names(list(declared), want, adapt)
+    if model_name is None:
+        return {}, f"cannot feed the test set: the model's inputs are {list(declared)[:5]}, not {want}", []
+    adapted = [f"input {name} fed to the model's input {model_name[name][:40]} (by position)"
+               for name in want if model_name[name] != name]
+    feeds = {}
     for key, arrays in sets.items():
         if set(arrays) == {None}:
             if len(want) != 1:
@@ -80,14 +102,14 @@ def _feeds(session, sets: dict, interface) -> tuple[dict, str | None, list[str]]
             return {}, f"the grader has no data for the inputs {missing} (input set '{key}')", []
         feed = {}
         for name in want:
-            x = arrays[name]
-            declared_float = _FLOAT_TYPES.get(declared[name])
+            x, target = arrays[name], model_name[name]
+            declared_float = _FLOAT_TYPES.get(declared[target])
             if adapt and declared_float and x.dtype.kind == "f" and x.dtype.name != declared_float:
                 note = f"input {name} fed as {declared_float}, the type the model declares"
                 if note not in adapted:
                     adapted.append(note)
                 x = x.astype(declared_float)
-            feed[name] = x
+            feed[target] = x
         feeds[key] = feed
     return feeds, None, adapted
 
@@ -103,17 +125,77 @@ def _as_array(value):
     return value, False
 
 
+def _fixed_batch(session, interface) -> int | None:
+    """The batch size every input of the model fixes where the interface has a free N, if any."""
+    if not interface.inputs or any(not s.shape or s.shape[0] is not None for s in interface.inputs):
+        return None
+    firsts = {i.shape[0] if i.shape else None for i in session.get_inputs()}
+    size = firsts.pop() if len(firsts) == 1 else None
+    return size if isinstance(size, int) and 1 <= size <= MAX_FIXED_BATCH else None
+
+
+def _run_in_batches(session, feed: dict, batch: int, n: int) -> list:
+    """``session.run(None, feed)`` as calls of ``batch`` rows each (the last one padded with
+    copies of its last row), the outputs joined back into ``n`` rows."""
+    import numpy as np
+
+    def rows(x, start):
+        part = x[start:start + batch]
+        return part if len(part) == batch else np.concatenate([part, np.repeat(part[-1:], batch - len(part), axis=0)])
+
+    parts = [session.run(None, {name: rows(x, start) for name, x in feed.items()}) for start in range(0, n, batch)]
+    joined = []
+    for values in zip(*parts):
+        if all(isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == batch for v in values):
+            joined.append(np.concatenate(values)[:n])
+        elif all(isinstance(v, list) and len(v) == batch for v in values):
+            joined.append([row for v in values for row in v][:n])
+        else:                                    # no batch axis to join: the first call's, as it is
+            joined.append(values[0])
+    return joined
+
+
+def _match_outputs(got: dict, names: list[str], interface, n: int) -> dict[str, tuple[str | None, object, bool]]:
+    """``{interface output: (model output, value, converted from ZipMap)}``. By name; with
+    ``adapt``, an output the model does not name is the first other output of its type and shape
+    (in the model's order), else the one at its position."""
+    adapt = interface.adapt
+    matched: dict = {}
+    for spec in interface.outputs:
+        if spec.name in got or not adapt:
+            value, converted = _as_array(got.get(spec.name)) if adapt else (got.get(spec.name), False)
+            matched[spec.name] = (spec.name, value, converted)
+    used = {source for source, _, _ in matched.values()}
+    for i, spec in enumerate(interface.outputs):
+        if spec.name in matched:
+            continue
+        free = [name for name in names if name not in used]
+        fitting = [name for name in free if interface.output_problem(spec, _as_array(got[name])[0], n) is None]
+        source = fitting[0] if fitting else (names[i] if i < len(names) and names[i] in free else None)
+        value, converted = _as_array(got[source]) if source is not None else (None, False)
+        matched[spec.name] = (source, value, converted)
+        used.add(source)
+    return {spec.name: matched[spec.name] for spec in interface.outputs}
+
+
 def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[str]]:
-    """Run each input set in one call; return the arrays to keep (or why none), and what was adapted."""
+    """Run each input set in one call (with ``adapt``, a model that fixes its batch size in calls
+    of that size); return the arrays to keep (or why none), and what was adapted."""
     import numpy as np
 
     names = [o.name for o in session.get_outputs()]
     adapt = bool(interface and interface.adapt)
+    batch = _fixed_batch(session, interface) if adapt else None
     kept, adapted = {}, []
     for key, feed in feeds.items():
         n = len(next(iter(feed.values())))
         try:
-            values = session.run(None, feed)
+            if batch and n and n != batch:
+                values = _run_in_batches(session, feed, batch, n)
+                note = f"inputs fed {batch} row(s) per call, the fixed batch size the model declares"
+                adapted += [note] if note not in adapted else []
+            else:
+                values = session.run(None, feed)
         except Exception as e:
             return {}, f"ONNX Runtime failed to run it on a batch of {n} rows: {' '.join(str(e).split())[:240]}", []
         got = dict(zip(names, values))
@@ -121,15 +203,12 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
             kept.update({f"{key}__{n}": v for n, v in got.items()
                          if isinstance(v, np.ndarray) and v.dtype.kind in "biuf"})
             continue
-        by_position = adapt and any(s.name not in got for s in interface.outputs) \
-            and len(names) == len(interface.outputs)
-        for i, spec in enumerate(interface.outputs):
-            source = names[i] if by_position else spec.name
-            value = got.get(source)
+        for i, (spec, (source, value, converted)) in enumerate(
+                zip(interface.outputs, _match_outputs(got, names, interface, n).values())):
             if adapt:
-                value, converted = _as_array(value)
-                notes = ([f"output {spec.name} read from the model's output {source} (by position)"]
-                         if source != spec.name else [])
+                how = "by position" if i < len(names) and names[i] == source else "by its type and shape"
+                notes = ([f"output {spec.name} read from the model's output {source[:40]} ({how})"]
+                         if source is not None and source != spec.name else [])
                 notes += [f"output {spec.name} converted from a sequence of maps (ZipMap) to an array"] \
                     if converted else []
                 adapted += [a for a in notes if a not in adapted]

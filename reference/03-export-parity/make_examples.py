@@ -54,6 +54,35 @@ MISTAKES = (
         ),
     ),
     Mistake(
+        "float_input_name.ipynb", "onnx_model", "the input named float_input",
+        "The pipeline is converted as in ONNX Runtime's own tutorial, with "
+        "`initial_types=[(\"float_input\", FloatTensorType([None, 30]))]`: the model computes the "
+        "right thing, but its input is named `float_input`, not `X`, so a caller that feeds `X` "
+        "fails. The notebook feeds `float_input` itself.",
+        (
+            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+             'from skl2onnx.common.data_types import FloatTensorType\n\n'
+             'onx = to_onnx(pipe, initial_types=[("float_input", FloatTensorType([None, 30]))],\n'
+             '              options={"zipmap": False}, name="breast_cancer_pipeline")'),
+            ('    return session.run(["probabilities"], {"X": X})[0]',
+             '    return session.run(["probabilities"], {"float_input": X})[0]'),
+        ),
+    ),
+    Mistake(
+        "fixed_batch_of_one.ipynb", "onnx_model", "a fixed batch of one row",
+        "The pipeline is converted with `initial_types=[(\"X\", FloatTensorType([1, 30]))]`: the "
+        "model computes the right thing, but only one row per call, so a caller that sends the "
+        "test set in one call fails. The notebook runs it row by row itself.",
+        (
+            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+             'from skl2onnx.common.data_types import FloatTensorType\n\n'
+             'onx = to_onnx(pipe, initial_types=[("X", FloatTensorType([1, 30]))],\n'
+             '              options={"zipmap": False}, name="breast_cancer_pipeline")'),
+            ('    return session.run(["probabilities"], {"X": X})[0]',
+             '    return np.concatenate([session.run(["probabilities"], {"X": X[i:i + 1]})[0] for i in range(len(X))])'),
+        ),
+    ),
+    Mistake(
         "scaler_left_out.ipynb", "parity", "the scaler left out",
         "Only the pipeline's last step, the classifier, is converted (`pipe[-1]`): the ONNX model "
         "applies coefficients learnt on scaled features to raw measurements, so its probabilities "
@@ -67,6 +96,14 @@ MISTAKES = (
         "two classes, wrong as soon as there are three.",
         (("    label_agreement = float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))",
           "    label_agreement = float(np.mean((a[:, 1] > 0.5) == (b[:, 1] > 0.5)))"),),
+    ),
+    Mistake(
+        "float32_subtraction.ipynb", "parity_report", "the difference computed in float32",
+        "`parity_report` converts both arrays to float32 before subtracting: a real difference below "
+        "float32's resolution (1e-9 between two probabilities) rounds away. It reports what its "
+        "own parity_report computes, so only parity_report's agreement with the reference is lost.",
+        (("    a = np.asarray(p_ref, dtype=np.float64)\n    b = np.asarray(p_onnx, dtype=np.float64)",
+          "    a = np.asarray(p_ref, dtype=np.float32)\n    b = np.asarray(p_onnx, dtype=np.float32)"),),
     ),
     Mistake(
         "accuracy_in_percent.ipynb", "reported_results", "accuracy reported in percent",

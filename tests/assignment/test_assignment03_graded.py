@@ -59,10 +59,26 @@ def test_the_deviating_exports_say_what_the_grader_adapted(graded):
     f64 = json.loads((out / "float64_export" / "measurements.json").read_text())["models"]["pipeline"]
     assert f64["adapted"] == ["input X fed as float64, the type the model declares"]
     assert "input X is float64, expected float32" in f64["problems"]
+    named = json.loads((out / "float_input_name" / "measurements.json").read_text())["models"]["pipeline"]
+    assert named["adapted"] == ["input X fed to the model's input float_input (by position)"]
+    assert "inputs are ['float_input'], expected exactly ['X']" in named["problems"]
+    batch = json.loads((out / "fixed_batch_of_one" / "measurements.json").read_text())["models"]["pipeline"]
+    assert batch["adapted"] == ["inputs fed 1 row(s) per call, the fixed batch size the model declares"]
+    assert any("fixed batch size 1" in p for p in batch["problems"])
     zipmap = json.loads((out / "zipmap_left_on" / "measurements.json").read_text())["models"]["pipeline"]
     assert any("ZipMap is on" in p for p in zipmap["problems"])
     scaler = json.loads((out / "scaler_left_out" / "measurements.json").read_text())["parity"]
     assert scaler["max_abs_diff"] > 0.5 and scaler["onnx_accuracy"] < 0.8 < scaler["sklearn_accuracy"]
+
+
+def test_a_float32_parity_report_is_judged_by_its_own_arithmetic_in_results(graded):
+    _, out = graded
+    m = json.loads((out / "float32_subtraction" / "measurements.json").read_text())
+    assert m["parity"]["notebook_arithmetic"] == "float32"
+    assert m["parity"]["notebook_max_abs_diff"] != m["parity"]["public_max_abs_diff"], "a float32 number"
+    assert m["reported"]["fields"]["max_abs_diff"]["ok"] and m["reported"]["honest_share"] == 1.0
+    ref = json.loads((out / "reference" / "measurements.json").read_text())
+    assert ref["parity"]["notebook_arithmetic"] == "float64"
 
 
 def test_the_summary_draws_the_assignments_own_scatter(graded):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import data
-from .functions import measure_functions
+from .functions import measure_functions, parity_arithmetic
 from .functions import probe_cases as probe_cases
 from .parity import measure_model, measure_parity, measure_reported
 
@@ -24,7 +24,7 @@ def prepare(assignment) -> None:
 
 def measure(ctx) -> dict[str, Any]:
     model, run = measure_model(ctx.assignment, ctx.workspace)
-    parity = measure_parity(ctx.cases, ctx.probe, model, run)
+    parity = measure_parity(ctx.cases, ctx.probe, model, run, parity_arithmetic(ctx.cases, ctx.probe))
     return {
         "functions": measure_functions(ctx.cases, ctx.probe),
         "models": {"pipeline": model},

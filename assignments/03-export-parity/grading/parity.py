@@ -12,7 +12,12 @@ probability difference and the label agreement on the hidden sets, and the accur
 X_test. The accuracy guards the comparison: it is measured by the grader alone, so a notebook whose
 ``sklearn_probabilities`` merely echoes its ONNX model still needs a model that classifies.
 
-``reported``: is each number of ``RESULTS`` what the grader measures on X_test?
+``reported``: is each number of ``RESULTS`` what the notebook's own functions give on its real
+model and X_test? Honesty only: correctness is the parity_report and parity checks' business. So
+``max_abs_diff`` and ``label_agreement`` are recomputed on the grader's outputs of the student's
+model and the student's ``sklearn_probabilities`` on X_test the way the notebook's own
+``parity_report`` computes (``functions.parity_arithmetic``: float64 as the contract says, or
+float32), and a float32 subtraction costs parity_report's agreement once, not RESULTS again.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes
 from autograder.probe_format import ProbeResult
 
 from . import data
-from .functions import SKLEARN_FUNCTION, SKLEARN_SETS
+from .functions import ARITHMETICS, SKLEARN_FUNCTION, SKLEARN_SETS
 
 ARTIFACT = "pipeline"
 FACTS = ("graph",)                  # operators, opsets, parameter count; no quantization facts
@@ -38,8 +43,9 @@ INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 30)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
     adapt=True)
-REPORTED_FIELDS = {"max_abs_diff": "public_max_abs_diff", "label_agreement": "public_label_agreement",
+REPORTED_FIELDS = {"max_abs_diff": "notebook_max_abs_diff", "label_agreement": "notebook_label_agreement",
                    "onnx_accuracy": "onnx_accuracy"}
+CONTRACT_ARITHMETIC = next(iter(ARITHMETICS))
 # The notebook and the grader run the same model on the same X_test and get the same outputs, bit
 # for bit (measured: multi-threaded and single-threaded sessions agree exactly; predict_proba is
 # deterministic), then the same float64 arithmetic. 1e-6 relative leaves room for another order
@@ -100,8 +106,11 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
     return out if not missing else f"{SKLEARN_FUNCTION} was not called on {missing}"
 
 
-def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None) -> dict[str, Any]:
-    """The ``parity`` section (see the module's docstring)."""
+def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None,
+                   arithmetic: str | None = None) -> dict[str, Any]:
+    """The ``parity`` section (see the module's docstring). ``arithmetic``: how the notebook's own
+    parity_report computes (``functions.parity_arithmetic``; None: the contract's float64), for
+    the ``notebook_*`` numbers that RESULTS is judged against."""
     if "error" in model:
         return {"error": f"the ONNX model cannot be compared: {model['error']}"}
     if model.get("run_error"):
@@ -114,6 +123,8 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
     if bad:
         return {"error": f"the ONNX model's probabilities are unusable: {bad}"}
     y_test = data.public_split().y_test
+    own = arithmetic if arithmetic in ARITHMETICS else CONTRACT_ARITHMETIC
+    own_max_abs_diff, own_label_agreement = ARITHMETICS[own](sk["public_test"], onnx["public_test"])
     return {
         "rows": len(onnx["hidden"]), "edge_rows": len(onnx["hidden_edge"]),
         "max_abs_diff": metrics.max_abs_dp(onnx["hidden"], sk["hidden"]),
@@ -122,6 +133,8 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
         "edge_label_agreement": metrics.label_agreement(onnx["hidden_edge"], sk["hidden_edge"]),
         "public_max_abs_diff": metrics.max_abs_dp(onnx["public_test"], sk["public_test"]),
         "public_label_agreement": metrics.label_agreement(onnx["public_test"], sk["public_test"]),
+        "notebook_arithmetic": own, "notebook_max_abs_diff": own_max_abs_diff,
+        "notebook_label_agreement": own_label_agreement,
         "onnx_accuracy": metrics.accuracy(onnx["public_test"], y_test),
         "sklearn_accuracy": metrics.accuracy(sk["public_test"], y_test),
     }
@@ -144,17 +157,20 @@ def _plain(v: Any) -> Any:
     return v[:80] if isinstance(v, str) else repr(v)[:80]
 
 
-def _check(field: str, reported: Any, measured: float) -> str | None:
+def _check(field: str, reported: Any, measured: float, arithmetic: str = CONTRACT_ARITHMETIC) -> str | None:
     """None when ``reported`` is an honest report of ``measured``, else what is wrong."""
     if not _number(reported):
         return f"reported {_plain(reported)!r}, not a finite number"
+    if not math.isfinite(measured):
+        return f"reported {reported:.6g}, but the re-measurement on the contract's X_test is not a finite number"
     if abs(reported - measured) <= REPORT_ATOL + REPORT_RTOL * abs(measured):
         return None
     msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's X_test"
     if measured and abs(reported - 100 * measured) <= 1e-6 * abs(100 * measured):
         return msg + " (a percentage? the contract asks for a share in [0, 1])"
     if field == "max_abs_diff":
-        return msg + " (the largest |difference| of any probability, in float64)"
+        return msg + (f" (the largest |difference| of any probability, in {arithmetic} as your parity_report "
+                      "computes it: report what parity_report returns)")
     return msg
 
 
@@ -179,7 +195,7 @@ def measure_reported(reported: Any, reported_error: str | None, parity: dict[str
         elif measured is None:
             reason = f"cannot be re-measured: {parity.get('error', 'not measured')}"
         else:
-            reason = _check(field, reported[field], measured)
+            reason = _check(field, reported[field], measured, parity.get("notebook_arithmetic", CONTRACT_ARITHMETIC))
         record["ok"] = reason is None
         if reason:
             record["reason"] = reason
