@@ -54,6 +54,7 @@ from typing import Sequence
 import numpy as np
 
 from ..probe_format import Arg, CaseOutput, ProbeCase
+from ..student_text import mask
 from . import failure
 
 FLOAT32 = np.finfo(np.float32)
@@ -310,7 +311,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
     if output.status != "ok":
         err = (output.error or {}).get("message", "")
         return _fact(False, "type", want, f"a result the probe could not turn into arrays ({err})",
-                     f"returned a result the grader could not turn into arrays ({failure.mask_text(err)})")
+                     f"returned a result the grader could not turn into arrays ({mask(err)})")
     problem = _kind_problem(parts, is_tuple, output)
     if problem:
         return _fact(False, "type", want, *problem)

@@ -5,7 +5,8 @@ The facts of :mod:`.compare` hold the grader's own renderings of the expected an
 failed call comes from here instead, and carries nothing of the hidden case's values:
 
 - **an exception**: its type and message, as the student's own code raised them, with every
-  number masked (:func:`mask_text`): ``OverflowError: Python integer <n> out of bounds for uint8``;
+  number masked (:func:`autograder.student_text.mask`): ``OverflowError: Python integer <n> out
+  of bounds for uint8``;
 - **the argument types** of that call, from the case itself (:func:`describe_arguments`):
   ``x a float32 array of shape (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar``;
 - **a wrong result**: its kind, dtype and shape against the expected ones, and for wrong values
@@ -16,54 +17,27 @@ failed call comes from here instead, and carries nothing of the hidden case's va
 
 Exception text is student-controlled and the function held the hidden input when it raised
 (``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls).
-So :func:`mask_text` does not try to recognise the inputs: it masks every token that contains a
-digit (except NumPy's dtype names such as ``uint8``), every long run of letters or symbols that
-could be an encoding (hex, base64), keeps one line and bounds the length. What is left can still
-spell a number in words; it is at most :data:`MAX_MESSAGE` characters per group of cases.
+So it goes through :func:`autograder.student_text.mask`, which does not try to recognise the
+inputs: in every script it masks every word holding a number (except NumPy's dtype names such as
+``uint8``), every word or run of symbols longer than a bounded word (hex, base64, one CJK
+character per byte), keeps one line and bounds the length. What is left can still spell data in
+words; it is at most :data:`MAX_MESSAGE` units per group of cases (SECURITY.md states the capacity).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..probe_format import Arg, CaseOutput, ProbeCase
+from ..student_text import mask
 
-MAX_MESSAGE = 160      # characters of an exception message, after masking
-MAX_TYPE = 60          # characters of an exception type's name
-MAX_TOKEN = 20         # a longer run of word characters may be encoded data
-MASK = "<n>"
-DTYPE_NAMES = frozenset({
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "intp", "uintp",
-    "float16", "float32", "float64", "float128", "bfloat16", "complex64", "complex128", "complex256",
-    "float8e4m3fn", "float8e5m2", "int4", "uint4",
-})
-_TOKEN = re.compile(r"[A-Za-z0-9_]+")
-_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")   # base64, hex, or any long run of their alphabet
-_MASK_RUN = re.compile(re.escape(MASK) + r"(?:[\s.,:;eE+\-/*x]*" + re.escape(MASK) + r")+")
+MAX_MESSAGE = 160      # units of an exception message, after masking (student_text.units)
+MAX_TYPE = 60          # units of an exception type's name
 STEP_BUCKETS = (1, 2, 10, 100)
 REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
-
-
-def mask_text(text: Any, limit: int = MAX_MESSAGE) -> str:
-    """``text`` on one line with every number and anything that may encode data masked, bounded."""
-    s = _ENCODED.sub("<…>", " ".join(str(text).split()))
-
-    def token(m: re.Match[str]) -> str:
-        t = m.group(0)
-        if len(t) > MAX_TOKEN:
-            return "<…>"
-        if any(c.isdigit() for c in t) and t.lower() not in DTYPE_NAMES:
-            return MASK
-        return t
-
-    s = _TOKEN.sub(token, s)
-    s = _MASK_RUN.sub(MASK, s)                      # "<n>.<n>e-<n>" and "<n>, <n>, <n>" → one mask
-    s = re.sub(r"[^\w\s]{12,}", "<…>", s)           # long runs of symbols (an encoding of its own)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def _array_kind(a: np.ndarray, kind: str) -> str:
@@ -147,13 +121,13 @@ def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
         return None    # an object, not a function (np.vectorize, functools.partial of the notebook's own)
     params = origin.get("params") if isinstance(origin.get("params"), list) else None
     signature = f"({', '.join(str(p) for p in params)})" if params is not None else ""
-    return mask_text(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
+    return mask(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
                      f"from module {module} (an import after your definition replaced it)", 300)
 
 
 def error_account(output: CaseOutput) -> str:
     """``OverflowError: Python integer <n> out of bounds for uint8``, masked and bounded."""
     err = output.error if isinstance(output.error, dict) else {}
-    kind = mask_text(err.get("type") or "an exception", MAX_TYPE)
-    message = mask_text(err.get("message") or "")
+    kind = mask(err.get("type") or "an exception", MAX_TYPE)
+    message = mask(err.get("message") or "", MAX_MESSAGE)
     return f"{kind}: {message}" if message else kind

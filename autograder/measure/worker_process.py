@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import safe_files
+from ..student_text import mask
 from ..errors import UnsafeFileError
 
 MiB = 1024 * 1024
@@ -96,7 +97,8 @@ def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[
 def _output_tail(err) -> str:
     err.seek(max(0, err.seek(0, os.SEEK_END) - 2000))
     lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    return _short(lines[-1] if lines else "?", 200)
+    # ONNX Runtime logs a failed run's message, values included, to this output: masked
+    return mask(lines[-1] if lines else "?", 200)
 
 
 class WorkerProcess:
