@@ -30,6 +30,7 @@ import yaml
 
 from ..errors import AutograderError, UnsafeFileError
 from ..safe_files import read_bytes
+from ..student_text import clean
 
 MiB = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 64 * MiB      # one submitted notebook (outputs with images included)
@@ -382,8 +383,7 @@ def _plain_key(key: Any) -> str:
 
 
 def _clean(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return re.sub(r"[\x00-\x1f\x7f]+", " ", text).strip()[:MAX_TEXT]
+    return "" if value is None else clean(value, MAX_TEXT)
 
 
 def _submitter(person: dict[Any, Any]) -> dict[str, str]:
