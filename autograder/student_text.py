@@ -15,22 +15,20 @@ levels, one for each kind of text:
   everything that can carry data is masked, in every script. It does not try to recognise the
   hidden values (they can be encoded any way); it bounds what any text can carry:
 
-  - a word holding a number in any script (``str.isnumeric``: ASCII and Arabic-Indic digits,
-    fullwidth and superscript digits, Roman numerals, CJK numerals, …) becomes ``<n>``, except
-    NumPy's dtype names (``uint8``);
-  - a run of a base64 or hex alphabet longer than a bounded word, and a word longer than one (:data:`MAX_WORD` units: an ASCII letter is one unit, any
-    other character :data:`WIDE` units, as it can take one of far more values) becomes ``<…>``;
-  - a run of symbols or punctuation longer than :data:`MAX_SYMBOLS` units, and every private-use
-    or unassigned character, becomes ``<…>``;
-  - neighbouring masks (``<n>.<n>e-<n>``, ``<n>, <n>, <n>``) become one;
-  - the whole is bounded in units too, so no script carries more than ASCII does.
+  - the text is NFKC-normalised first (fullwidth letters and digits, ligatures, superscripts and
+    other compatibility forms become their plain equivalents), so a lookalike escapes no rule;
+  - a word holding a number in any script (``str.isnumeric``: ASCII, Arabic-Indic, Devanagari
+    digits, Roman and CJK numerals, …) becomes ``<n>``, except NumPy's dtype names (``uint8``);
+  - a word or a run of symbols holding any character outside printable ASCII (another script's
+    letters, CJK, emoji, private-use, unassigned or combining characters) becomes ``<…>``: one
+    such character can stand for a whole byte, and no script but ASCII is needed to read an error;
+  - a run of a base64 or hex alphabet, or a word, longer than :data:`MAX_WORD` characters, and a
+    run of symbols longer than :data:`MAX_SYMBOLS`, becomes ``<…>``;
+  - neighbouring masks (``<n>.<n>e-<n>``, ``<n>, <n>, <n>``) become one, and the whole is bounded.
 
-  The text is NFKC-normalised first (fullwidth letters and digits, ligatures and compatibility
-  forms become their plain equivalents), so a lookalike cannot escape a rule.
-
-What :func:`mask` leaves is words of at most :data:`MAX_WORD` units and short punctuation: the
-error's type, the operator's name, the student's own words. SECURITY.md ("Text that carries
-hidden data") states the capacity that leaves per message.
+What :func:`mask` leaves is printable ASCII: words of at most :data:`MAX_WORD` letters and short
+punctuation (the error's type, the operator's name, the student's own English words). Those can
+still spell data in words: SECURITY.md ("Text that carries hidden data") states that capacity.
 """
 
 from __future__ import annotations
@@ -43,11 +41,11 @@ from .redact import redact
 ELLIPSIS = "…"
 MASK = "<n>"                 # a number, in any script
 CUT = "<…>"                  # a run that may encode data
+TRUNCATED = "..."            # the end of a masked text that was cut (ASCII: masking it again keeps it)
 LINE_LIMIT = 300             # characters of one cleaned line, unless the caller says otherwise
-MASK_LIMIT = 160             # units of one masked message
-MAX_WORD = 24                # units of a word kept by mask() (QLinearGlobalAveragePool)
-MAX_SYMBOLS = 11             # units of a run of symbols kept by mask()
-WIDE = 3                     # units of a non-ASCII character (one of ~10^5 values, not ~10^2)
+MASK_LIMIT = 160             # characters of one masked message
+MAX_WORD = 26                # letters of a word kept by mask() (MODEL_REQUIRES_COMPILATION)
+MAX_SYMBOLS = 11             # characters of a run of symbols kept by mask()
 DTYPE_NAMES = frozenset({
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "intp", "uintp",
     "float16", "float32", "float64", "float128", "bfloat16", "complex64", "complex128", "complex256",
@@ -57,8 +55,7 @@ DTYPE_NAMES = frozenset({
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})   # controls, format/bidi, separators
-_HOSTILE_CATEGORIES = frozenset({"Co", "Cn"})                     # private use, unassigned
-_TOKEN = re.compile(r"(\w+)|(\s+)|([^\w\s]+)")
+_TOKEN = re.compile(r"(<n>|<…>)|(\w+)|(\s+)|((?:(?!<n>|<…>)[^\w\s])+)")   # a mark is one token
 _ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{%d,}" % (MAX_WORD + 1))   # base64, hex: one long run of their alphabet
 _MARK = "(?:" + re.escape(MASK) + "|" + re.escape(CUT) + ")"
 _MARK_RUN = re.compile(_MARK + r"(?:[^\w<>]{0,4}" + _MARK + ")+")   # masks a few separators apart
@@ -107,48 +104,37 @@ def clean_lines(value: object, limit: int) -> str:
     if len(s) > 4 * limit + 4096:         # bound the work on a huge message: only its end is kept
         s = s[-(4 * limit + 4096):]
     s = redact(_strip_controls(scrub_surrogates(s), keep="\n\t"))
-    return s if len(s) <= limit else ELLIPSIS + s[-(limit - 1):]
+    return s if len(s) <= limit else (ELLIPSIS + s[len(s) - limit + 1:])[:max(0, limit)]
 
 
 # ── masking: text made while hidden data was in reach ─────────────────────────────────────────
 
-def units(s: str) -> int:
-    """The size of ``s`` in units: one per ASCII character, :data:`WIDE` per other character."""
-    return sum(1 if ch.isascii() else WIDE for ch in s)
+def _printable_ascii(s: str) -> bool:
+    return s.isascii() and s.isprintable()
 
 
 def _mask_word(word: str) -> str:
     if any(ch.isnumeric() for ch in word):
         return word if word.lower() in DTYPE_NAMES else MASK
-    return word if units(word) <= MAX_WORD else CUT
+    return word if _printable_ascii(word) and len(word) <= MAX_WORD else CUT
 
 
 def _mask_symbols(run: str) -> str:
-    if units(run) > MAX_SYMBOLS or any(unicodedata.category(ch) in _HOSTILE_CATEGORIES for ch in run):
-        return CUT
-    return run
-
-
-def _bounded(s: str, limit: int) -> str:
-    if units(s) <= limit:
-        return s
-    used, end = 0, 0
-    for end, ch in enumerate(s):
-        used += 1 if ch.isascii() else WIDE
-        if used > limit - 1:
-            break
-    return s[:end] + ELLIPSIS
+    return run if _printable_ascii(run) and len(run) <= MAX_SYMBOLS else CUT
 
 
 def mask(value: object, limit: int = MASK_LIMIT) -> str:
-    """``value`` cleaned, with every number (any script), long word, long symbol run and
-    private-use or unassigned character masked, bounded to ``limit`` units (see the module)."""
+    """``value`` cleaned, with every number (any script), every character outside printable ASCII
+    and every long word or symbol run masked, bounded to ``limit`` characters (see the module)."""
     s = unicodedata.normalize("NFKC", clean(value, 8 * limit + 64))
-    s = clean(s, 8 * limit + 64)          # NFKC can make new controls or spaces: clean again
+    s = clean(s, 8 * limit + 64).replace("<...>", CUT)   # NFKC may make controls or spaces; "…" is "..."
     s = _ENCODED.sub(CUT, s)
     out = []
     for m in _TOKEN.finditer(s):
-        word, space, symbols = m.groups()
-        out.append(_mask_word(word) if word else " " if space else _mask_symbols(symbols))
+        mark, word, space, symbols = m.groups()
+        out.append(mark or (_mask_word(word) if word else " " if space else _mask_symbols(symbols)))
     s = _MARK_RUN.sub(lambda r: CUT if CUT in r.group(0) else MASK, "".join(out))
-    return _bounded(s, limit)
+    if len(s) <= limit:
+        return s
+    head = re.sub(r"<[n…]?$", "", s[: max(0, limit - len(TRUNCATED))])   # never half a mask
+    return head + TRUNCATED
