@@ -54,6 +54,32 @@ def _array_kind(a: np.ndarray, kind: str) -> str:
     return f"{article} {a.dtype} array of shape {a.shape}"
 
 
+MAX_COUNT_SHOWN = 4    # how many values a returned tuple is said to hold, at most
+
+
+def shape_words(shape: Sequence[int]) -> str:
+    """A shape a student's code returned, without its numbers (they may be made from the hidden
+    input: ``np.empty((0, int(x[0] * 1e6)))`` holds no element and any dimension): how many
+    dimensions, and whether it holds no element. ``a 2-d shape``, ``a 0-d shape``."""
+    shape = tuple(shape)
+    empty = " with no element" if any(int(d) == 0 for d in shape) else ""
+    return f"a {len(shape)}-d shape{empty}"
+
+
+def count_words(n: int) -> str:
+    """How many values a student's code returned, exact up to :data:`MAX_COUNT_SHOWN`."""
+    return str(n) if n <= MAX_COUNT_SHOWN else f"more than {MAX_COUNT_SHOWN}"
+
+
+def kind_words(values: Sequence[np.ndarray], is_tuple: bool) -> str:
+    """What came back, by kind, dtype and :func:`shape_words` only: ``one int64 array of a 1-d shape``."""
+    if not is_tuple and len(values) == 1:
+        return f"one {values[0].dtype} array of {shape_words(values[0].shape)}"
+    inner = ", ".join(f"{v.dtype} of {shape_words(v.shape)}" for v in values[:MAX_COUNT_SHOWN])
+    more = ", …" if len(values) > MAX_COUNT_SHOWN else ""
+    return f"a tuple of {count_words(len(values))} ({inner}{more})"
+
+
 def describe_type(a: Any) -> str:
     """The type of one argument, never its value: ``a numpy.uint8 scalar``, ``a Python float``."""
     if isinstance(a, Arg):
