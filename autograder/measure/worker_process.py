@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import safe_files
-from ..student_text import mask
+from ..student_text import clean, mask
 from ..errors import UnsafeFileError
 
 MiB = 1024 * 1024
@@ -53,8 +53,7 @@ class WorkerRun:
 
 
 def _short(text: Any, cap: int = 300) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= cap else s[: cap - 1] + "…"
+    return clean(text, cap)
 
 
 def _child_env(home: str) -> dict[str, str]:
