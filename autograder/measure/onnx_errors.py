@@ -43,7 +43,7 @@ _PYTHON_ERRORS = frozenset({"MemoryError", "ValueError", "TypeError", "RuntimeEr
                             "OverflowError", "ZeroDivisionError", "KeyError", "SystemError"})
 
 
-def _known_operator(op: str) -> bool:
+def known_operator(op: str) -> bool:
     """Whether ``op`` is an operator type ONNX or ONNX Runtime's quantization defines (so a
     node name or anything else planted in the message is never echoed as one)."""
     from .onnx_load import MICROSOFT_OPS
@@ -70,7 +70,7 @@ def describe(exc: BaseException) -> str:
     code = _STATUS.search(message)
     status = STATUS_NAMES.get(int(code.group(1))) if code else None
     node = _NODE.search(message)
-    op = node.group(1) if node and _known_operator(node.group(1)) else None
+    op = node.group(1) if node and known_operator(node.group(1)) else None
     what = category(message)
     if what is None:
         what = "error" if status or op else None

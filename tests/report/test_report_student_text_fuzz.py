@@ -187,7 +187,7 @@ def test_an_onnx_runtime_error_is_a_fixed_sentence(data, a, code, op):
     m = re.fullmatch(sentence, out)
     assert m, out
     assert m["status"] == onnx_errors.STATUS_NAMES[code]
-    assert m["op"] is None or (m["op"] == op.split()[0] and onnx_errors._known_operator(m["op"])), \
+    assert m["op"] is None or (m["op"] == op.split()[0] and onnx_errors.known_operator(m["op"])), \
         "only a known operator is named"
     assert (m["op"] is None) == (op == "NotAnOp")
 
