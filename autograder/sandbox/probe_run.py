@@ -125,7 +125,7 @@ class ProbeRun:
             arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
         except UnsafeFileError as e:
             self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                "type": "ProbeError", "message": f"the probe's record of this call is unusable: {e}"[:300]}}
+                "type": "ProbeError", "message": mask(f"the probe's record of this call is unusable: {e}", 300)}}
             return
         if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
             self.report["cases"][case.id] = {"status": "unconvertible", "error": {
