@@ -9,7 +9,9 @@ failed call comes from here instead, and carries nothing of the hidden case's va
   of bounds for uint8``;
 - **the argument types** of that call, from the case itself (:func:`describe_arguments`):
   ``x a float32 array of shape (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar``;
-- **a wrong result**: its kind, dtype and shape against the expected ones, and for wrong values
+- **a wrong result**: its kind, dtype and shape against the expected ones (a returned shape or
+  count without its numbers, which the function may make from the hidden input: :func:`shape_words`,
+  :func:`count_words`, :func:`kind_words`: ``a 2-d shape``), and for wrong values
   how many elements differ and by how many quantization steps, in coarse buckets
   (:func:`value_account`): ``3 of 6 elements differ, by 1 step``;
 - **a replaced function** (:func:`replaced`): the function the probe called is not the
@@ -18,10 +20,11 @@ failed call comes from here instead, and carries nothing of the hidden case's va
 Exception text is student-controlled and the function held the hidden input when it raised
 (``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls).
 So it goes through :func:`autograder.student_text.mask`, which does not try to recognise the
-inputs: in every script it masks every word holding a number (except NumPy's dtype names such as
-``uint8``), every word or run of symbols longer than a bounded word (hex, base64, one CJK
-character per byte), keeps one line and bounds the length. What is left can still spell data in
-words; it is at most :data:`MAX_MESSAGE` units per group of cases (SECURITY.md states the capacity).
+inputs: it masks every word holding a number in any script (except NumPy's dtype names such as
+``uint8``), every character outside printable ASCII (one CJK character per byte), every long word
+or run (hex, base64), keeps one line and bounds the length. What is left can still spell data in
+ASCII words; it is at most :data:`MAX_MESSAGE` characters per group of cases (SECURITY.md states
+the capacity). The probe's record of the call was masked the same way as the grader read it.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ import numpy as np
 from ..probe_format import Arg, CaseOutput, ProbeCase
 from ..student_text import mask
 
-MAX_MESSAGE = 160      # units of an exception message, after masking (student_text.units)
-MAX_TYPE = 60          # units of an exception type's name
+MAX_MESSAGE = 160      # characters of an exception message, after masking (student_text.mask)
+MAX_TYPE = 60          # characters of an exception type's name
 STEP_BUCKETS = (1, 2, 10, 100)
 REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
 

@@ -52,7 +52,7 @@ from .onnx_errors import run_failure, timing_failure
 
 MiB = 1024 * 1024
 SET_SEPARATOR = "__"
-RUN_ERROR_UNITS = 240    # of a run error, masked (autograder.student_text.mask)
+RUN_ERROR_CHARS = 240    # of a run error, masked (autograder.student_text.mask)
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 
 
@@ -226,7 +226,7 @@ def work(job_dir: Path) -> dict:
     if kept:
         np.savez(job_dir / "outputs.npz", **kept)
     if run_error is not None:   # written after the grader's rows were fed: it may quote them
-        run_error = mask(run_error, RUN_ERROR_UNITS)
+        run_error = mask(run_error, RUN_ERROR_CHARS)
     result = {"ok": True, "facts": facts, "derived": derived, "run_error": run_error,
               "latency": latency, "latency_error": latency_error}
     if adapted:
@@ -260,7 +260,7 @@ def main(argv: list[str]) -> int:
     except MemoryError:
         result = {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
     except Exception as e:  # a bug of ours or a model that breaks a library: data, not a crash
-        result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_UNITS)}
+        result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
     (job_dir / "result.json").write_text(json.dumps(result))
     return 0
 

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 
 from autograder import student_text
 from autograder.measure import failure, onnx_errors
-from autograder.measure.model_worker import RUN_ERROR_UNITS
+from autograder.measure.model_worker import RUN_ERROR_CHARS
 from autograder.probe_format import CaseOutput
 from autograder.report import escape
 from autograder.student_text import CUT, DTYPE_NAMES, MASK, MAX_SYMBOLS, MAX_WORD, clean, mask
@@ -197,8 +197,8 @@ def test_an_onnx_runtime_error_is_a_fixed_sentence(data, a, code, op):
 def test_any_other_text_of_the_measuring_child_is_masked(data, a):
     """run_error from the interface checks (shapes a model made from the rows) and a worker failure."""
     _, text = _embedded(data.draw, a)
-    out = mask(f"output probabilities is float32 of shape ({text}, 2) on a batch of 200 rows", RUN_ERROR_UNITS)
-    assert_masked(out, RUN_ERROR_UNITS)
+    out = mask(f"output probabilities is float32 of shape ({text}, 2) on a batch of 200 rows", RUN_ERROR_CHARS)
+    assert_masked(out, RUN_ERROR_CHARS)
     assert_no_hidden_value(out, a)
 
 
