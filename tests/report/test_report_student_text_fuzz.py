@@ -53,7 +53,7 @@ CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", 
 # one character per byte: base + byte stays inside the block (no surrogates)
 BYTE_SCRIPTS = {"CJK": 0x4E00, "Hangul": 0xAC00, "Cyrillic": 0x0400, "Greek and Coptic": 0x0370,
                 "Arabic": 0x0600, "Devanagari and Bengali": 0x0900, "Latin extended": 0x0100,
-                "private use": 0xE000, "emoji": 0x1F300, "combining marks": 0x0300,
+                "private use": 0xE000, "emoji": 0x1F300, "combining marks, then Greek": 0x0300,
                 "mathematical letters": 0x1D400, "Cherokee and Canadian syllabics": 0x13A0}
 # decimal digits of other scripts (their zero)
 DIGIT_SCRIPTS = {"ASCII": 0x30, "Arabic-Indic": 0x0660, "Extended Arabic-Indic": 0x06F0, "Devanagari": 0x0966,
