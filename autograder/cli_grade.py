@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .cli_checks import (EXIT_INTERRUPTED, check_empty_or_absent, check_file, check_grading_files, check_notebook,
-                         check_out_dir, command_errors, create_out_dir, one_line)
+                         check_out_dir, command_errors, create_out_dir)
 from .errors import AssignmentError, SandboxUnavailableError
+from .student_text import clean
 
 ASSIGNMENT_HELP = ("Assignment id (a folder under assignments/). Default: the only one, else the one the "
                    "notebook's metadata or file name names.")
@@ -103,7 +103,7 @@ def _read_json(path: Path) -> dict:
 
 def plain(text: object, limit: int = 400) -> str:
     """Student-controlled text for the terminal: no control characters, one bounded line."""
-    return one_line(re.sub(r"[\x00-\x1f\x7f-\x9f]", " ", str(text or "")), limit)
+    return clean(text or "", limit)
 
 
 def demo(

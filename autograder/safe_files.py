@@ -18,7 +18,6 @@ import io
 import json
 import math
 import os
-import re
 import stat
 import tempfile
 import zipfile
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UnsafeFileError
+from .student_text import scrub_surrogates
 
 MiB = 1024 * 1024
 MAX_JSON_DEPTH = 100      # of a JSON file a submission wrote (RESULTS, the probe's report)
@@ -112,12 +112,8 @@ def load_json(root: Path | str, relpath: str, max_bytes: int = 4 * MiB) -> Any:
         raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {scrub(str(e))})"[:300]) from None
 
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
-
-def scrub(s: str) -> str:
-    """``s`` with every lone surrogate replaced by U+FFFD (the rest unchanged)."""
-    return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s
+scrub = scrub_surrogates   # every lone surrogate replaced by U+FFFD (the rest unchanged)
 
 
 def scrub_strings(value: Any, max_depth: int | None = None) -> Any:
@@ -139,7 +135,7 @@ def scrub_strings(value: Any, max_depth: int | None = None) -> Any:
                     node[key] = scrub(item)
                 elif isinstance(item, (dict, list)):
                     stack.append((item, depth + 1))
-                if isinstance(key, str) and _SURROGATE.search(key):
+                if isinstance(key, str) and scrub(key) != key:
                     node[scrub(key)] = node.pop(key)
         else:
             for i, item in enumerate(node):

@@ -37,6 +37,7 @@ from ..errors import AutograderError, UnsafeFileError
 from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
 from ..sandbox.notebook import MAX_NOTEBOOK_BYTES   # one submitted notebook: the bounded reader's cap
+from ..student_text import clean
 
 MiB = 1024 * 1024
 MAX_METADATA_BYTES = 64 * MiB      # submission_metadata.yml of a whole class
@@ -393,8 +394,7 @@ def _plain_key(key: Any) -> str:
 
 
 def _clean(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return re.sub(r"[\x00-\x1f\x7f]+", " ", text).strip()[:MAX_TEXT]
+    return "" if value is None else clean(value, MAX_TEXT)
 
 
 def _submitter(person: dict[Any, Any]) -> dict[str, str]:

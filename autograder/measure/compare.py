@@ -54,6 +54,7 @@ from typing import Sequence
 import numpy as np
 
 from ..probe_format import Arg, CaseOutput, ProbeCase
+from ..student_text import mask
 from . import failure
 
 FLOAT32 = np.finfo(np.float32)
@@ -216,14 +217,6 @@ def _fact(agree: bool, reason: str | None, expected: str, got: str, account: str
             "account": account}
 
 
-def _kind_text(values: list[np.ndarray], is_tuple: bool) -> str:
-    """What came back, by kind, dtype and shape only: ``one int64 array of shape (6,)``."""
-    if not is_tuple and len(values) == 1:
-        return f"one {values[0].dtype} array of shape {values[0].shape}"
-    inner = ", ".join(f"{v.dtype} shape {v.shape}" for v in values[:4]) + (", …" if len(values) > 4 else "")
-    return f"a tuple of {len(values)} ({inner})"
-
-
 def _as_parts(expected, ambiguous) -> tuple[list[Expect], bool]:
     if isinstance(expected, tuple):
         return [e if isinstance(e, Expect) else Expect(np.asarray(e)) for e in expected], True
@@ -237,10 +230,10 @@ def _kind_problem(parts: list[Expect], is_tuple: bool, output: CaseOutput) -> tu
     got = output.values
     if is_tuple and not (output.is_tuple and len(got) == len(parts)):
         return (f"expected a tuple of {len(parts)} values, got " + _describe_got(got, output.is_tuple),
-                f"returned {_kind_text(got, output.is_tuple)}, expected a tuple of {len(parts)} values")
+                f"returned {failure.kind_words(got, output.is_tuple)}, expected a tuple of {len(parts)} values")
     if not is_tuple and (output.is_tuple or len(got) != 1):
         return (f"expected one array, got a tuple or list of {len(got)} values",
-                f"returned a tuple or list of {len(got)} values, expected one array")
+                f"returned a tuple or list of {failure.count_words(len(got))} values, expected one array")
     for p, g in zip(parts, got):
         if g.dtype.kind not in _NUMERIC_KINDS:
             label = p.label + ": " if p.label else ""
@@ -310,7 +303,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
     if output.status != "ok":
         err = (output.error or {}).get("message", "")
         return _fact(False, "type", want, f"a result the probe could not turn into arrays ({err})",
-                     f"returned a result the grader could not turn into arrays ({failure.mask_text(err)})")
+                     f"returned a result the grader could not turn into arrays ({mask(err)})")
     problem = _kind_problem(parts, is_tuple, output)
     if problem:
         return _fact(False, "type", want, *problem)
@@ -319,7 +312,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
         if g.shape != p.value.shape:
             label = f"{p.label}: " if p.label else ""
             return _fact(False, "shape", want, f"{label}{describe(g)}, expected shape {p.value.shape}",
-                         f"{label}returned shape {g.shape} (dtype {g.dtype}), expected shape {p.value.shape}")
+                         f"{label}returned {failure.shape_words(g.shape)} (dtype {g.dtype}), expected shape {p.value.shape}")
     for p, g in zip(parts, got):
         if not _dtype_ok(p, g):
             label = f"{p.label}: " if p.label else ""

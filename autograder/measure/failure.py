@@ -5,10 +5,13 @@ The facts of :mod:`.compare` hold the grader's own renderings of the expected an
 failed call comes from here instead, and carries nothing of the hidden case's values:
 
 - **an exception**: its type and message, as the student's own code raised them, with every
-  number masked (:func:`mask_text`): ``OverflowError: Python integer <n> out of bounds for uint8``;
+  number masked (:func:`autograder.student_text.mask`): ``OverflowError: Python integer <n> out
+  of bounds for uint8``;
 - **the argument types** of that call, from the case itself (:func:`describe_arguments`):
   ``x a float32 array of shape (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar``;
-- **a wrong result**: its kind, dtype and shape against the expected ones, and for wrong values
+- **a wrong result**: its kind, dtype and shape against the expected ones (a returned shape or
+  count without its numbers, which the function may make from the hidden input: :func:`shape_words`,
+  :func:`count_words`, :func:`kind_words`: ``a 2-d shape``), and for wrong values
   how many elements differ and by how many quantization steps, in coarse buckets
   (:func:`value_account`): ``3 of 6 elements differ, by 1 step``;
 - **a replaced function** (:func:`replaced`): the function the probe called is not the
@@ -16,54 +19,28 @@ failed call comes from here instead, and carries nothing of the hidden case's va
 
 Exception text is student-controlled and the function held the hidden input when it raised
 (``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls).
-So :func:`mask_text` does not try to recognise the inputs: it masks every token that contains a
-digit (except NumPy's dtype names such as ``uint8``), every long run of letters or symbols that
-could be an encoding (hex, base64), keeps one line and bounds the length. What is left can still
-spell a number in words; it is at most :data:`MAX_MESSAGE` characters per group of cases.
+So it goes through :func:`autograder.student_text.mask`, which does not try to recognise the
+inputs: it masks every word holding a number in any script (except NumPy's dtype names such as
+``uint8``), every character outside printable ASCII (one CJK character per byte), every long word
+or run (hex, base64), keeps one line and bounds the length. What is left can still spell data in
+ASCII words; it is at most :data:`MAX_MESSAGE` characters per group of cases (SECURITY.md states
+the capacity). The probe's record of the call was masked the same way as the grader read it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..probe_format import Arg, CaseOutput, ProbeCase
+from ..student_text import mask
 
-MAX_MESSAGE = 160      # characters of an exception message, after masking
+MAX_MESSAGE = 160      # characters of an exception message, after masking (student_text.mask)
 MAX_TYPE = 60          # characters of an exception type's name
-MAX_TOKEN = 20         # a longer run of word characters may be encoded data
-MASK = "<n>"
-DTYPE_NAMES = frozenset({
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "intp", "uintp",
-    "float16", "float32", "float64", "float128", "bfloat16", "complex64", "complex128", "complex256",
-    "float8e4m3fn", "float8e5m2", "int4", "uint4",
-})
-_TOKEN = re.compile(r"[A-Za-z0-9_]+")
-_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{20,}")   # base64, hex, or any long run of their alphabet
-_MASK_RUN = re.compile(re.escape(MASK) + r"(?:[\s.,:;eE+\-/*x]*" + re.escape(MASK) + r")+")
 STEP_BUCKETS = (1, 2, 10, 100)
 REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
-
-
-def mask_text(text: Any, limit: int = MAX_MESSAGE) -> str:
-    """``text`` on one line with every number and anything that may encode data masked, bounded."""
-    s = _ENCODED.sub("<…>", " ".join(str(text).split()))
-
-    def token(m: re.Match[str]) -> str:
-        t = m.group(0)
-        if len(t) > MAX_TOKEN:
-            return "<…>"
-        if any(c.isdigit() for c in t) and t.lower() not in DTYPE_NAMES:
-            return MASK
-        return t
-
-    s = _TOKEN.sub(token, s)
-    s = _MASK_RUN.sub(MASK, s)                      # "<n>.<n>e-<n>" and "<n>, <n>, <n>" → one mask
-    s = re.sub(r"[^\w\s]{12,}", "<…>", s)           # long runs of symbols (an encoding of its own)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def _array_kind(a: np.ndarray, kind: str) -> str:
@@ -78,6 +55,32 @@ def _array_kind(a: np.ndarray, kind: str) -> str:
     if a.ndim == 0:
         return f"a 0-d {a.dtype} array"
     return f"{article} {a.dtype} array of shape {a.shape}"
+
+
+MAX_COUNT_SHOWN = 4    # how many values a returned tuple is said to hold, at most
+
+
+def shape_words(shape: Sequence[int]) -> str:
+    """A shape a student's code returned, without its numbers (they may be made from the hidden
+    input: ``np.empty((0, int(x[0] * 1e6)))`` holds no element and any dimension): how many
+    dimensions, and whether it holds no element. ``a 2-d shape``, ``a 0-d shape``."""
+    shape = tuple(shape)
+    empty = " with no element" if any(int(d) == 0 for d in shape) else ""
+    return f"a {len(shape)}-d shape{empty}"
+
+
+def count_words(n: int) -> str:
+    """How many values a student's code returned, exact up to :data:`MAX_COUNT_SHOWN`."""
+    return str(n) if n <= MAX_COUNT_SHOWN else f"more than {MAX_COUNT_SHOWN}"
+
+
+def kind_words(values: Sequence[np.ndarray], is_tuple: bool) -> str:
+    """What came back, by kind, dtype and :func:`shape_words` only: ``one int64 array of a 1-d shape``."""
+    if not is_tuple and len(values) == 1:
+        return f"one {values[0].dtype} array of {shape_words(values[0].shape)}"
+    inner = ", ".join(f"{v.dtype} of {shape_words(v.shape)}" for v in values[:MAX_COUNT_SHOWN])
+    more = ", …" if len(values) > MAX_COUNT_SHOWN else ""
+    return f"a tuple of {count_words(len(values))} ({inner}{more})"
 
 
 def describe_type(a: Any) -> str:
@@ -147,13 +150,13 @@ def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
         return None    # an object, not a function (np.vectorize, functools.partial of the notebook's own)
     params = origin.get("params") if isinstance(origin.get("params"), list) else None
     signature = f"({', '.join(str(p) for p in params)})" if params is not None else ""
-    return mask_text(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
+    return mask(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
                      f"from module {module} (an import after your definition replaced it)", 300)
 
 
 def error_account(output: CaseOutput) -> str:
     """``OverflowError: Python integer <n> out of bounds for uint8``, masked and bounded."""
     err = output.error if isinstance(output.error, dict) else {}
-    kind = mask_text(err.get("type") or "an exception", MAX_TYPE)
-    message = mask_text(err.get("message") or "")
+    kind = mask(err.get("type") or "an exception", MAX_TYPE)
+    message = mask(err.get("message") or "", MAX_MESSAGE)
     return f"{kind}: {message}" if message else kind

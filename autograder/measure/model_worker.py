@@ -32,6 +32,14 @@ median of the blocks' medians is reported). The baseline (e.g. the
 student's fp32 model, already checked by its own worker) is used for ``derived_from`` and, when
 ``latency_baseline`` (its outputs are usable), for a second timing of both interleaved
 (A B A B …, medians), whose ratio load drift cannot skew.
+
+Text written after the grader's rows were fed may quote them (ONNX Runtime's messages name the
+values that broke a run), so it never leaves the child as it was: an exception of a run or a
+timing becomes a fixed sentence (:mod:`.onnx_errors`: "ONNX Runtime could not run it on the
+grader's rows: a `Gather` index out of range"), and ``run_error`` and a ``worker`` failure are
+masked (:func:`autograder.student_text.mask`: no number in any script, no long run). Errors of
+the ``check`` and ``session`` stages come before any row is fed and name only the model's own
+(pre-probe) content.
 """
 
 from __future__ import annotations
@@ -41,8 +49,12 @@ import resource
 import sys
 from pathlib import Path
 
+from ..student_text import mask
+from .onnx_errors import run_failure, timing_failure
+
 MiB = 1024 * 1024
 SET_SEPARATOR = "__"
+RUN_ERROR_CHARS = 240    # of a run error, masked (autograder.student_text.mask)
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 MAX_FIXED_BATCH = 1 << 16   # a larger fixed batch is not padded up to (adapt): the run fails as it is
 
@@ -197,7 +209,7 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
             else:
                 values = session.run(None, feed)
         except Exception as e:
-            return {}, f"ONNX Runtime failed to run it on a batch of {n} rows: {' '.join(str(e).split())[:240]}", []
+            return {}, run_failure(e), []
         got = dict(zip(names, values))
         if interface is None:
             kept.update({f"{key}__{n}": v for n, v in got.items()
@@ -289,9 +301,11 @@ def work(job_dir: Path) -> dict:
             base = make_session(baseline_model) if baseline_model is not None and job.get("latency_baseline") else None
             latency = _latency(session, base, feeds[job["latency_input"]], int(job["latency_rounds"]))
         except Exception as e:
-            latency_error = " ".join(str(e).split())[:240]
+            latency_error = timing_failure(e)
     if kept:
         np.savez(job_dir / "outputs.npz", **kept)
+    if run_error is not None:   # written after the grader's rows were fed: it may quote them
+        run_error = mask(run_error, RUN_ERROR_CHARS)
     result = {"ok": True, "facts": facts, "derived": derived, "run_error": run_error,
               "latency": latency, "latency_error": latency_error}
     if adapted:
@@ -325,8 +339,7 @@ def main(argv: list[str]) -> int:
     except MemoryError:
         result = {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
     except Exception as e:  # a bug of ours or a model that breaks a library: data, not a crash
-        result = {"ok": False, "stage": "worker",
-                  "reason": f"{type(e).__name__}: {' '.join(str(e).split())[:240]}"}
+        result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
     (job_dir / "result.json").write_text(json.dumps(result))
     return 0
 

@@ -36,6 +36,7 @@ from typing import Any, Union
 import numpy as np
 
 from .. import safe_files
+from ..student_text import clean
 from .model_interface import ModelInterface
 from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result type callers get)
 
@@ -70,8 +71,7 @@ class InvalidModel(Exception):
 
 
 def _short(text: Any, cap: int = MESSAGE_CAP) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= cap else s[: cap - 1] + "…"
+    return clean(text, cap)
 
 
 # ── child side: structure, checker, session ───────────────────────────────────────────────────

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import safe_files
+from ..student_text import clean, mask
 from ..errors import UnsafeFileError
 
 MiB = 1024 * 1024
@@ -52,8 +53,7 @@ class WorkerRun:
 
 
 def _short(text: Any, cap: int = 300) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= cap else s[: cap - 1] + "…"
+    return clean(text, cap)
 
 
 def _child_env(home: str) -> dict[str, str]:
@@ -96,7 +96,8 @@ def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[
 def _output_tail(err) -> str:
     err.seek(max(0, err.seek(0, os.SEEK_END) - 2000))
     lines = err.read().decode("utf-8", "replace").strip().splitlines()
-    return _short(lines[-1] if lines else "?", 200)
+    # ONNX Runtime logs a failed run's message, values included, to this output: masked
+    return mask(lines[-1] if lines else "?", 200)
 
 
 class WorkerProcess:

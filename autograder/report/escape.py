@@ -1,19 +1,12 @@
-"""Student-controlled text, made safe to show: one function for Markdown, one for plain text.
+"""Student-controlled text in Markdown: escaped so that it shows literally, never renders.
 
 Everything a notebook controls (exception messages, values it reported, file names, what its
 kernel said) can carry what the notebook read, and Markdown renderers turn text into links,
 images, emphasis, code, headings, tables and raw HTML. So every such string on its way into
-``results.json``, ``feedback.md`` or a message goes through :func:`markdown` (or, for a terminal
-or a log, :func:`plain`), which first :func:`clean`\\ s it:
-
-- lone surrogates (``"\\ud800"`` from a JSON escape) become U+FFFD, so the text can be written as
-  UTF-8 at all;
-- ANSI escapes and control characters are dropped, runs of whitespace (newlines included) become
-  one space: the text stays on its line and cannot start a block (heading, list, table row);
-- the grader's own paths (its checkout, its interpreter, its temporary folders) are replaced by
-  ``<grader>`` (:mod:`autograder.redact`), so a path a notebook found (``/proc/self/mountinfo``)
-  is not echoed back;
-- the length is bounded (``…`` marks a cut).
+``results.json`` or ``feedback.md`` goes through :func:`markdown` or :func:`code_span` (for a
+terminal or a log, :func:`plain`), which first clean it with :func:`autograder.student_text.clean`
+(the one module for student-visible text: one line, bounded, no lone surrogates, ANSI escapes,
+control or bidi characters, the grader's paths replaced by ``<grader>``).
 
 :func:`markdown` then escapes, by construction, every character that means something to
 CommonMark, GitHub Markdown or HTML: each ASCII punctuation character with a meaning there gets a
@@ -26,43 +19,12 @@ from __future__ import annotations
 
 import re
 
-from ..redact import redact
+from ..student_text import LINE_LIMIT as DEFAULT_LIMIT
+from ..student_text import clean
 
-ELLIPSIS = "…"
-DEFAULT_LIMIT = 300
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;"}
 _ALWAYS = frozenset("\\`*[]|~$")
 _BLOCK_START = re.compile(r"[#+=-]|\d{1,9}[.)]")
-
-def scrub_surrogates(s: str) -> str:
-    """``s`` with every lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", s) if _SURROGATE.search(s) else s
-
-
-def clean(value: object, limit: int = DEFAULT_LIMIT) -> str:
-    """``value`` as one line of at most ``limit`` characters: no lone surrogates, ANSI escapes,
-    control characters or grader paths, whitespace collapsed."""
-    s = value if isinstance(value, str) else _str(value)
-    if len(s) > 16 * limit + 4096:        # bound the work on huge input; only the start is shown
-        s = s[: 16 * limit + 4096]
-    s = scrub_surrogates(s)
-    s = _ANSI.sub("", s)
-    s = _CONTROL.sub(" ", s)
-    s = " ".join(s.split())
-    s = redact(s)
-    if len(s) > limit:
-        s = s[: max(0, limit - 1)] + ELLIPSIS
-    return s
-
-
-def _str(value: object) -> str:
-    try:
-        return str(value)
-    except Exception as e:  # noqa: BLE001 - a hostile __str__ is still shown as something
-        return f"<unprintable {type(value).__name__}: {type(e).__name__}>"
 
 
 def markdown(value: object, limit: int = DEFAULT_LIMIT) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import escape
+from ..student_text import clean
 from .figure import clear_cache, figure_problem, figure_section, svg_inline
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -91,5 +91,5 @@ def write_feedback_html(out_dir: Path, feedback_md: str, measurements: Mapping[s
 
 
 def _text(value: Any, limit: int) -> str:
-    """Text for the page: cleaned and bounded (:func:`escape.clean`), then HTML-escaped."""
-    return html.escape(escape.clean(value, limit), quote=True)
+    """Text for the page: cleaned and bounded (:func:`autograder.student_text.clean`), then HTML-escaped."""
+    return html.escape(clean(value, limit), quote=True)

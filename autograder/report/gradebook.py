@@ -19,9 +19,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..student_text import clean
+
 LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status"]
 TRAILING = ["cells_errored", "execution_s", "cached", "reason"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+TEXT_CELL_CHARS = 4000      # of a text cell (a reason, names): one line, cleaned (student_text.clean)
 
 
 def gradebook_columns(check_ids: Iterable[str]) -> list[str]:
@@ -60,7 +63,7 @@ def write_gradebook(path: Path, rows: list[dict[str, Any]], check_ids: list[str]
 
 
 def text_cell(value: Any) -> str:
-    text = "" if value is None else " ".join(str(value).split("\n"))
+    text = "" if value is None else clean(value, TEXT_CELL_CHARS)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 

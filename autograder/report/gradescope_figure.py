@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import escape
+from ..student_text import clean
 from .figure import figure_problem, figure_section, png_data_uri
 
 TAG = "figure"
@@ -46,4 +46,4 @@ def figure_tests(measurements: Mapping[str, Any] | None, number: int, cache: Pat
 
 
 def _text(value: Any, limit: int) -> str:
-    return html.escape(escape.clean(value, limit), quote=True)
+    return html.escape(clean(value, limit), quote=True)

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 
 from ..cell_numbers import error_summary, where_of
 from ..judge import OP_TEXT, lookup
+from ..student_text import clean
 from . import summary_charts as charts
 from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
 from .summary_style import CSP, CSS, SORT_SCRIPT
@@ -329,8 +330,7 @@ def _finite(x: Any) -> bool:
 
 
 def _cap(x: Any, n: int = MAX_CELL) -> str:
-    s = " ".join(str(x).split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clean(x, n)
 
 
 def _e(x: Any) -> str:

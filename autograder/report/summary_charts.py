@@ -13,6 +13,8 @@ from urllib.parse import quote
 
 from matplotlib.ticker import MaxNLocator
 
+from ..student_text import clean
+
 WIDTH = 1000
 SERIES_COLORS = ("#1565c0", "#c2185b", "#2e7d32", "#6a1b9a", "#ef6c00")
 LIMIT_DASHES = ("8 5", "2 4", "12 4 2 4", "4 4")
@@ -201,5 +203,4 @@ def _axis(values: list[float]) -> tuple[list[float], tuple[float, float]]:
 
 
 def _short(text: str, n: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clean(text, n)

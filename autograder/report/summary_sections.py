@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable
 
+from ..student_text import clean
 from .summary_charts import feedback_href
 
 MAX_CELL = 300
@@ -31,8 +32,7 @@ def _e(x: Any) -> str:
 
 
 def _cap(x: Any, n: int = MAX_CELL) -> str:
-    s = " ".join(str(x).split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clean(x, n)
 
 
 def names_html(names: Iterable[str], *, limit: int | None = None, submitters: str | None = None) -> Html:

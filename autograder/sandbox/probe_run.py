@@ -35,6 +35,7 @@ from .. import safe_files
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
 from ..probe_format import REPORT_FILE, ProbeCase, inline_cases
+from ..student_text import mask
 from .probe import case_source, finish_source, setup_source
 
 PROBE_MAX_S = 120.0          # the calls themselves, at most (and at most one cell limit)
@@ -124,19 +125,20 @@ class ProbeRun:
             arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
         except UnsafeFileError as e:
             self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                "type": "ProbeError", "message": f"the probe's record of this call is unusable: {e}"[:300]}}
+                "type": "ProbeError", "message": mask(f"the probe's record of this call is unusable: {e}", 300)}}
             return
         if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
             self.report["cases"][case.id] = {"status": "unconvertible", "error": {
                 "type": "ProbeError", "message": "the probe's record of this call is not the probe's"}}
             return
         kept: dict[str, Any] = {"status": rec["status"]}
+        # made while the call held hidden inputs: masked on the way in (autograder.student_text)
         if isinstance(rec.get("error"), dict):
-            kept["error"] = {k: str(rec["error"].get(k, ""))[:cap] for k, cap in ERROR_CAPS.items()}
+            kept["error"] = {k: mask(rec["error"].get(k, ""), cap) for k, cap in ERROR_CAPS.items()}
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
-            kept["python_type"] = rec["python_type"][:100]
+            kept["python_type"] = mask(rec["python_type"], 100)
         self.report["cases"][case.id] = kept
         own = f"c{index}"
         for key, arr in arrays.items():   # only this case's keys: a call cannot fill in another's

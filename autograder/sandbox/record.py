@@ -1,20 +1,19 @@
 """The execution.json record (schema in docs/ARCHITECTURE.md) and its per-cell entries.
 
-Everything in it that a kernel sent is cleaned on the way in (:func:`clean`: ANSI escapes
-removed, lone surrogates replaced, capped) and the whole record is bounded: the error details
+Everything in it that a kernel sent is cleaned on the way in
+(:func:`autograder.student_text.clean_lines`: ANSI escapes and control characters removed, lone
+surrogates replaced, grader paths redacted, capped) and the whole record is bounded: the error details
 of all cells together take at most ``DETAILS_BUDGET`` characters (later errors keep their
 name and a short message), so execution.json stays small whatever a notebook does.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, replace
 
 from ..cell_numbers import NO_NAME, cell_where, error_summary
-from ..redact import redact
-from ..safe_files import scrub
+from ..student_text import clean_lines as clean
 
 EVALUE_CAP = 1000
 TRACEBACK_CAP = 4000
@@ -22,7 +21,6 @@ ENAME_CAP = 200
 REASON_CAP = 2000
 DETAILS_BUDGET = 256 * 1024      # characters of evalue + traceback kept over all cells
 SHORT_EVALUE_CAP = 200           # a cell's message once the budget is spent
-ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
 @dataclass
@@ -49,16 +47,6 @@ class CellRecord:
         if self.status == "error":
             d.update(ename=self.ename, evalue=self.evalue, traceback=self.traceback)
         return d
-
-
-def clean(text: object, cap: int) -> str:
-    """ANSI escapes removed, lone surrogates replaced, grader paths redacted, capped to ``cap``
-    characters (keeping the end, where the error is)."""
-    s = str(text)
-    if len(s) > 4 * cap + 4096:      # bound the work on a huge message: only its end is kept
-        s = s[-(4 * cap + 4096):]
-    s = redact(scrub(ANSI.sub("", s)))
-    return s if len(s) <= cap else "…" + s[-(cap - 1):]
 
 
 def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number: int = 0) -> CellRecord:

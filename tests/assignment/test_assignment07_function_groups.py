@@ -25,6 +25,7 @@ import pytest
 from autograder.judge import judge
 from autograder.measure import failure
 from autograder.probe_format import CaseOutput, ProbeResult, decode_value
+from autograder.student_text import mask
 from autograder.measure.reference_ops import qrange
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -318,7 +319,7 @@ def test_no_hidden_value_reaches_the_feedback(rubric_and_tolerances):
              if c["id"] in FUNCTION_CHECKS]
     shown = "\n".join(texts)
     assert len(texts) == len(GROUPS)
-    assert "raised <n>: [[<n>]" in shown          # the exception is there, its numbers masked
+    assert re.search(r"raised <n>: \[\[<(n|…)>", shown)   # the exception is there, its numbers masked
     for case in cases:
         for a in case.args:
             v = np.asarray(decode_value(a))
@@ -342,8 +343,8 @@ def test_no_hidden_value_reaches_the_feedback(rubric_and_tolerances):
     ("line one\n\n   line two", "line one line two"),
 ])
 def test_mask_text(text, shown):
-    assert failure.mask_text(text) == shown
+    assert mask(text, failure.MAX_MESSAGE) == shown
 
 
 def test_mask_text_is_bounded():
-    assert len(failure.mask_text("word " * 500)) == failure.MAX_MESSAGE
+    assert len(mask("word " * 500, failure.MAX_MESSAGE)) == failure.MAX_MESSAGE

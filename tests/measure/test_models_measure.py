@@ -194,7 +194,7 @@ def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading
     m = grading[0].measure_models(assignment07, ws)
     fp32 = m["fp32"]
     assert fp32["valid"] and not fp32["interface_ok"] and "accuracy" not in fp32
-    assert "zipmap" in fp32["problems"][0] and "is missing on a batch of 500 rows" in fp32["metrics_error"]
+    assert "zipmap" in fp32["problems"][0] and "is missing on a batch of <n> rows" in fp32["metrics_error"]   # masked: written after the rows were fed
     qdq = m["int8_qdq"]
     assert qdq["derived_from_fp32"] is True          # weights compare without running fp32
     assert qdq["comparison_error"].startswith("the fp32 model's outputs are unusable")

@@ -30,6 +30,7 @@ import numpy as np
 
 from autograder.errors import UnsafeFileError
 from autograder.measure import metrics
+from autograder.measure.failure import shape_words
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
 from autograder.probe_format import ProbeResult
@@ -98,7 +99,8 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
             return f"{SKLEARN_FUNCTION} returned a tuple, expected one [N, 2] array of probabilities"
         p = got.values[0]
         if p.dtype.kind != "f" or p.shape != (n, 2):
-            return f"{SKLEARN_FUNCTION} returned {p.dtype} of shape {p.shape} for {n} rows, expected floats of shape ({n}, 2)"
+            return (f"{SKLEARN_FUNCTION} returned {p.dtype} of {shape_words(p.shape)} for {n} rows, "
+                    f"expected floats of shape ({n}, 2)")   # its shape may be made from the hidden rows
         if not np.all(np.isfinite(p)):
             return f"{SKLEARN_FUNCTION} returned NaN or infinite probabilities"
         out[case.group] = p
