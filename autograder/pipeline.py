@@ -9,7 +9,6 @@ result that says so).
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -235,6 +234,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     """
     from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
     from .sandbox.runfolder import make_workspace_folder
+    from .sandbox.tree_walk import remove_tree   # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -276,4 +276,4 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         raise
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp, ignore_errors=True)
