@@ -22,18 +22,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
 
 METADATA_KEY = "autograder"            # notebook metadata written by `autograder build`: {"assignment": id}
 NOTEBOOK_MAX_BYTES = 64 * 1024 * 1024  # larger notebooks are not read to decide (the grader reports them)
 SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide
+FOLDER_DEPTH = 64                      # nested folders of a batch source looked into
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
@@ -155,17 +158,24 @@ def source_notebooks(source: Path, limit: int = SOURCE_PEEK_LIMIT) -> list[tuple
 
 
 def _folder_notebooks(root: Path, limit: int) -> Iterable[tuple[str, bytes]]:
+    """Up to ``limit`` regular ``.ipynb`` files of the folder, walked as any tree students wrote
+    (:mod:`autograder.tree_walk`: iterative, no link followed); hidden folders and those nested past
+    FOLDER_DEPTH are not looked into."""
     found = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            if name.startswith(".") or not name.endswith(".ipynb") or path.is_symlink() or not path.is_file():
+    top = tree_walk.open_folder(root)
+    try:
+        for e in tree_walk.walk(top, what=str(root), max_entries=1 << 62,
+                                include=lambda e: not e.is_dir or (e.depth <= FOLDER_DEPTH and not (
+                                    e.name.startswith(".") or e.name == "__MACOSX"))):
+            if (e.is_dir or e.name.startswith(".") or not e.name.endswith(".ipynb")
+                    or not stat.S_ISREG(e.st.st_mode)):
                 continue
-            yield read_notebook(path)
+            yield read_notebook(root / e.path)
             found += 1
             if found >= limit:
                 return
+    finally:
+        os.close(top)
 
 
 def _zip_notebooks(path: Path, limit: int) -> Iterable[tuple[str, bytes]]:

@@ -234,7 +234,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     """
     from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
     from .sandbox.runfolder import make_workspace_folder
-    from .sandbox.tree_walk import remove_tree   # the student's tree: any depth, no link followed
+    from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import traceback
@@ -67,25 +68,34 @@ class NotebookChoice:
 
 
 def _scan_notebooks(submission: Path) -> tuple[list[str], list[str], list[str]]:
-    """(regular .ipynb files, symlinked .ipynb, other files) under ``submission``, relative, sorted."""
-    notebooks, links, others, seen = [], [], [], 0
-    for dirpath, dirnames, filenames in os.walk(submission, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in IGNORED_NAMES)
-        for name in sorted(filenames):
-            seen += 1
-            if seen > SCAN_LIMIT:
-                return notebooks, links, others
-            if name.startswith("."):
+    """(regular .ipynb files, symlinked .ipynb, other files) under ``submission``, relative, sorted.
+
+    The student's upload is walked like any student tree (:mod:`autograder.tree_walk`:
+    iterative, no link followed); past ``SCAN_LIMIT`` entries or 256 nested folders, what was
+    found so far."""
+    from ..tree_walk import TreeLimitError, open_folder, walk
+
+    notebooks, links, others = [], [], []
+    try:
+        top = open_folder(submission)
+    except OSError:
+        return notebooks, links, others
+    try:
+        for e in walk(top, what="the submission", max_entries=SCAN_LIMIT,
+                      include=lambda e: not (e.is_dir and (e.name.startswith(".") or e.name in IGNORED_NAMES))):
+            if e.is_dir or e.name.startswith("."):
                 continue
-            path = Path(dirpath, name)
-            rel = path.relative_to(submission).as_posix()
-            if not name.lower().endswith(".ipynb"):
-                others.append(rel)
-            elif path.is_symlink():
-                links.append(rel)
+            if not e.name.lower().endswith(".ipynb"):
+                others.append(e.path)
+            elif stat.S_ISLNK(e.st.st_mode):
+                links.append(e.path)
             else:
-                notebooks.append(rel)
-    return notebooks, links, others
+                notebooks.append(e.path)
+    except TreeLimitError:
+        pass
+    finally:
+        os.close(top)
+    return sorted(notebooks), sorted(links), sorted(others)
 
 
 def _listing(names: list[str], limit: int = 8) -> str:

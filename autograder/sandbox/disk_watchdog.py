@@ -5,7 +5,7 @@ Gradescope), a :class:`DiskWatchdog` thread looks every half second at everythin
 hold on disk and kills it past its cap:
 
 - the folders it may write (the working directory, the run folder, the sandbox uid's entries in
-  the shared /dev/shm), sized with :func:`.tree_walk.usage` (blocks on disk, entries, depth);
+  the shared /dev/shm), sized with :func:`autograder.tree_walk.usage` (blocks on disk, entries, depth);
 - the files the jail's processes hold open after deleting them (``/proc/<pid>/fd`` links marked
   ``(deleted)`` with no name left, sized by ``fstat`` through the link, and deleted files they
   keep mapped, from ``/proc/<pid>/maps``): no folder lists them, yet they fill the disk as long
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import tree_walk
+from .. import tree_walk
 from .procs import children_of
 from .users import pids_of_uid
 

@@ -38,7 +38,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase
-from . import cgroups, jail, snapshot, tree_walk
+from .. import tree_walk
+from . import cgroups, jail, snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s

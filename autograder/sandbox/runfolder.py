@@ -26,7 +26,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .tree_walk import remove_tree
+from ..tree_walk import remove_tree
 from .workspace import sweep_stale_mounts
 
 RUN_PREFIX = "autograder-run-"

@@ -6,8 +6,8 @@ probe's own files) could carry those inputs back into a message. So the grader f
 channel: right after the probe's first cell (which dumps ``RESULTS``) and before any hidden
 input reaches the kernel, it copies the working directory aside (:func:`take`, inert:
 :func:`~.workspace.copy_tree_safely`) and keeps its own copy of ``reported.json``. A working
-directory past the walker's limits (:mod:`.tree_walk`: depth, entries) raises
-:class:`~.tree_walk.TreeLimitError`, and no hidden input is sent. Once the jail
+directory past the walker's limits (:mod:`autograder.tree_walk`: depth, entries) raises
+:class:`~autograder.tree_walk.TreeLimitError`, and no hidden input is sent. Once the jail
 is gone, :func:`restore` puts the working directory back as it was then, plus the probe's report
 and outputs as the grader collected them case by case (:mod:`.probe_run`), and the
 ``reported.json`` taken before the first call.
@@ -26,7 +26,7 @@ import numpy as np
 from .. import safe_files
 from ..errors import UnsafeFileError
 from ..probe_format import OUTPUTS_FILE, REPORT_FILE, REPORTED_FILE
-from . import tree_walk
+from .. import tree_walk
 from .workspace import copy_tree_safely
 
 MiB = 1024 * 1024
@@ -42,7 +42,7 @@ class Snapshot:
 
 def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
     """Copy ``workspace`` into the new grader-owned ``folder`` and keep its ``reported.json``;
-    :class:`~.tree_walk.TreeLimitError` (the student's reason) past the walker's limits."""
+    :class:`~autograder.tree_walk.TreeLimitError` (the student's reason) past the walker's limits."""
     try:
         reported = safe_files.read_bytes(workspace, REPORTED_FILE, REPORTED_MAX_BYTES)
     except UnsafeFileError as e:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
-from . import tree_walk
+from .. import tree_walk
 
 MiB = 1024 * 1024
 WORKSPACE_INODES = tree_walk.MAX_ENTRIES   # files + folders; a graded notebook of assignment 07 makes < 20
@@ -226,8 +226,8 @@ def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None, *, wha
     """Copy the untrusted tree ``src`` into the existing folder ``dest`` as it is, inert; returns
     the files copied.
 
-    Walked with :func:`.tree_walk.walk` (nothing followed, names that vanish or change type on the
-    way skipped, :class:`~.tree_walk.TreeLimitError` past ``max_depth`` folders or ``max_entries``
+    Walked with :func:`autograder.tree_walk.walk` (nothing followed, names that vanish or change type on the
+    way skipped, :class:`~autograder.tree_walk.TreeLimitError` past ``max_depth`` folders or ``max_entries``
     entries); written relative to ``dest``'s folder descriptors. Only folders and regular files
     are opened: symlinks are recreated from their target text, FIFOs and sockets as new empty
     ones, devices left out; so the grader later sees "a symlink", "a FIFO", exactly as without

@@ -30,7 +30,7 @@ from advkit import (ASSIGNMENT_ID, ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, JAI
                     jail_uid, leftover_processes, read_json, require_student_facing, snapshot, xdist_slot)
 from autograder.assignment import Assignment, load_assignment
 from autograder.errors import SandboxUnavailableError
-from autograder.sandbox.tree_walk import remove_tree
+from autograder.tree_walk import remove_tree
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from advkit import can_unshare_mounts, grade_in_child, isolation_of
-from autograder.sandbox.tree_walk import remove_tree
+from autograder.tree_walk import remove_tree
 
 pytestmark = pytest.mark.slow
 

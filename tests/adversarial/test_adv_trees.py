@@ -3,7 +3,7 @@ the tree (creating, deleting, retyping names) while the grader copies it before 
 
 Both once ended as the grader's failure: ``RecursionError`` in the clean-up ("the grader itself
 failed", 0/100), a name gone between listing and use in the copy (``sandbox_error``, "a problem on
-our side", never cached). One walker (``autograder/sandbox/tree_walk.py``) now does every copy,
+our side", never cached). One walker (``autograder/tree_walk.py``) now does every copy,
 size count and clean-up; a tree past its limits is a reason the student reads.
 """
 

@@ -1,4 +1,4 @@
-"""The one walker of student trees (``autograder/sandbox/tree_walk.py``), by properties over
+"""The one walker of student trees (``autograder/tree_walk.py``), by properties over
 generated directory shapes: deep, wide, names in any script (and bytes that are no UTF-8),
 symlinks pointing out, FIFOs, names that vanish or change type between the listing and their use,
 and a thread churning the tree while it is walked.
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.sandbox import tree_walk
+from autograder import tree_walk
 from autograder.sandbox.disk_watchdog import remove_owned
 from autograder.sandbox.workspace import copy_tree_safely
 
@@ -377,4 +377,53 @@ def test_removal_never_follows_a_link_and_a_missing_path_is_fine(place):
     tree_walk.remove_tree(link)
     assert not os.path.lexists(link)
     tree_walk.remove_tree(base / "never-existed")
+    _outside_intact(outside)
+
+
+# ------------------------------------------------------------------ the front ends' walks
+def _gradescope_choice(root: Path) -> str | None:
+    from autograder.gradescope.run import find_notebook
+
+    return find_notebook(root, "07-quantization.ipynb").relpath
+
+
+def _batch_names(root: Path) -> list[str]:
+    from autograder.batch.sources import discover
+
+    return sorted(s.name for s in discover(root, root.parent / "staging").submissions)
+
+
+def _peeked_names(root: Path) -> list[str]:
+    from autograder.assignment_match import source_notebooks
+
+    return [name for name, _ in source_notebooks(root)]
+
+
+FRONT_ENDS = {
+    # front end: (what it finds in the upload, what it must find)
+    "gradescope: the student's upload": (_gradescope_choice, "work/07-quantization.ipynb"),
+    "batch: an unpacked Gradescope export": (_batch_names, ["submission_1"]),
+    "assignment match: a batch source's notebooks": (_peeked_names, ["07-quantization.ipynb"]),
+}
+
+
+@pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
+def test_every_front_end_walks_an_upload_1500_deep_without_an_exception(place, front_end):
+    """Uploads and exports are student trees too: a folder nested 1,500 deep beside the notebook
+    (``os.walk`` recursed into it: ``RecursionError``) is passed over, the notebook found."""
+    base, outside = place
+    find, expected = FRONT_ENDS[front_end]
+    root = base / "upload"
+    work = root / "submission_1" / "work" if front_end.startswith("batch") else root / "work"
+    work.mkdir(parents=True)
+    if front_end.startswith("batch"):
+        (root / "submission_metadata.yml").write_text("submission_1:\n  :submitters: []\n")
+    (work / "07-quantization.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    os.symlink(str(outside / "canary"), work / "linked.ipynb")
+    top = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _chain(top, 1500)
+    finally:
+        os.close(top)
+    assert find(root) == expected
     _outside_intact(outside)

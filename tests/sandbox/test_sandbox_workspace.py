@@ -15,7 +15,8 @@ import pytest
 
 from autograder.assignment import ExecutionLimits
 from autograder.errors import AutograderError
-from autograder.sandbox import disk_watchdog, run_submission, tree_walk, workspace
+from autograder import tree_walk
+from autograder.sandbox import disk_watchdog, run_submission, workspace
 from autograder.sandbox.disk_watchdog import DiskWatchdog
 from autograder.sandbox.workspace import (MountError, copy_tree_safely, is_mount_point, mounted_cap,
                                           prepared_workspace, sweep_stale_mounts)

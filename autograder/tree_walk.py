@@ -85,7 +85,7 @@ class Entry:
 
 
 def _names(fd: int, room: int) -> list[str] | None:
-    """The names in the folder ``fd``, at most ``room`` + 1 of them (None: it cannot be listed)."""
+    """The names in the folder ``fd``, sorted, at most ``room`` + 1 of them (None: it cannot be listed)."""
     names: list[str] = []
     try:
         with os.scandir(fd) as it:
@@ -95,7 +95,7 @@ def _names(fd: int, room: int) -> list[str] | None:
                     break
     except OSError:
         return None
-    return names
+    return sorted(names)
 
 
 def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
@@ -121,9 +121,11 @@ def open_at(dir_fd: int, name: str, *, folder: bool) -> int | None:
 
 def walk(top: int, *, what: str = "the working directory", max_depth: int = MAX_DEPTH,
          max_entries: int = MAX_ENTRIES, include: Callable[[Entry], bool] | None = None) -> Iterator[Entry]:
-    """Every entry under the open folder ``top``, depth first, folders before their contents.
+    """Every entry under the open folder ``top``, depth first, folders before their contents,
+    each folder's entries in sorted order.
 
-    ``include(entry)`` False leaves an entry out (and a folder's contents). Raises
+    ``include(entry)`` False leaves an entry out (and a folder's contents: a way to stop short of
+    the limits). Raises
     :class:`TreeLimitError` at the first folder nested deeper than ``max_depth`` or the first entry
     past ``max_entries``; the caller closes ``top``.
     """
@@ -146,11 +148,11 @@ def walk(top: int, *, what: str = "the working directory", max_depth: int = MAX_
             if st is None:
                 continue
             path = f"{rel}/{name}" if rel else name
-            if stat.S_ISDIR(st.st_mode) and depth + 1 > max_depth:
-                raise TreeLimitError(what, "depth", max_depth)
             entry = Entry(fd, name, path, depth + 1, st)
             if include is not None and not include(entry):
                 continue
+            if stat.S_ISDIR(st.st_mode) and depth + 1 > max_depth:
+                raise TreeLimitError(what, "depth", max_depth)
             count += 1
             if count > max_entries:
                 raise TreeLimitError(what, "entries", max_entries)
