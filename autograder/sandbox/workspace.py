@@ -12,8 +12,8 @@ temporary workspace, nothing copied). The run folder (sockets, the fallback's ``
 the kernel can also write, gets a tmpfs of its own (:func:`capped_mount`).
 
 Where mounting is impossible (not root; a container without ``CAP_SYS_ADMIN``), a
-:class:`DiskWatchdog` sums the folders' blocks and inodes every half second and kills the jail
-past the cap. Mounts are named ``autograder-<kind>-<pid>``: a later run unmounts those of a
+:class:`~.disk_watchdog.DiskWatchdog` counts what the jail holds on disk every half second and
+kills it past the cap. Mounts are named ``autograder-<kind>-<pid>``: a later run unmounts those of a
 grader process that died without cleaning up (SIGKILL), so none outlives its process for long.
 """
 
