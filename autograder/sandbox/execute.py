@@ -35,11 +35,12 @@ from typing import Callable
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .. import tree_walk
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase
-from .. import tree_walk
 from . import cgroups, jail, snapshot
+from .disk_watchdog import SHM_DIR, DiskWatchdog, Held, remove_owned
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
@@ -47,7 +48,6 @@ from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
 from .users import chown_tree_top, claim_slot, reap_user, require_reachable
-from .disk_watchdog import SHM_DIR, DiskWatchdog, Held, remove_owned
 from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, WORKSPACE_INODES, capped_mount, mounted_cap, prepared_workspace,
                         workspace_cap_bytes)
 
