@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import zipfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
 from .sandbox.notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
@@ -37,6 +39,7 @@ from .sandbox.notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, 
 
 METADATA_KEY = DECLARED_AT["autograder"][0]   # notebook metadata written by `autograder build`: {"assignment": id}
 SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide
+FOLDER_DEPTH = 64                      # nested folders of a batch source looked into
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _SOURCES = {"autograder": "its autograder metadata", "otter": "its otter-assign metadata"}   # ours first
 
@@ -205,17 +208,24 @@ def _read_all(items: Iterable[Path | tuple[str, bytes]]) -> list[NotebookFacts]:
 
 
 def _folder_notebooks(root: Path, limit: int) -> Iterable[Path]:
+    """Up to ``limit`` regular ``.ipynb`` files of the folder, walked as any tree students wrote
+    (:mod:`autograder.tree_walk`: iterative, no link followed); hidden folders and those nested past
+    FOLDER_DEPTH are not looked into."""
     found = 0
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__MACOSX")
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            if name.startswith(".") or not name.endswith(".ipynb") or path.is_symlink() or not path.is_file():
+    top = tree_walk.open_folder(root)
+    try:
+        for e in tree_walk.walk(top, what=str(root), max_entries=1 << 62,
+                                include=lambda e: not e.is_dir or (e.depth <= FOLDER_DEPTH and not (
+                                    e.name.startswith(".") or e.name == "__MACOSX"))):
+            if (e.is_dir or e.name.startswith(".") or not e.name.endswith(".ipynb")
+                    or not stat.S_ISREG(e.st.st_mode)):
                 continue
-            yield path
+            yield root / e.path
             found += 1
             if found >= limit:
                 return
+    finally:
+        os.close(top)
 
 
 def _zip_notebooks(path: Path, limit: int) -> Iterable[tuple[str, bytes]]:

@@ -11,7 +11,6 @@ stands for a grade that never happened (Gradescope's front end keeps its own pla
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -252,6 +251,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     """
     from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
     from .sandbox.runfolder import make_workspace_folder
+    from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)
     created = not out_dir.exists()
@@ -300,4 +300,4 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         raise
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp, ignore_errors=True)

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from .. import tree_walk
 from ..errors import AutograderError, UnsafeFileError
 from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
@@ -42,6 +43,7 @@ from ..student_text import clean
 MiB = 1024 * 1024
 MAX_METADATA_BYTES = 64 * MiB      # submission_metadata.yml of a whole class
 MAX_ENTRIES = 200_000              # files in an export
+MAX_DEPTH = 64                     # nested folders looked into (an export's notebooks are 1-3 deep)
 MAX_TOTAL_NOTEBOOK_BYTES = 4096 * MiB  # all notebooks staged from one source
 MAX_TEXT = 200                     # a submitter's name, sid or email
 METADATA_NAME = "submission_metadata.yml"
@@ -263,13 +265,19 @@ class _FolderTree(_Tree):
         return out
 
     def _walk(self) -> Iterator[tuple[str, os.stat_result]]:
+        """Every entry (folders too), as any tree students wrote is walked (:mod:`autograder.tree_walk`:
+        iterative, no link followed); folders nested past MAX_DEPTH are left out, not descended."""
         top_level_only = not _looks_like_export(self.root)
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            rel_dir = Path(dirpath).relative_to(self.root)
-            for n in sorted(dirnames) + sorted(filenames):
-                yield (rel_dir / n).as_posix(), os.lstat(Path(dirpath) / n)
-            if top_level_only:
-                dirnames.clear()
+        top = tree_walk.open_folder(self.root)
+        try:
+            for e in tree_walk.walk(top, what=str(self.root), max_entries=MAX_ENTRIES + 1,
+                                    include=lambda e: e.depth <= (1 if top_level_only else MAX_DEPTH)):
+                if not e.leaving:
+                    yield e.path, e.st
+        except tree_walk.TreeLimitError as e:
+            raise SourceError(f"{self.root} holds more than {MAX_ENTRIES:,} files") from e
+        finally:
+            os.close(top)
 
     def read(self, entry: _Entry, max_bytes: int) -> bytes:
         return read_bytes(self.root, entry.path, max_bytes)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import AutograderError
+from ..tree_walk import remove_tree   # the container's files: what run_autograder left
 from . import container_init, docker_profile
 from .cgroups import CgroupError, CgroupStats, ContainerCgroup, current_v1_paths, v1_mounts
 
@@ -186,7 +187,7 @@ def run_container(spec: ContainerSpec, argv: list[str], *, env: dict[str, str] |
         return _supervise(command, cgroup, log_file, timeout_s)
     finally:
         cgroup.remove()
-        shutil.rmtree(state, ignore_errors=True)
+        remove_tree(state, ignore_errors=True)
 
 
 def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, timeout_s: float | None) -> ContainerRun:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import traceback
@@ -64,16 +65,27 @@ def log(message: str) -> None:
 
 def _scan(submission: Path) -> list[tuple[str, bool]]:
     """``(relative path, is a regular file)`` of the files under ``submission`` (hidden folders
-    and ``__MACOSX`` not entered; at most SCAN_LIMIT looked at)."""
+    and ``__MACOSX`` not entered; at most SCAN_LIMIT entries or 256 nested folders looked at).
+
+    The student's upload is walked like any student tree (:mod:`autograder.tree_walk`:
+    iterative, no link followed)."""
+    from ..tree_walk import TreeLimitError, open_folder, walk
+
     files: list[tuple[str, bool]] = []
-    for dirpath, dirnames, filenames in os.walk(submission, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not ignored(d))
-        for name in sorted(filenames):
-            if len(files) >= SCAN_LIMIT:
-                return files
-            path = Path(dirpath, name)
-            files.append((path.relative_to(submission).as_posix(), not path.is_symlink() and path.is_file()))
-    return files
+    try:
+        top = open_folder(submission)
+    except OSError:
+        return files
+    try:
+        for e in walk(top, what="the submission", max_entries=SCAN_LIMIT,
+                      include=lambda e: not (e.is_dir and ignored(e.name))):
+            if not e.is_dir:
+                files.append((e.path, stat.S_ISREG(e.st.st_mode)))
+    except TreeLimitError:
+        pass
+    finally:
+        os.close(top)
+    return sorted(files)
 
 
 def find_notebook(submission: Path, preferred_name: str) -> NotebookChoice:

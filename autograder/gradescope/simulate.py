@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import AutograderError
+from ..tree_walk import remove_tree   # the container's files: what run_autograder left
 from .cgroups import CgroupStats
 from .container import STATE_PARENT, run_container
 from .image import DEFAULT_CACHE, Image, fresh_autograder_dir, image_for
@@ -85,7 +86,7 @@ def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRAD
         return Simulation(results=results, stdout=run.log, returncode=run.returncode, timed_out=run.timed_out,
                           wall_s=run.wall_s, stats=run.stats, image=image.key)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work, ignore_errors=True)
 
 
 def simulate(zip_path: Path, submission: Path, *, memory_mb: int | None = GRADESCOPE_MEMORY_MB,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import numpy as np
 from .. import safe_files
 from ..student_text import clean, mask
 from ..errors import UnsafeFileError
+from ..tree_walk import remove_tree   # the job folder the untrusted child wrote
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -116,7 +116,7 @@ class WorkerProcess:
                                          stdout=self._err, stderr=self._err, start_new_session=True)
         except BaseException:
             self._err.close()
-            shutil.rmtree(self.job_dir, ignore_errors=True)
+            remove_tree(self.job_dir, ignore_errors=True)
             raise
         self.used = False
 
@@ -190,7 +190,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             stop_jail(self.proc)
         self._err.close()
-        shutil.rmtree(self.job_dir, ignore_errors=True)
+        remove_tree(self.job_dir, ignore_errors=True)
 
 
 def start(limits) -> WorkerProcess:

@@ -27,7 +27,6 @@ import concurrent.futures
 import contextlib
 import os
 import queue
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +35,12 @@ from typing import Callable
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .. import tree_walk
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase
 from . import cgroups, jail, snapshot
+from .disk_watchdog import SHM_DIR, DiskWatchdog, Held, remove_owned
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
@@ -47,8 +48,8 @@ from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
 from .users import chown_tree_top, claim_slot, reap_user, require_reachable
-from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, SHM_DIR, WORKSPACE_INODES, DiskWatchdog, capped_mount,
-                        mounted_cap, prepared_workspace, remove_owned, workspace_cap_bytes)
+from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, WORKSPACE_INODES, capped_mount, mounted_cap, prepared_workspace,
+                        workspace_cap_bytes)
 
 STARTUP_TIMEOUT_S = 60.0
 RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to answer again
@@ -157,6 +158,7 @@ class _Run:
     cgroup: cgroups.SlotCgroup | None = None
     kernel_output: KernelOutput | None = None
     pre_probe: snapshot.Snapshot | None = None
+    refused: str | None = None            # why the working directory could not be taken before the probe
     probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
@@ -200,8 +202,12 @@ class _Run:
             watched.append(("the run folder", rundir, RUNDIR_BYTES, RUNDIR_INODES, None))
         if self.iso.mode == "fallback" and self.iso.user is not None:   # the host's /dev/shm is shared
             watched.append(("/dev/shm", Path(SHM_DIR), RUNDIR_BYTES, RUNDIR_INODES, self.iso.user.uid))
+        held = None
+        if watched and watched[0][1] == self.workspace:   # what no listing shows counts against its cap too
+            owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
+            held = Held(workspace_cap_bytes(self.limits), owner, self.workspace)
         if watched:
-            self.disk_watchdog = DiskWatchdog(watched, lambda: self.km.kernel_pid if self.km else None)
+            self.disk_watchdog = DiskWatchdog(watched, lambda: self.km.kernel_pid if self.km else None, held=held)
 
     # ------------------------------------------------------------ main
     async def main(self) -> Outcome:
@@ -260,14 +266,23 @@ class _Run:
             self.probe_status = "failed"
             self.probe_status = await probe.run(lambda source, budget: self._execute_extra(client, source, budget),
                                                 self._take_snapshot)
+            if self.refused:
+                return Outcome("kernel_died", f"{self.refused}, so the grader stopped the kernel before calling "
+                               "its functions", kernel_usable=False)
         return outcome
 
-    def _take_snapshot(self) -> None:
-        """The working directory and RESULTS as they are now, before any hidden input is sent."""
+    def _take_snapshot(self) -> bool:
+        """The working directory and RESULTS as they are now, before any hidden input is sent; False
+        (no hidden input may be sent) when the working directory is past the walker's limits."""
         assert self.base is not None
-        self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
+        try:
+            self.pre_probe = snapshot.take(self.workspace, self.base / "snapshot", workspace_cap_bytes(self.limits))
+        except tree_walk.TreeLimitError as e:
+            self.refused = e.sentence
+            return False
         if self.hooks.snapshot is not None:
             self.hooks.snapshot_done = self.hooks.snapshot(self.pre_probe.folder)
+        return True
 
     async def _execute_extra(self, client: CappedNotebookClient, source: str, budget_s: float) -> dict:
         """Run one cell of the grader's (the probe's): its execute_reply content.
@@ -423,7 +438,7 @@ class _Run:
             self.hooks.snapshot_done()
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
-                shutil.rmtree(self.base, ignore_errors=True)
+                tree_walk.remove_tree(self.base, ignore_errors=True)
 
     def _kernel_alive(self) -> bool:
         proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None

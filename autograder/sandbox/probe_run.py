@@ -81,8 +81,9 @@ class ProbeRun:
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     _bytes: int = 0
 
-    async def run(self, execute: Execute, take_snapshot: Callable[[], None]) -> str:
-        """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply."""
+    async def run(self, execute: Execute, take_snapshot: Callable[[], bool]) -> str:
+        """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply;
+        ``take_snapshot()`` False stops the probe before any hidden input is sent."""
         deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases))
         case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
         names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
@@ -94,7 +95,8 @@ class ProbeRun:
         if not await cell(setup_source(self.out_dir, names, self.results_variable, case_timeout_s=case_s)):
             return "failed"
         self._read_functions(names)
-        take_snapshot()                  # before the first hidden input enters the kernel
+        if not take_snapshot():          # before the first hidden input enters the kernel
+            return "failed"
         for index, (case, inline) in enumerate(zip(self.cases, inline_cases(self.cases))):
             if not await cell(case_source(inline)):
                 return "failed"

@@ -21,12 +21,12 @@ from __future__ import annotations
 import os
 import re
 import select
-import shutil
 import stat
 import tempfile
 import threading
 from pathlib import Path
 
+from ..tree_walk import remove_tree
 from .workspace import sweep_stale_mounts
 
 RUN_PREFIX = "autograder-run-"
@@ -73,9 +73,9 @@ def sweep_stale(folder: Path | None = None) -> list[Path]:
             continue
         stale.append(Path(entry.path))
     if stale:
-        sweep_stale_mounts()       # their tmpfs mounts first: rmtree must not descend into a mount
+        sweep_stale_mounts()       # their tmpfs mounts first (the removal never crosses into a mount)
         for path in stale:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path, ignore_errors=True)
     return stale
 
 

@@ -5,7 +5,9 @@ artifact rewritten with an initializer named after the inputs, a forged ``RESULT
 probe's own files) could carry those inputs back into a message. So the grader freezes the
 channel: right after the probe's first cell (which dumps ``RESULTS``) and before any hidden
 input reaches the kernel, it copies the working directory aside (:func:`take`, inert:
-:func:`~.workspace.copy_tree_safely`) and keeps its own copy of ``reported.json``. Once the jail
+:func:`~.workspace.copy_tree_safely`) and keeps its own copy of ``reported.json``. A working
+directory past the walker's limits (:mod:`autograder.tree_walk`: depth, entries) raises
+:class:`~autograder.tree_walk.TreeLimitError`, and no hidden input is sent. Once the jail
 is gone, :func:`restore` puts the working directory back as it was then, plus the probe's report
 and outputs as the grader collected them case by case (:mod:`.probe_run`), and the
 ``reported.json`` taken before the first call.
@@ -16,8 +18,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ import numpy as np
 from .. import safe_files
 from ..errors import UnsafeFileError
 from ..probe_format import OUTPUTS_FILE, REPORT_FILE, REPORTED_FILE
+from .. import tree_walk
 from .workspace import copy_tree_safely
 
 MiB = 1024 * 1024
@@ -40,7 +41,8 @@ class Snapshot:
 
 
 def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
-    """Copy ``workspace`` into the new grader-owned ``folder`` and keep its ``reported.json``."""
+    """Copy ``workspace`` into the new grader-owned ``folder`` and keep its ``reported.json``;
+    :class:`~autograder.tree_walk.TreeLimitError` (the student's reason) past the walker's limits."""
     try:
         reported = safe_files.read_bytes(workspace, REPORTED_FILE, REPORTED_MAX_BYTES)
     except UnsafeFileError as e:
@@ -48,7 +50,7 @@ def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
     folder.mkdir(mode=0o700)
     copy_tree_safely(workspace, folder, max_bytes=max_bytes)
     for name in PROBE_FILES:   # the probe's files come from the grader's copies alone
-        _remove(folder / name)
+        tree_walk.remove_tree(folder / name)
     return Snapshot(folder, reported)
 
 
@@ -63,29 +65,12 @@ def restore(snap: Snapshot, workspace: Path, probe: tuple[dict, dict[str, np.nda
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
         kept[OUTPUTS_FILE] = buffer.getvalue()
-    empty_folder(workspace)
+    tree_walk.empty_folder(workspace)
     copy_tree_safely(snap.folder, workspace, max_bytes=max_bytes)
     for name, data in kept.items():
         fd = os.open(workspace / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-
-
-def empty_folder(folder: Path) -> None:
-    """Remove everything inside ``folder`` without following any link."""
-    for entry in os.scandir(folder):
-        _remove(Path(entry.path))
-
-
-def _remove(path: Path) -> None:
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path)          # fd-based: never follows a symlink inside
-    else:
-        path.unlink()
 
 
 def _error_json(message: str) -> bytes:

@@ -12,8 +12,8 @@ temporary workspace, nothing copied). The run folder (sockets, the fallback's ``
 the kernel can also write, gets a tmpfs of its own (:func:`capped_mount`).
 
 Where mounting is impossible (not root; a container without ``CAP_SYS_ADMIN``), a
-:class:`DiskWatchdog` sums the folders' blocks and inodes every half second and kills the jail
-past the cap. Mounts are named ``autograder-<kind>-<pid>``: a later run unmounts those of a
+:class:`~.disk_watchdog.DiskWatchdog` counts what the jail holds on disk every half second and
+kills it past the cap. Mounts are named ``autograder-<kind>-<pid>``: a later run unmounts those of a
 grader process that died without cleaning up (SIGKILL), so none outlives its process for long.
 """
 
@@ -23,28 +23,23 @@ import ctypes
 import errno
 import os
 import re
-import shutil
-import signal
 import stat
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
-from .procs import children_of
+from .. import tree_walk
 
 MiB = 1024 * 1024
-WORKSPACE_INODES = 20_000        # files + folders; a graded notebook of assignment 07 makes < 20
+WORKSPACE_INODES = tree_walk.MAX_ENTRIES   # files + folders; a graded notebook of assignment 07 makes < 20
 RUNDIR_BYTES, RUNDIR_INODES = 64 * MiB, 4_096   # also the fallback's share of the host's /dev/shm
-SHM_DIR = "/dev/shm"
-WATCH_INTERVAL_S = 0.5
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH, UMOUNT_NOFOLLOW = 0x2, 0x8
 MOUNT_PREFIX = "autograder-"
-COPY_MAX_DEPTH = 64
 
 _mounted: dict[str, int] = {}    # real path → cap in bytes, for tmpfs mounts this process made
 _lock = threading.Lock()
@@ -204,11 +199,11 @@ def _kept_name(workspace: Path) -> Path:
 def _keep_contents(workspace: Path) -> None:
     """Copy the tmpfs's tree to a sibling folder (still mounted; restored after the unmount)."""
     dest = _kept_name(workspace)
-    shutil.rmtree(dest, ignore_errors=True)
+    tree_walk.remove_tree(dest, ignore_errors=True)
     try:
         dest.mkdir(mode=0o700)
         copy_tree_safely(workspace, dest, max_bytes=mounted_cap(workspace))
-    except OSError as e:
+    except (OSError, tree_walk.TreeLimitError) as e:
         warnings.warn(f"the workspace {workspace} could not be kept: {e}", RuntimeWarning, stacklevel=2)
 
 
@@ -223,62 +218,74 @@ def _restore_contents(workspace: Path) -> None:
         warnings.warn(f"the workspace {workspace} could not be restored from {src}: {e}", RuntimeWarning,
                       stacklevel=2)
     finally:
-        shutil.rmtree(src, ignore_errors=True)
+        tree_walk.remove_tree(src, ignore_errors=True)
 
 
-def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None) -> int:
+def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None, *, what: str = "the working directory",
+                     max_depth: int = tree_walk.MAX_DEPTH, max_entries: int = tree_walk.MAX_ENTRIES) -> int:
     """Copy the untrusted tree ``src`` into the existing folder ``dest`` as it is, inert; returns
     the files copied.
 
-    Nothing is followed or opened but folders and regular files (``O_NOFOLLOW`` relative to the
-    folder's descriptor, ``O_NONBLOCK``): symlinks are recreated from their target text, FIFOs and
-    sockets as new empty ones, devices left out; so the grader later sees "a symlink", "a FIFO",
-    exactly as without the tmpfs. Modes keep their permission bits only, sparse files stay sparse,
-    folders deeper than 64 are skipped, and at most ``max_bytes`` of data are copied.
+    Walked with :func:`autograder.tree_walk.walk` (nothing followed, names that vanish or change type on the
+    way skipped, :class:`~autograder.tree_walk.TreeLimitError` past ``max_depth`` folders or ``max_entries``
+    entries); written relative to ``dest``'s folder descriptors. Only folders and regular files
+    are opened: symlinks are recreated from their target text, FIFOs and sockets as new empty
+    ones, devices left out; so the grader later sees "a symlink", "a FIFO", exactly as without
+    the tmpfs. Modes keep their permission bits only, sparse files stay sparse, and at most
+    ``max_bytes`` of data are copied.
     """
     budget = [max_bytes if max_bytes is not None else 1 << 62]
-    top = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_DIRECTORY)
-    try:
-        return _copy_dir(top, dest, 0, budget)
-    finally:
-        os.close(top)
-
-
-def _copy_dir(dir_fd: int, dest: Path, depth: int, budget: list[int]) -> int:
+    top = tree_walk.open_folder(src)
+    outs = [tree_walk.open_folder(dest)]   # outs[d]: the copy of the folder holding entries of depth d + 1
     copied = 0
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-    for entry in os.scandir(dir_fd):
-        st = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False)
-        target, mode = dest / entry.name, stat.S_IMODE(st.st_mode) & 0o777
-        if stat.S_ISDIR(st.st_mode) and depth < COPY_MAX_DEPTH:
-            fd = os.open(entry.name, flags | os.O_DIRECTORY, dir_fd=dir_fd)
-            try:
-                target.mkdir(mode=0o700)
-                copied += _copy_dir(fd, target, depth + 1, budget)
-                os.chmod(target, stat.S_IMODE(os.fstat(fd).st_mode) & 0o777)
-            finally:
-                os.close(fd)
-        elif stat.S_ISREG(st.st_mode):
-            fd = os.open(entry.name, flags, dir_fd=dir_fd)
-            try:
-                fst = os.fstat(fd)
-                if stat.S_ISREG(fst.st_mode):
-                    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                  stat.S_IMODE(fst.st_mode) & 0o777)
-                    try:
-                        _copy_data(fd, out, fst.st_size, budget)
-                    finally:
-                        os.close(out)
-                    copied += 1
-            finally:
-                os.close(fd)
-        elif stat.S_ISLNK(st.st_mode):
-            os.symlink(os.readlink(entry.name, dir_fd=dir_fd), target)
-        elif stat.S_ISFIFO(st.st_mode):
-            os.mkfifo(target, mode)
-        elif stat.S_ISSOCK(st.st_mode):
-            os.mknod(target, stat.S_IFSOCK | mode)
+    try:
+        for e in tree_walk.walk(top, what=what, max_depth=max_depth, max_entries=max_entries):
+            out, mode = outs[e.depth - 1], stat.S_IMODE(e.st.st_mode) & 0o777
+            if e.leaving:
+                os.fchmod(outs[-1], mode)
+                os.close(outs.pop())
+            elif e.is_dir:
+                os.mkdir(e.name, 0o700, dir_fd=out)
+                outs.append(os.open(e.name, tree_walk.DIR_FLAGS, dir_fd=out))
+            elif stat.S_ISREG(e.st.st_mode):
+                copied += _copy_file(e, out, budget)
+            elif stat.S_ISLNK(e.st.st_mode):
+                try:
+                    target = os.readlink(e.name, dir_fd=e.dir_fd)
+                except OSError as err:
+                    if err.errno in tree_walk.GONE or err.errno == errno.EINVAL:   # gone, or no longer a link
+                        continue
+                    raise
+                os.symlink(target, e.name, dir_fd=out)
+            elif stat.S_ISFIFO(e.st.st_mode):
+                os.mkfifo(e.name, mode, dir_fd=out)
+            elif stat.S_ISSOCK(e.st.st_mode):
+                os.mknod(e.name, stat.S_IFSOCK | mode, dir_fd=out)
+    finally:
+        for fd in outs:
+            os.close(fd)
+        os.close(top)
     return copied
+
+
+def _copy_file(e: tree_walk.Entry, out: int, budget: list[int]) -> int:
+    """Copy the regular file ``e`` into the folder ``out``; 0 when it vanished or is no longer one."""
+    fd = tree_walk.open_at(e.dir_fd, e.name, folder=False)
+    if fd is None:
+        return 0
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):
+            return 0
+        dst = os.open(e.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      stat.S_IMODE(fst.st_mode) & 0o777, dir_fd=out)
+        try:
+            _copy_data(fd, dst, fst.st_size, budget)
+        finally:
+            os.close(dst)
+        return 1
+    finally:
+        os.close(fd)
 
 
 def _copy_data(src: int, dst: int, size: int, budget: list[int]) -> None:
@@ -302,97 +309,3 @@ def _copy_data(src: int, dst: int, size: int, budget: list[int]) -> None:
             budget[0] -= sent
         pos = end
     os.ftruncate(dst, size)
-
-
-# ------------------------------------------------------------------ the watchdog
-def disk_usage(folder: Path, max_entries: int, owner: int | None = None) -> tuple[int, int]:
-    """``(bytes on disk, entries)`` under ``folder``, links not followed; stops counting past
-    ``max_entries``. With ``owner``, only what that uid owns at the top level counts (a shared
-    folder such as /dev/shm)."""
-    used, entries = 0, 0
-    stack = [(str(folder), True)]
-    while stack and entries <= max_entries:
-        path, top = stack.pop()
-        try:
-            it = os.scandir(path)
-        except OSError:
-            continue
-        with it:
-            for entry in it:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if top and owner is not None and st.st_uid != owner:
-                    continue
-                entries += 1
-                used += st.st_blocks * 512
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((entry.path, False))
-    return used, entries
-
-
-def remove_owned(folder: Path, uid: int) -> int:
-    """Remove the entries of the shared ``folder`` (e.g. /dev/shm) owned by ``uid``; returns how many.
-
-    Call only once no process of ``uid`` is left: what one submission leaves there must not reach
-    the next one run as the same sandbox uid.
-    """
-    removed = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-            if st.st_uid != uid:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-            removed += 1
-        except OSError:
-            continue
-    return removed
-
-
-class DiskWatchdog(threading.Thread):
-    """Kills the jail (``pid_of()`` and its children) when a folder grows past its caps.
-
-    ``watched``: ``(name, folder, max_bytes, max_entries, owner)`` each (``owner``: count only
-    that uid's entries, or None). It bounds how long a notebook may stay over a cap (one
-    interval), not how much it writes within that interval.
-    """
-
-    def __init__(self, watched: list[tuple[str, Path, int, int, int | None]], pid_of: Callable[[], int | None],
-                 interval_s: float = WATCH_INTERVAL_S) -> None:
-        super().__init__(daemon=True, name="autograder-disk-watchdog")
-        self.watched, self.pid_of, self.interval_s = watched, pid_of, interval_s
-        self.done = threading.Event()
-        self.fired: str | None = None
-
-    def over(self) -> str | None:
-        """What is over its cap (``"90 MB in the working directory, more than its 32 MB"``), or None."""
-        for name, folder, max_bytes, max_entries, owner in self.watched:
-            used, entries = disk_usage(folder, max_entries, owner)
-            if used > max_bytes:
-                return f"{used / MiB:.0f} MB in {name}, more than its {max_bytes / MiB:.0f} MB"
-            if entries > max_entries:
-                return f"more than {max_entries:,} files and folders in {name}"
-        return None
-
-    def run(self) -> None:
-        while not self.done.wait(self.interval_s):
-            why = self.over()
-            pid = self.pid_of() if why else None
-            if not pid:
-                continue
-            self.fired = why
-            for target in [*children_of(pid), pid]:
-                try:
-                    os.kill(target, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            return

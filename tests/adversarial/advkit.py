@@ -299,6 +299,39 @@ def grader_only_strings() -> list[str]:
     return re.findall(r'solution_sha256\s*=\s*"([0-9a-f]{16,})"', text)
 
 
+# ----------------------------------------------------------------------------- whose failure
+# A hostile notebook's doing always ends in a status the student reads as their own; the others say
+# "a problem on our side" (sandbox_error, startup_failed), or the grader raised (grader_error).
+STUDENT_STATUSES = frozenset({"completed", "timeout", "kernel_died", "unreadable"})
+GRADER_BLAME = ("grader itself failed", "a problem on our side", "could not run the sandbox",
+                "not a judgment of your work")
+
+
+def blamed_on_the_grader(g: Graded) -> list[str]:
+    """Why ``g`` reads as the grader's failure rather than the notebook's outcome (empty: it does not)."""
+    problems = []
+    status = g.execution.get("status")
+    if status not in STUDENT_STATUSES:
+        problems.append(f"execution status {status!r} is not one a student reads as their own "
+                        f"({', '.join(sorted(STUDENT_STATUSES))}); reason: {str(g.execution.get('reason'))[:300]!r}")
+    text = g.student_text().lower()
+    problems += [f"the student reads {phrase!r}" for phrase in GRADER_BLAME if phrase in text]
+    return problems
+
+
+def require_student_facing(g: Graded) -> None:
+    """The rule every graded hostile notebook keeps (the grading fixtures apply it to each one).
+
+    A fallback forced on a machine where it cannot start a kernel at all skips (the notebook never
+    ran: see :func:`require_mode`)."""
+    if (g.execution.get("status") == "startup_failed"
+            and os.environ.get("AUTOGRADER_JAIL", "").strip().lower() == "fallback"):
+        pytest.skip("the fallback jail cannot start a kernel on this machine: "
+                    + str(g.execution.get("reason"))[:300])
+    problems = blamed_on_the_grader(g)
+    assert not problems, f"{g.name}: a notebook's doing reported as the grader's failure: " + "; ".join(problems)
+
+
 # ----------------------------------------------------------------------------- jail modes
 JAIL_MODES = ("auto", "fallback")
 
@@ -486,4 +519,7 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
     g = Graded(name=notebook.stem, grade=read_json(out / "grade.json"), out=out, workspace=ws, wall_s=wall, ended=ended,
                results=read_json(out / "results.json"), feedback=feedback.read_text() if feedback.is_file() else "",
                execution=read_json(out / "execution.json"), measurements=read_json(out / "measurements.json"))
+    if env.get("AUTOGRADER_JAIL", "").strip().lower() == "fallback" and g.execution.get("status") == "startup_failed":
+        pytest.skip("the fallback jail cannot start a kernel on this machine: " + str(g.execution.get("reason"))[:300])
+    require_student_facing(g)
     return g, report["maxrss_kb"] * 1024

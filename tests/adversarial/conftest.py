@@ -2,6 +2,9 @@
 real jail with short limits, and check the invariants every attack must leave intact:
 
 - a grade was produced: ``results.json`` is valid Gradescope JSON (``results_validator``);
+- the notebook's doing is never the grader's failure: every graded notebook (``grade_path``, and
+  ``advkit.grade_in_child``) ends in a status the student reads as their own, and nothing tells
+  them "a problem on our side" (``advkit.require_student_facing``);
 - no points were gained: every check scores at most what a harmless notebook scores;
 - nothing outside the workspace changed: a world-writable canary folder, the repo's grading files;
 - no process was left: nothing owned by the run's sandbox uid, nothing working in the workspace;
@@ -24,9 +27,10 @@ import pytest
 
 from advkit import (ASSIGNMENT_ID, ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, JAIL_MODES, MAX_GRADING_S, ROOT,
                     SHORT_LIMITS, TOKEN, WRONG_FUNCTIONS, Graded, build_notebook, grader_files_state, leaks,
-                    jail_uid, leftover_processes, read_json, snapshot, xdist_slot)
+                    jail_uid, leftover_processes, read_json, require_student_facing, snapshot, xdist_slot)
 from autograder.assignment import Assignment, load_assignment
 from autograder.errors import SandboxUnavailableError
+from autograder.tree_walk import remove_tree
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -99,15 +103,17 @@ def grade_path(short_assignment) -> Callable[..., Graded]:
         except SandboxUnavailableError as e:
             pytest.skip(f"no isolation layer on this machine: {e}")
         wall = time.monotonic() - started
-        return Graded(name=name, grade=grade, out=out, workspace=workspace, wall_s=wall, ended=time.time(),
-                      results=read_json(out / "results.json"),
-                      feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
-                      execution=read_json(out / "execution.json"),
-                      measurements=read_json(out / "measurements.json"))
+        g = Graded(name=name, grade=grade, out=out, workspace=workspace, wall_s=wall, ended=time.time(),
+                   results=read_json(out / "results.json"),
+                   feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
+                   execution=read_json(out / "execution.json"),
+                   measurements=read_json(out / "measurements.json"))
+        require_student_facing(g)     # every hostile notebook: its doing is never the grader's failure
+        return g
 
     yield run
     for d in made:
-        shutil.rmtree(d, ignore_errors=True)
+        remove_tree(d, ignore_errors=True)      # what a notebook left: any depth, no link followed
 
 
 @pytest.fixture(scope="session")

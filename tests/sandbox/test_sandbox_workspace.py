@@ -15,8 +15,10 @@ import pytest
 
 from autograder.assignment import ExecutionLimits
 from autograder.errors import AutograderError
-from autograder.sandbox import run_submission, workspace
-from autograder.sandbox.workspace import (DiskWatchdog, MountError, copy_tree_safely, is_mount_point, mounted_cap,
+from autograder import tree_walk
+from autograder.sandbox import disk_watchdog, run_submission, workspace
+from autograder.sandbox.disk_watchdog import DiskWatchdog
+from autograder.sandbox.workspace import (MountError, copy_tree_safely, is_mount_point, mounted_cap,
                                           prepared_workspace, sweep_stale_mounts)
 
 from sandbox_helpers import FAST, worker_slot, write_notebook
@@ -156,17 +158,22 @@ def test_copy_never_blocks_never_follows_and_stays_within_its_budget(tmp_path):
     src, dest = tmp_path / "src", tmp_path / "dest"
     deep = src.joinpath(*["d"] * 70)
     deep.mkdir(parents=True)
-    (deep / "bottom.txt").write_text("too deep")
+    (deep / "bottom.txt").write_text("70 deep")
     (src / "f.txt").write_text("kept")
     os.mkfifo(src / "fifo")               # never opened: no writer would ever come
     os.symlink("/etc/hostname", src / "l")
     dest.mkdir()
     started = time.monotonic()
-    assert copy_tree_safely(src, dest) == 1
+    assert copy_tree_safely(src, dest) == 2
     assert time.monotonic() - started < 5
     assert (dest / "f.txt").read_text() == "kept" and Path(dest / "fifo").is_fifo()
     assert os.readlink(dest / "l") == "/etc/hostname"
-    assert not list(dest.rglob("bottom.txt")), "folders deeper than the copy's limit were copied"
+    assert dest.joinpath(*["d"] * 70, "bottom.txt").read_text() == "70 deep"
+    src.joinpath(*["d"] * 70, *["e"] * (tree_walk.MAX_DEPTH - 69)).mkdir(parents=True)
+    again = tmp_path / "again"
+    again.mkdir()
+    with pytest.raises(tree_walk.TreeLimitError, match="nested deeper than 256 folders"):
+        copy_tree_safely(src, again)
     big_src, big_dest = tmp_path / "big_src", tmp_path / "big_dest"
     big_src.mkdir()
     big_dest.mkdir()
@@ -204,9 +211,9 @@ def test_in_a_shared_folder_only_the_sandbox_uids_entries_count_and_are_removed(
     (tmp_path / "other").write_bytes(b"z" * 300_000)
     for name in ("mine", "mine_dir", "mine_dir/inner"):
         os.chown(tmp_path / name, uid, uid)
-    used, entries = workspace.disk_usage(tmp_path, 100, owner=uid)
+    used, entries = tree_walk.usage(tmp_path, what="the folder", max_entries=100, owner=uid)
     assert entries == 3 and 200_000 <= used < 300_000, (used, entries)
-    assert workspace.remove_owned(tmp_path, uid) == 2
+    assert disk_watchdog.remove_owned(tmp_path, uid) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other"]
 
 
