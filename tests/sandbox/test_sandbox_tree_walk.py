@@ -384,7 +384,7 @@ def test_removal_never_follows_a_link_and_a_missing_path_is_fine(place):
 def _gradescope_choice(root: Path) -> str | None:
     from autograder.gradescope.run import find_notebook
 
-    return find_notebook(root, "07-quantization.ipynb").relpath
+    return find_notebook(root, "07-quantization.ipynb").chosen
 
 
 def _batch_names(root: Path) -> list[str]:
@@ -396,7 +396,7 @@ def _batch_names(root: Path) -> list[str]:
 def _peeked_names(root: Path) -> list[str]:
     from autograder.assignment_match import source_notebooks
 
-    return [name for name, _ in source_notebooks(root)]
+    return [facts.name for facts in source_notebooks(root)]
 
 
 FRONT_ENDS = {
