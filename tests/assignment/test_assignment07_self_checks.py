@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
-EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples.toml").read_text())
+EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_07.toml").read_text())
 MASTER = ROOT / "reference" / "07-quantization" / "master.ipynb"
 TOLERANCES = tomllib.loads((ROOT / "reference" / "07-quantization" / "tolerances.toml").read_text())
 MISTAKES = sorted(k for k, v in EXPECTED.items() if "loses" in v)
