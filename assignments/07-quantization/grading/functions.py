@@ -72,11 +72,14 @@ def _cq(name: str, group: str, rmin, rmax, dtype: str | None = None, symmetric: 
 
 
 def exact_ties(x, scale) -> np.ndarray:
-    """Where ONNX Runtime's float32 quotient ``x / scale`` is exactly ``k + 0.5`` (a tie that only
-    the rounding rule decides)."""
+    """Where ``x / scale`` is exactly ``k + 0.5`` in real arithmetic, so that only the rounding rule
+    decides (the float32 quotient is the tie and times the scale gives back ``x`` exactly). A float32
+    quotient that only rounds to ``k + 0.5`` is a near tie: there the grader accepts either
+    neighbour (``quantize_tie_offsets``), and a float64 division may honestly land on the other."""
+    x32, s32 = np.asarray(x, dtype=np.float32), np.float32(scale)
     with np.errstate(all="ignore"):
-        q = np.asarray(x, dtype=np.float32) / np.float32(scale)
-        return (q - np.floor(q)) == np.float32(0.5)
+        q = x32 / s32
+        return ((q - np.floor(q)) == np.float32(0.5)) & (q.astype(np.float64) * np.float64(s32) == x32.astype(np.float64))
 
 
 def without_exact_ties(x, scale) -> np.ndarray:
