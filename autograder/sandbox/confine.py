@@ -4,7 +4,7 @@ This file is self-contained (standard library and ctypes only) because it does n
 import: the grader passes its source text to ``python -I -S -c SOURCE CONFIG_JSON`` as the last
 link of the kernel's command (after bwrap and setpriv, already as the sandbox uid). It
 
-1. sets the resource limits (``RLIMIT_AS``, ``FSIZE``, ``NOFILE``, ``NPROC``, ``CORE``);
+1. sets the resource limits (``RLIMIT_AS`` or ``DATA``, ``FSIZE``, ``NOFILE``, ``NPROC``, ``CORE``);
 2. sets ``no_new_privs`` (required by Landlock and seccomp without privileges);
 3. optionally restricts the filesystem with Landlock (read/exec, read/write allow-lists; TCP bind
    and connect denied from ABI 4; signals and abstract sockets scoped to the sandbox from ABI 6);
@@ -60,8 +60,9 @@ DENIED_SYSCALLS = ("unshare", "setns", "mount", "umount2", "pivot_root", "ptrace
                    "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree",
                    "io_uring_setup", "io_uring_enter", "io_uring_register")  # io_uring: IORING_OP_SOCKET, hole H7
 
-RLIMITS = {"AS": resource.RLIMIT_AS, "FSIZE": resource.RLIMIT_FSIZE, "NOFILE": resource.RLIMIT_NOFILE,
-           "NPROC": resource.RLIMIT_NPROC, "CORE": resource.RLIMIT_CORE, "CPU": resource.RLIMIT_CPU}
+RLIMITS = {"AS": resource.RLIMIT_AS, "DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
+           "NOFILE": resource.RLIMIT_NOFILE, "NPROC": resource.RLIMIT_NPROC, "CORE": resource.RLIMIT_CORE,
+           "CPU": resource.RLIMIT_CPU}
 
 # Landlock (include/uapi/linux/landlock.h)
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446

@@ -18,7 +18,8 @@ The grader's ONNX measuring child gets the same bwrap jail (:func:`measure_isola
 
 Where the grader may manage cgroups (:mod:`.cgroups`), the command starts by joining the run's
 cgroup (memory of the whole tree, ``pids.max``, a CPU share), which then replaces ``RLIMIT_AS``
-and ``RLIMIT_NPROC``. Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
+(``RLIMIT_DATA`` of the same size keeps a single oversized allocation a ``MemoryError``) and
+``RLIMIT_NPROC``. Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
 then ``execve`` of the kernel with a minimal environment). ``AUTOGRADER_JAIL=bwrap|fallback|none``
 restricts the choice to that mode (for tests, and for operators who know their machine; ``none``
 still needs ``unsafe_no_sandbox``); the default ``auto`` takes the best that works.
@@ -121,11 +122,21 @@ NPROC_LIMIT = 64     # processes and threads of the sandbox uid, where no pids c
 def rlimits(limits: ExecutionLimits, with_nproc: bool, cgroup: SlotCgroup | None = None) -> dict[str, int]:
     """The kernel's rlimits: a cgroup's memory limit replaces ``RLIMIT_AS`` (per process, it let
     three children hold 4.8 GB against 4 GB, and counts address space, not memory), its
-    ``pids.max`` replaces ``RLIMIT_NPROC``."""
+    ``pids.max`` replaces ``RLIMIT_NPROC``.
+
+    Beside the cgroup, ``RLIMIT_DATA`` of the whole budget per process: no single process may map
+    more private writable memory than the tree may hold, so one allocation that could never fit
+    (``np.ones(1_000_000_000)``, 8 GB) fails in the student's own code with ``MemoryError``, as
+    Python does, instead of the cgroup's OOM killer ending the kernel and every cell after it. It
+    counts what a process could write (heap, anonymous mappings, thread stacks), not reserved
+    address space (``PROT_NONE`` arenas) nor libraries, so ONNX Runtime's and BLAS's threads fit
+    as before (each stack counts 8 MB: about 400 threads in 4 GB)."""
     layers = set(cgroup.layers()) if cgroup is not None else set()
     out = {"FSIZE": FILE_SIZE_LIMIT, "NOFILE": 256, "CORE": 0}
     if "cgroup_memory" not in layers:
         out["AS"] = int(limits.memory_mb) * MiB
+    else:
+        out["DATA"] = int(limits.memory_mb) * MiB
     if with_nproc and "cgroup_pids" not in layers:
         out["NPROC"] = NPROC_LIMIT
     return out

@@ -5,7 +5,8 @@
 Each mistake is one realistic edit of the solution's code (the edit must match exactly once, so a
 changed solution makes the build fail loudly instead of producing a silently correct "mistake"),
 and each mistake notebook's first cell says what it gets wrong and which single check must lose
-points. ``tests/assignment/expected_examples.toml`` states the same for the integration tests.
+points. ``VARIANTS`` are valid solutions written another way (full marks, every self-check passes).
+``tests/assignment/expected_examples_07.toml`` states the same for the integration tests.
 
 Run directly, it rebuilds the assignment: ``python reference/07-quantization/make_examples.py``.
 """
@@ -65,6 +66,17 @@ MISTAKES = (
             'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
             "from onnxruntime.quantization import QuantType, quantize, quantize_dynamic\n"
             'quantize_dynamic("artifacts/fp32.onnx", "artifacts/int8_dynamic.onnx", weight_type=QuantType.QInt8)',
+        ),),
+    ),
+    Mistake(
+        "quantize_rounds_half_away_from_zero.ipynb", "quantize", "quantize rounds ties away from zero",
+        "`quantize` rounds with `np.sign(v) * np.floor(np.abs(v) + 0.5)`, the rounding taught at "
+        "school: 2.5 becomes 3 and -2.5 becomes -3, where `QuantizeLinear` rounds half to even (2 and "
+        "-2). Only a quotient that is exactly k + 0.5 is affected.",
+        ((
+            "    r = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale))  # float32 division, ties to even",
+            "    v = np.asarray(x, dtype=np.float32) / np.float32(scale)\n"
+            "    r = np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))              # ties away from zero",
         ),),
     ),
     Mistake(
@@ -163,6 +175,18 @@ MISTAKES = (
         ),),
     ),
     Mistake(
+        "memory_error_after_functions.ipynb", "execution", "an allocation larger than the kernel's memory",
+        "After training, the notebook allocates a dense grid of the plane for a later plot, "
+        "`np.ones(1_000_000_000)`: 8 GB, twice what the grader's kernel may use. The allocation "
+        "raises `MemoryError` in that cell, as Python does, and nothing else is lost: the kernel "
+        "lives on, every later cell runs, and the functions defined before it are graded in full.",
+        ((
+            'print("sklearn test accuracy:", clf.score(X_test, y_test))',
+            'print("sklearn test accuracy:", clf.score(X_test, y_test))\n'
+            "grid = np.ones(1_000_000_000)   # a dense grid of the plane, for a plot later",
+        ),),
+    ),
+    Mistake(
         "error_in_last_cell.ipynb", "execution", "an error in the last cell",
         "Everything is correct, but the extra line added to the last (summary) cell uses a key that "
         "`RESULTS` does not have and raises `KeyError`, so the notebook does not run cleanly to the end.",
@@ -170,6 +194,45 @@ MISTAKES = (
             "          f\"{r['max_rel_drift']:>7.3f} {r['edge_max_rel_drift']:>11.3f}\")",
             "          f\"{r['max_rel_drift']:>7.3f} {r['edge_max_rel_drift']:>11.3f}\")\n"
             "print(f\"int8_qdq speed-up: {RESULTS['fp32']['latency'] / RESULTS['int8_qdq']['latency']:.2f}x\")",
+        ),),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A valid way to write the solution that is not the reference's: full marks, every self-check passes."""
+    file: str
+    title: str
+    what: str
+    edits: tuple
+
+
+VARIANTS = (
+    Variant(
+        "quantize_returns_numpy_scalar.ipynb", "quantize returns a NumPy scalar for a scalar",
+        "For a scalar `x`, `quantize` returns an `np.int8` (or `np.uint8`) scalar instead of a 0-d "
+        "array: the same value, dtype and shape once read with `np.asarray`, which is how the "
+        "grader and the self-checks read a result.",
+        ((
+            "    return np.asarray(np.clip(q, qmin, qmax).astype(dtype))             # saturate, then cast last",
+            "    q = np.clip(q, qmin, qmax).astype(dtype)                            # saturate, then cast last\n"
+            "    return q[()] if q.ndim == 0 else q                                  # a NumPy scalar for a scalar",
+        ),),
+    ),
+    Variant(
+        "memory_error_caught.ipynb", "an oversized allocation, caught",
+        "After training, the notebook tries to allocate a dense grid of the plane, "
+        "`np.ones(1_000_000_000)` (8 GB, twice what the grader's kernel may use), inside "
+        "`try/except MemoryError`, and goes on without it: the allocation fails in the cell as it "
+        "would in Python, and the notebook is correct.",
+        ((
+            'print("sklearn test accuracy:", clf.score(X_test, y_test))',
+            'print("sklearn test accuracy:", clf.score(X_test, y_test))\n'
+            "try:\n"
+            "    grid = np.ones(1_000_000_000)   # a dense grid of the plane, for a plot later\n"
+            "except MemoryError:\n"
+            "    grid = None                     # too large: plot on a coarser grid",
         ),),
     ),
 )
@@ -190,17 +253,24 @@ def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
     hits[0].source = hits[0].source.replace(old, new)
 
 
-def make_mistake(solution: nbformat.NotebookNode, m: Mistake) -> nbformat.NotebookNode:
+def variant_first_cell(v: Variant) -> nbformat.NotebookNode:
+    return new_markdown_cell(
+        f"**Example submission · {v.title}.** This is the reference solution written another valid "
+        f"way. {v.what}\n\n"
+        "Expected grade: full marks; every self-check passes.")
+
+
+def make_mistake(solution: nbformat.NotebookNode, m: Mistake | Variant) -> nbformat.NotebookNode:
     nb = copy.deepcopy(solution)
     for old, new in m.edits:
         apply_edit(nb, old, new)
-    nb.cells.insert(0, first_cell(m))
+    nb.cells.insert(0, first_cell(m) if isinstance(m, Mistake) else variant_first_cell(m))
     return nb
 
 
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
     examples = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
-    for m in MISTAKES:
+    for m in MISTAKES + VARIANTS:
         examples[m.file] = make_mistake(solution, m)
     return examples
 

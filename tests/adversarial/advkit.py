@@ -378,7 +378,7 @@ _record("identity", {
     "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(),
     "ns": {k: _ns(k) for k in ("pid", "net", "mnt", "ipc", "uts", "user", "cgroup")},
     "status": _status(),
-    "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "FSIZE", "NOFILE", "NPROC", "CORE")},
+    "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "DATA", "FSIZE", "NOFILE", "NPROC", "CORE")},
     "hostname": os.uname().nodename,
 })
 '''

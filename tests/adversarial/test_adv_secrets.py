@@ -49,6 +49,7 @@ def test_kernel_runs_inside_the_isolation_it_claims(grade_cells, jail_check, jai
     rl = me["rlimits"]
     if "cgroup_memory" in layers:   # the tree's memory is the cgroup's; RLIMIT_AS would count address space
         assert rl["AS"][1] == -1, f"RLIMIT_AS is set beside the cgroup's memory limit: {rl['AS']}"
+        assert rl["DATA"][1] == short_assignment.limits.memory_mb * 1024 * 1024, f"RLIMIT_DATA: {rl['DATA']}"
         assert me["ns"]["cgroup"] != _ns("cgroup") or "bwrap" not in layers, "the jail sees the grader's cgroups"
     else:
         assert rl["AS"][1] == short_assignment.limits.memory_mb * 1024 * 1024, f"RLIMIT_AS: {rl['AS']}"

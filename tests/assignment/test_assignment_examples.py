@@ -1,4 +1,5 @@
-"""The example submissions: each mistake says what it gets wrong and which one check must lose points."""
+"""The example submissions: each mistake says what it gets wrong and which one check must lose points;
+each valid variant says it is the solution written another way."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
-EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples.toml").read_text())
+EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_07.toml").read_text())
 CHECK_IDS = {"quantize", "dequantize", "choose_qparams", "fp32_model", "dynamic_model", "static_model",
              "size", "reported_results", "execution"}
 
@@ -60,6 +61,18 @@ def test_every_mistake_scores_100_minus_its_parts(assignment07):
 def test_the_script_and_the_expectations_agree(make_examples):
     assert {m.file: m.check for m in make_examples.MISTAKES} == \
            {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}
+    assert {v.file for v in make_examples.VARIANTS} == \
+           {k for k, v in EXPECTED.items() if v.get("full_marks")} - {"reference.ipynb"}
+
+
+VARIANTS = sorted(k for k, v in EXPECTED.items() if v.get("full_marks") and k != "reference.ipynb")
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_each_variant_says_it_is_valid_in_its_first_cell(name):
+    first = _read(name).cells[0]
+    assert first.cell_type == "markdown" and "another valid way" in first.source, name
+    assert "Expected grade: full marks" in first.source and not any(f"`{c}` check" in first.source for c in CHECK_IDS)
 
 
 @pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "loses" in v))
@@ -71,7 +84,7 @@ def test_each_mistake_states_its_mistake_and_check_in_its_first_cell(name):
     assert not any(f"`{c}` check" in first.source for c in others), f"{name} names a second check"
 
 
-@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "loses" in v))
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "loses" in v) + VARIANTS)
 def test_each_mistake_is_the_solution_plus_one_small_edit(name):
     reference, example = _read("reference.ipynb"), _read(name)
     assert len(example.cells) == len(reference.cells) + 1

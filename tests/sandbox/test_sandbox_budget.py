@@ -84,6 +84,8 @@ def test_a_cgroup_replaces_rlimit_as_and_nproc():
     budget = jail.rlimits(FAST, with_nproc=True, cgroup=cg)
     assert plain["AS"] == FAST.memory_mb << 20 and plain["NPROC"] == jail.NPROC_LIMIT
     assert "AS" not in budget and "NPROC" not in budget and budget["FSIZE"] == plain["FSIZE"]
+    # one process may still not map more than the whole budget: an oversized allocation is a MemoryError
+    assert budget["DATA"] == FAST.memory_mb << 20 and "DATA" not in plain
 
 
 @pytest.mark.skipif(cgroups.available()[0] is None, reason="no writable cgroup hierarchy here")
