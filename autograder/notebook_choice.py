@@ -8,7 +8,7 @@ reader of ``batch`` (:mod:`autograder.batch.sources`) and so ``batch`` of an exp
 1. hidden files and folders (a name starting with ``.``, e.g. ``.ipynb_checkpoints``) and
    ``__MACOSX`` are ignored; symbolic links are never graded;
 2. exactly one notebook (``.ipynb``): that one;
-3. several: the one whose file name is the assignment's notebook name (``07-quantization.ipynb``),
+3. several: the one whose file name is the assignment's notebook name (``<id>.ipynb``),
    when exactly one is, and the others are named as ignored;
 4. otherwise nothing is graded, and the reason says what was found and what to upload.
 

@@ -158,7 +158,7 @@ def _parts(assignment) -> dict[tuple[str, str], dict]:
 
 def test_every_group_states_its_claim_in_its_part(assignment07):
     parts = _parts(assignment07)
-    groups = {(c.function, c.group) for c in cases_for(fn.SEED)}
+    groups = {(c.function, c.group) for c in fn.probe_cases()}
     assert set(CLAIMS) == groups == set(parts), "every probe group needs a claim here and a part in the rubric"
     for key, (words, _) in CLAIMS.items():
         text = parts[key]["hint"] + " " + parts[key]["message"]
