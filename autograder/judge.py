@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import AssignmentError
+from .root_cause import check_cause
 
 OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
 FORMATS = ("text", "int", "float3", "percent", "pp", "bytes", "ratio", "auto")
@@ -285,6 +286,10 @@ def _judge_check(check: Mapping[str, Any], tolerances: Mapping[str, Any], measur
     }
     if "description" in check:
         graded["description"] = str(check["description"])
+    requires = check.get("requires", [])
+    cause = check_cause(parts, [requires] if isinstance(requires, str) else requires, measurements)
+    if cause is not None:   # said once for the check, before its parts (root_cause.py)
+        graded["cause"] = cause
     return graded
 
 
@@ -311,7 +316,7 @@ def _judge_part(part: Mapping[str, Any], tolerances: Mapping[str, Any], measurem
         "measured_text": fields["measured"], "threshold_text": fields["threshold"],
         "message": reason if reason is not None else (render(part.get("message") or DEFAULT_MESSAGE)
                                                        or render(DEFAULT_MESSAGE)),
-        "hint": render(part.get("hint", "")),
+        "hint": render(part.get("hint", "")) if reason is None else "",   # no hint for what was not measured
         "reason": reason,
     }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..cell_numbers import error_summary, where_of
+from ..cell_numbers import error_summary, where_of, without_place
 from .markdown import code, text
 
 STATUS_HEADLINES = {
@@ -84,7 +84,9 @@ def first_error_lines(execution: Mapping[str, Any]) -> list[str]:
     if not isinstance(first, Mapping):
         return []
     where = where_of(first)
-    line = f"- {where[0].upper()}{where[1:]} raised {code(error_text(first))}"
+    at = first.get("line") if isinstance(first.get("line"), int) and not isinstance(first.get("line"), bool) else None
+    said = without_place(error_text(first)) if at else error_text(first)
+    line = f"- {where[0].upper()}{where[1:]} raised {code(said)}" + (f" at line {at}" if at else "")
     errored = execution.get("cells_errored")
     if isinstance(errored, int) and errored > 1:
         line += f"; {errored} cells raised errors in all"

@@ -101,7 +101,9 @@ def short_check_markdown(check: Mapping[str, Any]) -> str:
              f"{md.points(check.get('score', 0), check.get('max_score', 0))} points"]
     failed = [p for p in check.get("parts", []) if not p.get("passed")]
     part = next((p for p in failed if p.get("reason")), failed[0] if failed else None)
-    if part is not None and part.get("reason"):
+    if md.cause_text(check):
+        lines += ["", md.text(md.cause_text(check), 600)]
+    elif part is not None and part.get("reason"):
         lines += ["", f"Not measured: {md.text(part['reason'], 300)}"]
     elif part is not None and part.get("message"):
         lines += ["", md.text(part["message"], 300)]

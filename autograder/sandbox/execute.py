@@ -113,7 +113,8 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
     cells = loaded.cells
-    shape = {"cells_in_notebook": loaded.total, "language": loaded.language}
+    shape = {"cells_in_notebook": loaded.total, "language": loaded.language,   # + errors placed by cell and line
+             "sources": [c.source for c in cells], "names": list(probe.functions) if probe else []}
     run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks or _Hooks())
     try:
         outcome = _run_async(run.main())
