@@ -17,7 +17,7 @@ from typing import Any
 from ..cell_numbers import where_of
 from . import escape
 from . import markdown as md
-from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of
+from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of, status_headline
 
 EXECUTION_PREFIX = "execution."
 MAX_REASONS = 3
@@ -56,7 +56,7 @@ def why(measurements: Mapping[str, Any] | None, grade: Mapping[str, Any], fmt: A
     if execution.get("error") is not None:
         return f"The grader could not tell how your notebook ran: {fmt.text(execution['error'])}."
     if status not in (None, "completed"):
-        headline = STATUS_HEADLINES.get(str(status), "Your notebook did not run to the end")
+        headline = status_headline(execution) if status in STATUS_HEADLINES else "Your notebook did not run to the end"
         reason = execution.get("reason")
         return headline + (f": {fmt.text(reason)}" if reason else "") + "."
     if execution.get("cells_total") == 0:
