@@ -82,3 +82,21 @@ def test_the_feedback_starts_with_the_cause(tmp_path, project_root, assignment07
     # placed by cell and line everywhere: never a temporary file name or an execution count
     for text in outputs + [json.dumps(execution)]:
         assert not KERNEL_NAMES.search(text), KERNEL_NAMES.search(text)
+
+
+def test_a_kernel_ended_by_sigterm_is_told_the_signal(tmp_path, assignment07):
+    """The notebook signals its own kernel (inside the jail): the student reads which signal, not
+    "often: it ran out of memory"."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    path = tmp_path / "sigterm.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1"),
+                                       new_code_cell("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"),
+                                       new_code_cell("y = 2")]), path)
+    out = tmp_path / "out"
+    grade_notebook(path, assignment07, out)
+    execution = json.loads((out / "execution.json").read_text())
+    feedback = (out / "feedback.md").read_text()
+    assert execution["status"] == "kernel_died", execution
+    assert "signal 15 (SIGTERM)" in execution["reason"] and "code cell 2 (cell 2 of the notebook)" in execution["reason"]
+    assert "signal 15 (SIGTERM)" in feedback and "ran out of memory" not in feedback, feedback
