@@ -16,7 +16,7 @@ import numpy as np
 CONTEXT_LINES = 2
 SNIPPET_CHARS = 4000
 CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b", "flagged",
-               "cells_a", "cells_b"]
+               "cells_a", "cells_b"]   # cells: "code cell 9 (cell 16 of the notebook); …", the feedback's numbering
 
 
 def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> str:
@@ -73,7 +73,8 @@ def integrity_csv(report: Any) -> str:
     writer.writerow(CSV_COLUMNS)
     for rank, p in enumerate(report.pairs, start=1):
         writer.writerow([rank, text_cell(p.a), text_cell(p.b), number_cell(p.share), number_cell(p.share_a),
-                         number_cell(p.share_b), "yes" if p.flagged else "no", _cell_list(p.cells_a),
+                         number_cell(p.share_b), "yes" if p.flagged else "expected" if p.expected else "no",
+                         _cell_list(p.cells_a),
                          _cell_list(p.cells_b)])
     return buf.getvalue()
 
@@ -88,5 +89,5 @@ def write_integrity_csv(path: Path, report: Any) -> Path:
     return path
 
 
-def _cell_list(cells: Iterable[int]) -> str:
-    return " ".join(str(c) for c in cells)
+def _cell_list(cells: Iterable[str]) -> str:
+    return "; ".join(str(c) for c in cells)

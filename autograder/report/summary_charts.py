@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import math
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
@@ -22,8 +24,21 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+FEEDBACK_FOLDER: ContextVar[Path | None] = ContextVar("feedback_folder", default=None)
+
+
 def feedback_href(name: str) -> str:
-    return f"{quote(name)}/feedback.md"
+    """The submission's feedback page: ``feedback.html`` when it sits beside ``feedback.md`` in
+    the batch folder the page is written for (:data:`FEEDBACK_FOLDER`), else ``feedback.md``."""
+    folder = FEEDBACK_FOLDER.get()
+    page = "feedback.md"
+    if folder is not None and name not in ("", ".", "..") and "/" not in name and "\x00" not in name:
+        try:
+            if (folder / name / "feedback.html").is_file() and (folder / name / "feedback.md").is_file():
+                page = "feedback.html"
+        except OSError:
+            pass
+    return f"{quote(name)}/{page}"
 
 
 def rate_color(rate: float) -> str:
