@@ -115,7 +115,7 @@ def first_error_lines(execution: Mapping[str, Any]) -> list[str]:
         return []
     where = where_of(first)
     at = first.get("line") if isinstance(first.get("line"), int) and not isinstance(first.get("line"), bool) else None
-    said = without_place(error_text(first)) if at else error_text(first)
+    said = error_summary(first.get("ename"), without_place(str(first.get("evalue") or ""))) if at else error_text(first)
     line = f"- {where[0].upper()}{where[1:]} raised {code(said)}" + (f" at line {at}" if at else "")
     errored = execution.get("cells_errored")
     if isinstance(errored, int) and errored > 1:

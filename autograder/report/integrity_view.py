@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
@@ -90,4 +91,19 @@ def write_integrity_csv(path: Path, report: Any) -> Path:
 
 
 def _cell_list(cells: Iterable[str]) -> str:
-    return "; ".join(str(c) for c in cells)
+    return cells_text(cells)
+
+
+_WHERE = re.compile(r"code cell (\d+) \(cell (\d+) of the notebook\)")
+
+
+def cells_text(cells: Iterable[str]) -> str:
+    """Cells named as the feedback names them, several at once: "code cells 7, 9 (cells 12, 16 of
+    the notebook)"; one cell keeps its own words."""
+    cells = [str(c) for c in cells]
+    found = [_WHERE.fullmatch(c) for c in cells]
+    if len(cells) < 2 or not all(found):
+        return "; ".join(cells)
+    codes = ", ".join(m.group(1) for m in found if m)
+    whole = ", ".join(m.group(2) for m in found if m)
+    return f"code cells {codes} (cells {whole} of the notebook)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable
 
+from .integrity_view import cells_text
 from .summary_charts import feedback_href
 
 MAX_CELL = 300
@@ -117,12 +118,11 @@ def integrity_section(report: Any) -> str:
     if report.too_little_code:
         intro += (f" Not compared, too little code of their own: "
                   f"{', '.join(report.too_little_code[:10])}{' …' if len(report.too_little_code) > 10 else ''}.")
-    family = list(getattr(report, "family", []) or [])
-    if family:
-        expected = sum(1 for p in report.pairs if p.expected)
-        intro += (f" {len(family)} submissions are, byte for byte, the assignment's own examples (variants of one "
-                  f"solution, e.g. what the demo grades): their {expected} listed pairs share code by construction "
-                  "and are marked expected, not flagged.")
+    expected = sum(1 for p in report.pairs if getattr(p, "expected", False))
+    if expected:
+        intro += (f" {len(report.family)} submissions are, byte for byte, the assignment's own examples (variants "
+                  f"of one solution, e.g. what the demo grades): their {expected} listed pair(s) share code by "
+                  "construction and are marked expected, not flagged.")
     shown = [p for p in report.pairs[:10]] + [p for p in report.flagged[10:30]]
     if not shown:
         return (f'<section id="integrity"><h2>{_e(title)}</h2><p class="note">{_e(intro)}</p>'
@@ -130,15 +130,15 @@ def integrity_section(report: Any) -> str:
     rows = "".join(
         f"<tr><td>{names_html([p.a])} ~ {names_html([p.b])}</td><td data-sort=\"{p.share}\">"
         f'{FLAG if p.flagged else EXPECTED if getattr(p, "expected", False) else ""}{p.share:.0%}</td>'
-        f"<td>{_e('; '.join(map(str, p.cells_a)))}</td><td>{_e('; '.join(map(str, p.cells_b)))}</td></tr>"
+        f"<td>{_e(cells_text(p.cells_a))}</td><td>{_e(cells_text(p.cells_b))}</td></tr>"
         for p in shown)
     head = ('<table class="sortable"><colgroup><col style="width:44%"><col style="width:16%"><col style="width:20%">'
             '<col style="width:20%"></colgroup><thead><tr><th>pair</th><th>overlap share</th><th>cells (first)</th>'
             f"<th>cells (second)</th></tr></thead><tbody>{rows}</tbody></table>")
     code = "".join(
         f"<details{' open' if k < 3 and p.flagged else ''}><summary>{_e(p.a)} ~ {_e(p.b)}: {p.share:.0%}</summary>"
-        f'<div class="pair"><div><b>{_e(p.a)}</b> ({_e("; ".join(map(str, p.cells_a)))})'
-        f'<pre class="code">{p.snippet_a}</pre></div><div><b>{_e(p.b)}</b> ({_e("; ".join(map(str, p.cells_b)))})'
+        f'<div class="pair"><div><b>{_e(p.a)}</b> ({_e(cells_text(p.cells_a))})'
+        f'<pre class="code">{p.snippet_a}</pre></div><div><b>{_e(p.b)}</b> ({_e(cells_text(p.cells_b))})'
         f'<pre class="code">{p.snippet_b}</pre></div></div></details>'
         for k, p in enumerate(shown) if p.snippet_a or p.snippet_b)
     return f'<section id="integrity"><h2>{_e(title)}</h2><p class="note">{_e(intro)}</p>{head}{code}</section>'

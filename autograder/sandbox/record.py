@@ -12,7 +12,8 @@ import re
 import time
 from dataclasses import dataclass, replace
 
-from ..cell_numbers import NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors
+from ..cell_numbers import (NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors,
+                            without_place)
 from ..defining_cells import find_definitions
 from ..redact import redact
 from ..safe_files import scrub
@@ -108,8 +109,9 @@ def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, sta
         first_error = {"cell": first.index, "code_cell": first.number or None,
                        "where": cell_where(first.number or None, first.index),
                        "ename": first.ename, "evalue": first.evalue, "summary": error_summary(first.ename, first.evalue)}
-        if first.line is not None:
+        if first.line is not None:   # "SyntaxError: expected ':' (line 4)", its place said once
             first_error["line"] = first.line
+            first_error["summary"] = f"{error_summary(first.ename, without_place(first.evalue or ''))} (line {first.line})"
     return {
         "status": outcome.status,
         "reason": clean(outcome.reason, REASON_CAP) if outcome.reason and outcome.status != "completed" else None,
