@@ -6,7 +6,9 @@ give the same grade. Two kinds of bad input are told apart:
 - the rubric or the tolerances are wrong (unknown op, points that do not add up, a duplicate id,
   a tolerance key that does not exist): instructor input, so ``AssignmentError``, loudly;
 - a measurement is missing or is ``{"error": reason}``: the student's outcome, so the part fails
-  with ``reason`` set and a zero, never an exception.
+  with ``reason`` set, a zero and no hint (nothing was measured to hint at), never an exception;
+  the check gets a ``cause`` when a cell that should have defined its function is to blame
+  (:mod:`autograder.root_cause`), said once instead of once per part.
 
 Paths are dotted (``models.int8_dynamic.accuracy_drop``). A key that itself contains dots
 (``reported.fields.fp32.size_bytes``) is found too: at each level the longest matching key wins.

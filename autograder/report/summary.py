@@ -5,13 +5,17 @@ only script sorts tables and is allowed by its hash in the Content-Security-Poli
 (``summary_style``); nothing is loaded from anywhere. Every piece of text that came from a
 submission (names, file names, error messages, code) goes through ``html.escape``.
 
+Pass rates and failures count the graded submissions only (:func:`graded_rows`): not attempted
+ones (:func:`do_nothing`), unreadable and ungraded ones are listed under Needs attention instead.
+Links go to each submission's feedback.html where it sits beside feedback.md.
+
 Sections, top to bottom: overview; **needs attention** (timeouts, dead kernels, grader failures,
-unreadable or ungraded notebooks, version drift, integrity flags); warnings about the source;
-score distribution; pass rate per check (bars coloured by rate, linking to the check); the
+unreadable or ungraded notebooks, not attempted ones, version drift, integrity flags); warnings
+about the source; score distribution; pass rate per check (bars coloured by rate, linking to the check); the
 assignment's scatter (``[summary.scatter]`` in assignment.toml: ``title``, ``x``, ``y``, ``series``
 (name → measurement prefix), ``x_label``, ``y_label``; no scatter without it) with each limit
 drawn in its series' colour and named by its rubric part; failures by check with the submissions
-that failed it; the most common failures (among notebooks that ran and hold code of their own);
+that failed it; the most common failures, by root cause (:mod:`.summary_causes`);
 the submissions that lost points; the integrity report; the slowest submissions; errors in cells;
 the tolerances used; and the table of all submissions. Tables sort on a click on their header.
 """
@@ -31,6 +35,7 @@ from ..cell_numbers import error_summary, where_of
 from ..judge import OP_TEXT, lookup
 from . import summary_charts as charts
 from .nothing_graded import nothing_to_grade
+from .summary_causes import root_causes
 from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
 from .summary_style import CSP, CSS, SORT_SCRIPT
 
@@ -286,46 +291,6 @@ def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grade
             "not attempted, unreadable or not graded are under Needs attention.")
     return table("Most common failures", ["count", "cause (check: part)", "example", "who"], body,
                  empty="No check failed in a graded submission.", note=note, widths=[7, 30, 36, 27])
-
-
-_CAUSE_KINDS = {"syntax_error": "has a syntax error", "error": "raised an error before the definition",
-                "timeout": "ran out of time", "not_run": "did not run", "undefined": "is missing"}
-
-
-def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict[tuple[str, ...], tuple[str, str]]:
-    """A submission's failures, one entry per root cause: ``key → (label, example)``. The checks
-    whose functions' defining cell failed share one entry per cell and problem; parts not
-    measured share one per check and reason; a measured part that failed is its own."""
-    out: dict[tuple[str, ...], tuple[str, str]] = {}
-    checks = grade.get("checks") if isinstance(grade, dict) else None
-    if not isinstance(checks, list):   # no grade.json: the row's own list of failed parts
-        for f in row.get("failures", []):
-            out.setdefault((f["check"], f["part"]), (f"{titles.get(f['check'], f['check'])}: {f['part']}",
-                                                      str(f.get("reason") or f.get("message") or "")))
-        return out
-    by_cell: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for check in (c for c in checks if isinstance(c, dict) and not c.get("passed")):
-        cid, title = str(check.get("id")), titles.get(str(check.get("id")), str(check.get("title", check.get("id"))))
-        cause = check.get("cause")
-        if isinstance(cause, dict) and cause.get("text"):
-            by_cell.setdefault((str(cause.get("kind")), str(cause.get("where"))), []).append(
-                (str(cause.get("name")), str(cause["text"])))
-            parts = [p for p in check.get("parts", []) if not p.get("reason")]
-        else:
-            parts = check.get("parts", [])
-        for p in parts:
-            if p.get("passed"):
-                continue
-            if p.get("reason"):
-                out.setdefault((cid, "not measured", str(p["reason"])), (f"{title}: not measured", str(p["reason"])))
-            else:
-                out.setdefault((cid, str(p.get("name"))), (f"{title}: {p.get('name')}", str(p.get("message") or "")))
-    for (kind, _where), named in by_cell.items():
-        names = sorted({n for n, _ in named})
-        them = ", ".join(names)
-        said = f"{them}: the cell that defines {'it' if len(names) == 1 else 'them'} {_CAUSE_KINDS.get(kind, kind)}"
-        out.setdefault(("cause", kind, them), (said, named[0][1]))
-    return out
 
 
 def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:

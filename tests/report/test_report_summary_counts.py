@@ -138,3 +138,22 @@ def test_the_assignments_examples_are_a_family_whose_pairs_are_expected(tmp_path
     assert student and all(p.flagged and not p.expected for p in student), "a student's copy is still flagged"
     assert report.flagged_total == len(student)
     assert all(re.fullmatch(r"code cell \d+ \(cell \d+ of the notebook\)", c) for p in report.pairs for c in p.cells_a)
+
+
+def test_the_page_in_a_browser_shows_the_rates_of_the_graded_and_the_not_attempted_apart(page, tmp_path):
+    """The summary of a class with an unreadable and an untouched notebook in headless chromium:
+    the rendered text (after layout, CSS and the sorting script) and a screenshot."""
+    from browserkit import chromium, chromium_binary
+
+    if chromium_binary() is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    out, html = page
+    path = out / "summary.html"
+    path.write_text(html)
+    dom = chromium(tmp_path, "--dump-dom", path.as_uri())
+    text = re.sub(r"<[^>]+>", " ", dom)
+    assert re.search(r"1 not attempted\s*: they ran", text) and re.search(r"1 unreadable\s*:", text)
+    assert "Share of the 3 graded submissions" in text
+    shot = tmp_path / "summary.png"
+    chromium(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", path.as_uri())
+    assert shot.stat().st_size > 10_000
