@@ -332,34 +332,38 @@ def _cells(code: _Code, slices: list[tuple[int, int]]) -> list[str]:
 
 
 def family_members(notebooks: dict[str, Path], assignment: Any) -> set[str]:
-    """The names whose notebook is, byte for byte, one of the assignment's own examples or its
-    reference solution: variants of one solution (``make demo`` grades them), whose pairs share
-    code by construction and are shown as expected, not flagged. A student's own work is never
-    byte-identical to them, and a pair of one example and one student is judged as usual."""
+    """The names that are one of the assignment's own examples (or its reference solution): the
+    same name as the example's file and, byte for byte, its content. They are variants of one
+    solution (``make demo`` grades them), whose pairs share code by construction and are shown
+    as expected, not flagged. Both are needed: two students who hand in the same copy of an
+    example, under their own names (a Gradescope export names them ``submission_…``), are flagged
+    as usual, and so is any pair with a notebook outside the family."""
     family = _family_hashes(assignment)
     out = set()
     for name, path in notebooks.items():
+        if name not in family:
+            continue
         try:
             path = Path(path)
-            if family and not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_NOTEBOOK_BYTES:
-                if hashlib.sha256(path.read_bytes()).hexdigest() in family:
-                    out.add(name)
+            if not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_NOTEBOOK_BYTES \
+                    and hashlib.sha256(path.read_bytes()).hexdigest() == family[name]:
+                out.add(name)
         except OSError:
             continue
     return out
 
 
-def _family_hashes(assignment: Any) -> set[str]:
-    folders = [getattr(assignment, "folder", None)]
-    files = [Path(f) / "examples" for f in folders if f is not None]
-    reference = getattr(assignment, "reference_folder", None)
-    candidates = [p for d in files if d.is_dir() for p in sorted(d.glob("*.ipynb"))]
-    if reference is not None and (Path(reference) / "solution.ipynb").is_file():
+def _family_hashes(assignment: Any) -> dict[str, str]:
+    """name (the file's stem) → SHA-256 of each example of the assignment and of its solution."""
+    folder, reference = getattr(assignment, "folder", None), getattr(assignment, "reference_folder", None)
+    candidates = sorted(Path(folder, "examples").glob("*.ipynb")) if folder is not None else []
+    if reference is not None:
         candidates.append(Path(reference) / "solution.ipynb")
-    out = set()
+    out: dict[str, str] = {}
     for p in candidates:
         try:
-            out.add(hashlib.sha256(p.read_bytes()).hexdigest())
+            if p.is_file() and not p.is_symlink():
+                out.setdefault(p.stem, hashlib.sha256(p.read_bytes()).hexdigest())
         except OSError:
             continue
     return out

@@ -130,13 +130,17 @@ def test_the_assignments_examples_are_a_family_whose_pairs_are_expected(tmp_path
         shutil.copyfile(examples / f"{name}.ipynb", staged[name])
     copy = tmp_path / "student.ipynb"        # a student's copy of an example, one byte changed
     copy.write_bytes(staged["reference"].read_bytes().replace(b'"cells"', b'"cells" ', 1))
-    report = integrity_report({**staged, "student": copy}, assignment07)
+    leaked = {n: tmp_path / f"{n}.ipynb" for n in ("submission_1", "submission_2")}   # byte for byte, other names
+    for path in leaked.values():
+        shutil.copyfile(examples / "reference.ipynb", path)
+    report = integrity_report({**staged, "student": copy, **leaked}, assignment07)
     assert sorted(report.family) == ["quantize_no_saturation", "reference", "static_per_tensor"]
     family_pairs = [p for p in report.pairs if p.a in report.family and p.b in report.family]
     assert len(family_pairs) == 3 and all(p.expected and not p.flagged and p.share > 0.6 for p in family_pairs)
-    student = [p for p in report.pairs if "student" in (p.a, p.b)]
-    assert student and all(p.flagged and not p.expected for p in student), "a student's copy is still flagged"
-    assert report.flagged_total == len(student)
+    others = [p for p in report.pairs if not (p.a in report.family and p.b in report.family)]
+    assert len(others) == 3 * 3 + 3 and all(p.flagged and not p.expected for p in others), \
+        "a student's copy, and two students handing in the same example under their names, are still flagged"
+    assert report.flagged_total == len(others)
     assert all(re.fullmatch(r"code cell \d+ \(cell \d+ of the notebook\)", c) for p in report.pairs for c in p.cells_a)
 
 
