@@ -49,8 +49,7 @@ def check_cause(parts: Sequence[Mapping[str, Any]], requires: Sequence[str],
 def _cause(name: str, spot: Any, execution: Mapping[str, Any]) -> dict[str, Any] | None:
     if spot is None:
         return {"name": name, "kind": "undefined", "where": None, "cell": None, "code_cell": None, "line": None,
-                "text": f"{name} could not be checked: no code cell of the notebook defines it at its top level "
-                        f"(def {name}(…):)"}
+                "text": f"{name} could not be checked: no code cell of the notebook defines it at its top level"}
     if not isinstance(spot, Mapping):
         return None
     status = spot.get("status")

@@ -21,7 +21,7 @@ from .nothing_graded import nothing_to_grade, short_lines
 def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None) -> str:
     title = _title(grade, measurements)
     blocks = [f"# Feedback · {md.text(title)}", "\n".join(md.score_lines(grade))]
-    causes = md.cause_lines(grade)
+    causes = md.cause_lines(grade, short=nothing_to_grade(grade))
     if causes:   # the root cause first, by cell and line; the checks below do not repeat it per part
         blocks.append("## Fix this first\n\n" + "\n".join(causes))
     if nothing_to_grade(grade):

@@ -109,13 +109,15 @@ def cause_text(check: Mapping[str, Any]) -> str:
     return str(cause["text"]) if isinstance(cause, Mapping) and cause.get("text") else ""
 
 
-def cause_lines(grade: Mapping[str, Any]) -> list[str]:
-    """The root causes of the visible checks, each once, for the top of the feedback."""
+def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
+    """The root causes of the visible checks, each once, for the top of the feedback; ``short``
+    (nothing of the work could be graded): only a cell that failed, as the short paragraph
+    already says which functions no cell defines."""
     grouped: dict[str, list[str]] = {}   # one line per cell and problem: "quantize and dequantize could not …"
     for check in visible_checks(grade):
         said, cause = cause_text(check), check.get("cause")
         name = str(cause.get("name") or "") if isinstance(cause, Mapping) else ""
-        if not said:
+        if not said or (short and isinstance(cause, Mapping) and cause.get("kind") == "undefined"):
             continue
         rest = said[len(name):] if name and said.startswith(name) else said
         names = grouped.setdefault(rest, [])
@@ -124,7 +126,8 @@ def cause_lines(grade: Mapping[str, Any]) -> list[str]:
     lines = []
     for rest, names in grouped.items():
         if len(names) > 1:
-            rest = rest.replace(" where it is defined,", " where they are defined,", 1)
+            rest = rest.replace(" where it is defined,", " where they are defined,", 1).replace(
+                " defines it at its top level", " defines them at its top level", 1)
             lines.append(f"- {text(', '.join(names[:-1]) + ' and ' + names[-1] + rest)}")
         else:
             lines.append(f"- {text(names[0] + rest)}")

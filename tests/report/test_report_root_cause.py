@@ -149,6 +149,9 @@ def test_no_cell_defines_it():
     grade = _grade(_execution("def quantise(x):\n    return x", {"status": "ok"}))
     assert grade["checks"][0]["cause"]["kind"] == "undefined"
     assert grade["checks"][0]["cause"]["text"].startswith("quantize could not be checked: no code cell")
+    feedback = feedback_markdown(grade, {})
+    assert "## Nothing to grade yet" in feedback and "could not be checked" not in feedback, \
+        "nothing graded: the short paragraph names what is missing, not a line per function"
 
 
 def test_lesson_03_functions_get_their_cause_too(project_root):
