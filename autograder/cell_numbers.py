@@ -70,6 +70,7 @@ def error_summary(ename: Any, evalue: Any) -> str:
 # notebook's cells becomes :data:`OTHER_CODE`, never a temporary file name.
 
 OTHER_CODE = "code run outside the notebook's cells"
+HASHED_CHARS = 500_000       # of cell sources hashed to recognise a temporary file name (larger ones: OTHER_CODE)
 _LINE = r"(?:(?::|, line )(\d+))?"
 _FORMS = (
     ("file", re.compile(r"(?<=\()(\d+)\.py, line (\d+)(?=\))")),                             # SyntaxError's str
@@ -97,10 +98,12 @@ class CellPlaces:
         if self._by_file is None:   # hashed only when an error names a file (ipykernel's own hash)
             from ipykernel.compiler import get_tmp_hash_seed, murmur2_x86
 
-            seed = get_tmp_hash_seed()
+            seed, budget = get_tmp_hash_seed(), HASHED_CHARS   # a pure-Python hash: bounded work
             self._by_file = {}
             for where, source, _ in self._cells:
-                self._by_file.setdefault(str(murmur2_x86(source, seed)), where)
+                if len(source) <= budget:
+                    budget -= len(source)
+                    self._by_file.setdefault(str(murmur2_x86(source, seed)), where)
         return self._by_file.get(digits)
 
 
