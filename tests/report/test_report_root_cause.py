@@ -173,3 +173,13 @@ def test_lesson_03_functions_get_their_cause_too(project_root):
     feedback = feedback_markdown(grade, measurements)
     assert feedback.split("## ")[1].startswith("Fix this first")
     assert "has a syntax error at line 1: expected ':'" in feedback.split("## ")[1]
+
+
+def test_hashing_to_place_errors_is_bounded():
+    """ipykernel's hash is pure Python: a cell beyond the budget is not hashed, its file is OTHER_CODE."""
+    from autograder import cell_numbers
+
+    huge = "x = 1\n" * (cell_numbers.HASHED_CHARS // 6 + 1)
+    places = CellPlaces([("code cell 1 (cell 1 of the notebook)", huge, 1)])
+    digits = murmur2_x86(huge, get_tmp_hash_seed())
+    assert place_errors(f"({digits}.py, line 3)", places) == f"({OTHER_CODE}, line 3)"
