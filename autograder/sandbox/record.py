@@ -134,8 +134,9 @@ def _placed(cells: list[CellRecord], sources: list[str]) -> list[CellRecord]:
     """Each error's message and traceback with the kernel's names of cells (a temporary file,
     ``Cell In[9]``) replaced by the student's "code cell 9 (cell 16 of the notebook), line 4"."""
     places = CellPlaces([(cell_where(c.number or None, c.index), src, c.count) for c, src in zip(cells, sources)])
-    return [replace(c, line=error_line(c.evalue, c.traceback), evalue=place_errors(c.evalue or "", places),
-                    traceback=place_errors(c.traceback or "", places)) if c.status == "error" else c
+    return [replace(c, line=error_line(c.evalue, c.traceback),   # still within the caps once the names are longer
+                    evalue=clean(place_errors(c.evalue or "", places), EVALUE_CAP),
+                    traceback=clean(place_errors(c.traceback or "", places), TRACEBACK_CAP)) if c.status == "error" else c
             for c in cells]
 
 
