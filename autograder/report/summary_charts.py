@@ -61,7 +61,7 @@ def _svg(height: float, body: Iterable[str], label: str) -> str:
 
 def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
     """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
-    the check's failures."""
+    the check's failures (a check nobody failed has none to link to)."""
     row, left, right = 30, 370, 60
     span = WIDTH - left - right
     parts = []
@@ -69,8 +69,9 @@ def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
         rate = c["passed"] / c["graded"] if c["graded"] else 0.0
         y = 10 + k * row
         title = f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})"
+        link = f'<a href="#check-{_e(c["id"])}">' if c["passed"] < c["graded"] else "<a>"
         parts.append(
-            f'<a href="#check-{_e(c["id"])}"><g class="bar"><title>{_e(title)}</title>'
+            f'{link}<g class="bar"><title>{_e(title)}</title>'
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 46))}</text>'
             f'<rect x="{left}" y="{y + 2}" width="{span}" height="{row - 10}" fill="#eee"/>'
             f'<rect x="{left}" y="{y + 2}" width="{max(span * rate, 1):.1f}" height="{row - 10}" '
