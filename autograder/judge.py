@@ -6,7 +6,9 @@ give the same grade. Two kinds of bad input are told apart:
 - the rubric or the tolerances are wrong (unknown op, points that do not add up, a duplicate id,
   a tolerance key that does not exist): instructor input, so ``AssignmentError``, loudly;
 - a measurement is missing or is ``{"error": reason}``: the student's outcome, so the part fails
-  with ``reason`` set and a zero, never an exception.
+  with ``reason`` set, a zero and no hint (nothing was measured to hint at), never an exception;
+  the check gets a ``cause`` when a cell that should have defined its function is to blame
+  (:mod:`autograder.root_cause`), said once instead of once per part.
 
 Paths are dotted (``models.int8_dynamic.accuracy_drop``). A key that itself contains dots
 (``reported.fields.fp32.size_bytes``) is found too: at each level the longest matching key wins.
@@ -47,6 +49,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import AssignmentError
+from .root_cause import check_cause
 
 OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
 FORMATS = ("text", "int", "float3", "percent", "pp", "bytes", "ratio", "auto")
@@ -285,6 +288,10 @@ def _judge_check(check: Mapping[str, Any], tolerances: Mapping[str, Any], measur
     }
     if "description" in check:
         graded["description"] = str(check["description"])
+    requires = check.get("requires", [])
+    cause = check_cause(parts, [requires] if isinstance(requires, str) else requires, measurements)
+    if cause is not None:   # said once for the check, before its parts (root_cause.py)
+        graded["cause"] = cause
     return graded
 
 
@@ -311,7 +318,7 @@ def _judge_part(part: Mapping[str, Any], tolerances: Mapping[str, Any], measurem
         "measured_text": fields["measured"], "threshold_text": fields["threshold"],
         "message": reason if reason is not None else (render(part.get("message") or DEFAULT_MESSAGE)
                                                        or render(DEFAULT_MESSAGE)),
-        "hint": render(part.get("hint", "")),
+        "hint": render(part.get("hint", "")) if reason is None else "",   # no hint for what was not measured
         "reason": reason,
     }
 

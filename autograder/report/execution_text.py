@@ -8,10 +8,11 @@ escaping, bounded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..cell_numbers import error_summary, where_of
+from ..cell_numbers import error_summary, where_of, without_place
 from .markdown import code, text
 
 STATUS_HEADLINES = {
@@ -37,7 +38,7 @@ def execution_lines(measurements: Mapping[str, Any] | None) -> list[str]:
     if execution.get("error") is not None:
         return [f"- The grader could not tell how your notebook ran: {text(execution['error'])}"]
     status = str(execution.get("status", "unknown"))
-    headline = STATUS_HEADLINES.get(status, f"Execution status: {text(status)}")
+    headline = status_headline(execution)
     details = []
     if execution.get("reason") and status != "completed":
         details.append(code(execution["reason"]))
@@ -56,6 +57,35 @@ def execution_lines(measurements: Mapping[str, Any] | None) -> list[str]:
     if execution.get("output_truncated"):
         lines.append("- Your notebook printed more output than the grader keeps; the rest was cut.")
     return lines
+
+
+INTERRUPTED = "Your notebook ran to the end, but a cell was stopped because it ran out of time"
+DIED_BY_SIGNAL = "Your notebook's kernel was ended by a signal"
+NO_NETWORK = ("The grader runs notebooks without a network, so nothing can be downloaded while it grades: "
+              "use the files and data the assignment provides.")
+_NETWORK_ERROR = re.compile(r"name resolution|Name or service not known|nodename nor servname|getaddrinfo|"
+                            r"Network is unreachable|No route to host|Connection refused|URLError|gaierror|"
+                            r"ConnectionError|NewConnectionError|Max retries exceeded", re.IGNORECASE)
+_SIGNAL = re.compile(r"signal (\d+)")
+
+
+def status_headline(execution: Mapping[str, Any]) -> str:
+    """The first words about how the notebook ran. A timeout whose cells all ran (one was
+    interrupted) is not "stopped"; a kernel ended by a signal other than SIGKILL (what the
+    memory limit sends) is not "often: out of memory"."""
+    status = str(execution.get("status", "unknown"))
+    run, total = execution.get("cells_run"), execution.get("cells_total")
+    if status == "timeout" and isinstance(run, int) and run == total:
+        return INTERRUPTED
+    killed = _SIGNAL.search(str(execution.get("reason") or ""))
+    if status == "kernel_died" and killed and killed.group(1) != "9":
+        return DIED_BY_SIGNAL
+    return STATUS_HEADLINES.get(status, f"Execution status: {text(status)}")
+
+
+def network_line(summary: str) -> list[str]:
+    """One sentence when an error is a failed download or connection: the grader has no network."""
+    return [f"- {NO_NETWORK}"] if _NETWORK_ERROR.search(summary) else []
 
 
 NO_CODE = ("Your notebook has no code cell, so nothing ran: write your code in code cells (not "
@@ -84,7 +114,9 @@ def first_error_lines(execution: Mapping[str, Any]) -> list[str]:
     if not isinstance(first, Mapping):
         return []
     where = where_of(first)
-    line = f"- {where[0].upper()}{where[1:]} raised {code(error_text(first))}"
+    at = first.get("line") if isinstance(first.get("line"), int) and not isinstance(first.get("line"), bool) else None
+    said = error_summary(first.get("ename"), without_place(str(first.get("evalue") or ""))) if at else error_text(first)
+    line = f"- {where[0].upper()}{where[1:]} raised {code(said)}" + (f" at line {at}" if at else "")
     errored = execution.get("cells_errored")
     if isinstance(errored, int) and errored > 1:
         line += f"; {errored} cells raised errors in all"
@@ -94,4 +126,4 @@ def first_error_lines(execution: Mapping[str, Any]) -> list[str]:
             line += ". The cells after it still ran, so later checks could still earn points"
         else:
             line += ". It is your notebook's last code cell"
-    return [line + "."]
+    return [line + "."] + network_line(error_text(first))

@@ -1,6 +1,7 @@
 """``feedback.md``: the grade as the student reads it, as a file.
 
-The total, how the notebook ran, then each visible check with measured vs threshold and a hint
+The total, what to fix first (why checks could not be measured, by cell and line:
+:mod:`autograder.root_cause`), how the notebook ran, then each visible check with measured vs threshold and a hint
 for what failed, the items graded by hand. With any check not visible, neither the total nor
 anything of the hidden checks' results is shown, only their number. When nothing of the work
 could be graded (:mod:`.nothing_graded`), one paragraph replaces the checks: why, what to do,
@@ -20,6 +21,9 @@ from .nothing_graded import nothing_to_grade, short_lines
 def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None) -> str:
     title = _title(grade, measurements)
     blocks = [f"# Feedback · {md.text(title)}", "\n".join(md.score_lines(grade))]
+    causes = md.cause_lines(grade, short=nothing_to_grade(grade))
+    if causes:   # the root cause first, by cell and line; the checks below do not repeat it per part
+        blocks.append("## Fix this first\n\n" + "\n".join(causes))
     if nothing_to_grade(grade):
         blocks.append("## Nothing to grade yet\n\n" + "\n".join(short_lines(grade, measurements)))
         execution = execution_lines(measurements)

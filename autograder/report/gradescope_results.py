@@ -62,6 +62,9 @@ def summary_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] |
     """The top-level output: score, visible tally, hidden count, how the notebook ran, manual items;
     when nothing could be graded, the short paragraph first."""
     blocks = ["\n".join(md.score_lines(grade))]
+    causes = md.cause_lines(grade, short=nothing_to_grade(grade))
+    if causes:
+        blocks.append("**Fix this first**\n\n" + "\n".join(causes))
     if nothing_to_grade(grade):
         blocks.append("**Nothing to grade yet**\n\n" + "\n".join(short_lines(grade, measurements)))
     execution = execution_lines(measurements)

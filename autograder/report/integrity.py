@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cell_numbers import cell_where
 from .integrity_view import highlight
 
 NOISE_T = 25            # copydetect's defaults: k-grams of 25 tokens ...
@@ -58,11 +59,12 @@ class Pair:
     share: float
     share_a: float
     share_b: float
-    cells_a: list[int] = field(default_factory=list)
-    cells_b: list[int] = field(default_factory=list)
+    cells_a: list[str] = field(default_factory=list)    # "code cell 9 (cell 16 of the notebook)", as feedback says
+    cells_b: list[str] = field(default_factory=list)
     snippet_a: str = ""             # HTML: the involved code with <mark> around the overlap
     snippet_b: str = ""
     flagged: bool = False
+    expected: bool = False          # both are the assignment's own examples: variants of one solution
 
 
 @dataclass
@@ -75,6 +77,7 @@ class IntegrityReport:
     pairs: list[Pair] = field(default_factory=list)      # best first
     too_little_code: list[str] = field(default_factory=list)   # names: too little of their own to compare
     no_own_code: list[str] = field(default_factory=list)       # names: only the starter's code (or none)
+    family: list[str] = field(default_factory=list)   # names: byte for byte one of the assignment's examples
     error: str | None = None
 
     @property
@@ -87,7 +90,7 @@ class IntegrityReport:
 @dataclass
 class _Code:
     text: str
-    cells: list[tuple[int, int, int]]     # (start, end, notebook cell index) in text
+    cells: list[tuple[int, int, str]]     # (start, end, the cell as the feedback names it) in text
 
 
 def code_cells(notebook: Path) -> list[tuple[int, str]]:
@@ -135,15 +138,16 @@ def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
     """The notebook's code cells that are not a starter cell verbatim, each under a comment line
     naming its cell (comments are not fingerprinted: it only serves the highlighted view)."""
     parts, cells, pos = [], [], 0
-    for index, source in code_cells(notebook):
+    for number, (index, source) in enumerate(code_cells(notebook), start=1):
         src = _normalise(source)
         if not src or src in starter_cells or _skeleton(src) in starter_cells:
             continue
-        block = f"# ── cell {index} ──\n{src}\n"
+        where = cell_where(number, index)
+        block = f"# ── {where} ──\n{src}\n"
         if pos + len(block) > MAX_CODE_CHARS:
             break
         parts.append(block)
-        cells.append((pos, pos + len(block), index))
+        cells.append((pos, pos + len(block), where))
         pos += len(block)
     return _Code("".join(parts), cells)
 
@@ -176,13 +180,18 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
     report.seconds["fingerprints"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
     shares = pair_shares(prints)
-    report.flagged_total = sum(1 for *_ij, a, b in shares if max(a, b) >= threshold)
     ranked = sorted(shares, key=lambda t: (-max(t[2], t[3]), names[t[0]], names[t[1]]))
     listed = [t for k, t in enumerate(ranked) if max(t[2], t[3]) >= listed_min and
               (k < CSV_TOP or (max(t[2], t[3]) >= threshold and k < MAX_LISTED))]
+    report.family = sorted(family_members(notebooks, assignment))
+    family = set(report.family)
+    expected = [names[i] in family and names[j] in family for i, j, *_ in shares]
+    report.flagged_total = sum(1 for (*_ij, a, b), known in zip(shares, expected) if max(a, b) >= threshold and not known)
     for rank, (i, j, share_a, share_b) in enumerate(listed):
+        known = names[i] in family and names[j] in family
         pair = Pair(a=names[i], b=names[j], share=round(max(share_a, share_b), 4), share_a=round(share_a, 4),
-                    share_b=round(share_b, 4), flagged=max(share_a, share_b) >= threshold)
+                    share_b=round(share_b, 4), flagged=max(share_a, share_b) >= threshold and not known,
+                    expected=known)
         _details(copydetect, pair, codes[i], codes[j], prints[i], prints[j],
                  snippets=rank < TOP or (pair.flagged and rank < TOP + 20))   # the pairs the page shows
         report.pairs.append(pair)
@@ -309,5 +318,43 @@ def _as_slices(slices: Any) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in zip(arr[0], arr[1]) if e > s]
 
 
-def _cells(code: _Code, slices: list[tuple[int, int]]) -> list[int]:
-    return sorted({index for start, end, index in code.cells for s, e in slices if s < end and e > start})
+def _cells(code: _Code, slices: list[tuple[int, int]]) -> list[str]:
+    return [where for start, end, where in code.cells if any(s < end and e > start for s, e in slices)]
+
+
+def family_members(notebooks: dict[str, Path], assignment: Any) -> set[str]:
+    """The names that are one of the assignment's own examples (or its reference solution): the
+    same name as the example's file and, byte for byte, its content. They are variants of one
+    solution (``make demo`` grades them), whose pairs share code by construction and are shown
+    as expected, not flagged. Both are needed: two students who hand in the same copy of an
+    example, under their own names (a Gradescope export names them ``submission_…``), are flagged
+    as usual, and so is any pair with a notebook outside the family."""
+    family = _family_hashes(assignment)
+    out = set()
+    for name, path in notebooks.items():
+        if name not in family:
+            continue
+        try:
+            path = Path(path)
+            if not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_NOTEBOOK_BYTES \
+                    and hashlib.sha256(path.read_bytes()).hexdigest() == family[name]:
+                out.add(name)
+        except OSError:
+            continue
+    return out
+
+
+def _family_hashes(assignment: Any) -> dict[str, str]:
+    """name (the file's stem) → SHA-256 of each example of the assignment and of its solution."""
+    folder, reference = getattr(assignment, "folder", None), getattr(assignment, "reference_folder", None)
+    candidates = sorted(Path(folder, "examples").glob("*.ipynb")) if folder is not None else []
+    if reference is not None:
+        candidates.append(Path(reference) / "solution.ipynb")
+    out: dict[str, str] = {}
+    for p in candidates:
+        try:
+            if p.is_file() and not p.is_symlink():
+                out.setdefault(p.stem, hashlib.sha256(p.read_bytes()).hexdigest())
+        except OSError:
+            continue
+    return out

@@ -7,6 +7,7 @@ import csv
 import html
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
@@ -16,7 +17,7 @@ import numpy as np
 CONTEXT_LINES = 2
 SNIPPET_CHARS = 4000
 CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b", "flagged",
-               "cells_a", "cells_b"]
+               "cells_a", "cells_b"]   # cells: "code cell 9 (cell 16 of the notebook); …", the feedback's numbering
 
 
 def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> str:
@@ -73,7 +74,8 @@ def integrity_csv(report: Any) -> str:
     writer.writerow(CSV_COLUMNS)
     for rank, p in enumerate(report.pairs, start=1):
         writer.writerow([rank, text_cell(p.a), text_cell(p.b), number_cell(p.share), number_cell(p.share_a),
-                         number_cell(p.share_b), "yes" if p.flagged else "no", _cell_list(p.cells_a),
+                         number_cell(p.share_b), "yes" if p.flagged else "expected" if p.expected else "no",
+                         _cell_list(p.cells_a),
                          _cell_list(p.cells_b)])
     return buf.getvalue()
 
@@ -88,5 +90,20 @@ def write_integrity_csv(path: Path, report: Any) -> Path:
     return path
 
 
-def _cell_list(cells: Iterable[int]) -> str:
-    return " ".join(str(c) for c in cells)
+def _cell_list(cells: Iterable[str]) -> str:
+    return cells_text(cells)
+
+
+_WHERE = re.compile(r"code cell (\d+) \(cell (\d+) of the notebook\)")
+
+
+def cells_text(cells: Iterable[str]) -> str:
+    """Cells named as the feedback names them, several at once: "code cells 7, 9 (cells 12, 16 of
+    the notebook)"; one cell keeps its own words."""
+    cells = [str(c) for c in cells]
+    found = [_WHERE.fullmatch(c) for c in cells]
+    if len(cells) < 2 or not all(found):
+        return "; ".join(cells)
+    codes = ", ".join(m.group(1) for m in found if m)
+    whole = ", ".join(m.group(2) for m in found if m)
+    return f"code cells {codes} (cells {whole} of the notebook)"

@@ -82,13 +82,63 @@ def _op_text(part: Mapping[str, Any]) -> str:
 
 
 def check_markdown(check: Mapping[str, Any]) -> str:
-    """A check's details: a status line, then one line per part."""
+    """A check's details: a status line, the root cause when parts could not be measured
+    (:func:`cause_text`), then one line per measured part and one per reason parts were not
+    measured (no hint: nothing was measured to hint at)."""
     status = "Passed" if check.get("passed") else "Failed"
     lines = [f"**{status}** · {points(check.get('score', 0), check.get('max_score', 0))} points"]
+    cause = cause_text(check)
+    if cause:
+        lines += ["", f"**{text(cause)}**"]
     if check.get("description"):
         lines += ["", text(check["description"])]
-    lines += [""] + [part_line(p) for p in check.get("parts", [])]
+    parts = list(check.get("parts", []))
+    unmeasured: dict[str, list[Mapping[str, Any]]] = {}
+    for p in parts:
+        if p.get("reason"):
+            unmeasured.setdefault(str(p["reason"]), []).append(p)
+    lines += [""] + [part_line(p) for p in parts if not p.get("reason")]
+    lines += [part_line(group[0]) if len(group) == 1 else _unmeasured_line(reason, group)
+              for reason, group in unmeasured.items()]
     return "\n".join(lines)
+
+
+def cause_text(check: Mapping[str, Any]) -> str:
+    """The sentence naming why a check could not be measured (grade.json's ``cause``), or ""."""
+    cause = check.get("cause")
+    return str(cause["text"]) if isinstance(cause, Mapping) and cause.get("text") else ""
+
+
+def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
+    """The root causes of the visible checks, each once, for the top of the feedback; ``short``
+    (nothing of the work could be graded): only a cell that failed, as the short paragraph
+    already says which functions no cell defines."""
+    grouped: dict[str, list[str]] = {}   # one line per cell and problem: "quantize and dequantize could not …"
+    for check in visible_checks(grade):
+        said, cause = cause_text(check), check.get("cause")
+        name = str(cause.get("name") or "") if isinstance(cause, Mapping) else ""
+        if not said or (short and isinstance(cause, Mapping) and cause.get("kind") == "undefined"):
+            continue
+        rest = said[len(name):] if name and said.startswith(name) else said
+        names = grouped.setdefault(rest, [])
+        if name not in names:
+            names.append(name)
+    lines = []
+    for rest, names in grouped.items():
+        if len(names) > 1:
+            rest = rest.replace(" where it is defined,", " where they are defined,", 1).replace(
+                " defines it at its top level", " defines them at its top level", 1)
+            lines.append(f"- {text(', '.join(names[:-1]) + ' and ' + names[-1] + rest)}")
+        else:
+            lines.append(f"- {text(names[0] + rest)}")
+    return lines
+
+
+def _unmeasured_line(reason: str, group: list[Mapping[str, Any]]) -> str:
+    got = sum(p.get("score", 0) for p in group)
+    total = sum(p.get("points", 0) for p in group)
+    names = ", ".join(text(p.get("name", "?"), 120) for p in group)
+    return f"- {FAIL} **{len(group)} parts not measured** ({points(got, total)}): {text(reason)}\n  - {names}"
 
 
 def score_lines(grade: Mapping[str, Any]) -> list[str]:

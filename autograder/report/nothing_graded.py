@@ -17,7 +17,7 @@ from typing import Any
 from ..cell_numbers import where_of
 from . import escape
 from . import markdown as md
-from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of
+from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of, status_headline
 
 EXECUTION_PREFIX = "execution."
 MAX_REASONS = 3
@@ -56,7 +56,7 @@ def why(measurements: Mapping[str, Any] | None, grade: Mapping[str, Any], fmt: A
     if execution.get("error") is not None:
         return f"The grader could not tell how your notebook ran: {fmt.text(execution['error'])}."
     if status not in (None, "completed"):
-        headline = STATUS_HEADLINES.get(str(status), "Your notebook did not run to the end")
+        headline = status_headline(execution) if status in STATUS_HEADLINES else "Your notebook did not run to the end"
         reason = execution.get("reason")
         return headline + (f": {fmt.text(reason)}" if reason else "") + "."
     if execution.get("cells_total") == 0:
@@ -101,7 +101,9 @@ def short_check_markdown(check: Mapping[str, Any]) -> str:
              f"{md.points(check.get('score', 0), check.get('max_score', 0))} points"]
     failed = [p for p in check.get("parts", []) if not p.get("passed")]
     part = next((p for p in failed if p.get("reason")), failed[0] if failed else None)
-    if part is not None and part.get("reason"):
+    if md.cause_text(check):
+        lines += ["", md.text(md.cause_text(check), 600)]
+    elif part is not None and part.get("reason"):
         lines += ["", f"Not measured: {md.text(part['reason'], 300)}"]
     elif part is not None and part.get("message"):
         lines += ["", md.text(part["message"], 300)]

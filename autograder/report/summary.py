@@ -5,13 +5,17 @@ only script sorts tables and is allowed by its hash in the Content-Security-Poli
 (``summary_style``); nothing is loaded from anywhere. Every piece of text that came from a
 submission (names, file names, error messages, code) goes through ``html.escape``.
 
+Pass rates and failures count the graded submissions only (:func:`graded_rows`): not attempted
+ones (:func:`do_nothing`), unreadable and ungraded ones are listed under Needs attention instead.
+Links go to each submission's feedback.html where it sits beside feedback.md.
+
 Sections, top to bottom: overview; **needs attention** (timeouts, dead kernels, grader failures,
-unreadable or ungraded notebooks, version drift, integrity flags); warnings about the source;
-score distribution; pass rate per check (bars coloured by rate, linking to the check); the
+unreadable or ungraded notebooks, not attempted ones, version drift, integrity flags); warnings
+about the source; score distribution; pass rate per check (bars coloured by rate, linking to the check); the
 assignment's scatter (``[summary.scatter]`` in assignment.toml: ``title``, ``x``, ``y``, ``series``
 (name → measurement prefix), ``x_label``, ``y_label``; no scatter without it) with each limit
 drawn in its series' colour and named by its rubric part; failures by check with the submissions
-that failed it; the most common failures (among notebooks that ran and hold code of their own);
+that failed it; the most common failures, by root cause (:mod:`.summary_causes`);
 the submissions that lost points; the integrity report; the slowest submissions; errors in cells;
 the tolerances used; and the table of all submissions. Tables sort on a click on their header.
 """
@@ -31,6 +35,8 @@ from ..cell_numbers import error_summary, where_of
 from ..judge import OP_TEXT, lookup
 from ..student_text import clean
 from . import summary_charts as charts
+from .nothing_graded import nothing_to_grade
+from .summary_causes import root_causes
 from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
 from .summary_style import CSP, CSS, SORT_SCRIPT
 
@@ -53,22 +59,34 @@ def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignme
 def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
                  tolerances: dict[str, Any], warnings: list[str], batch: dict[str, Any] | None = None,
                  integrity: Any = None) -> str:
-    batch = batch or {}
+    token = charts.FEEDBACK_FOLDER.set(Path(out))   # links go to feedback.html where it was written
+    try:
+        return _summary_html(rows, out=Path(out), assignment=assignment, rubric=rubric, tolerances=tolerances,
+                             warnings=warnings, batch=batch or {}, integrity=integrity)
+    finally:
+        charts.FEEDBACK_FOLDER.reset(token)
+
+
+def _summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
+                  tolerances: dict[str, Any], warnings: list[str], batch: dict[str, Any], integrity: Any) -> str:
     titles = {str(c["id"]): str(c.get("title", c["id"])) for c in rubric.get("checks", []) if "id" in c}
-    idle = do_nothing(rows, integrity)
+    grades = {r["name"]: _read_json(out / r["name"] / "grade.json") if r["checks"] else {} for r in rows}
+    idle = do_nothing(rows, integrity, grades)
+    graded = graded_rows(rows, idle, grades)
     drift = sorted({*batch.get("version_drift", []), *(w for r in rows for w in r.get("version_drift", []))})
     scatter_cfg = scatter_config(assignment)
     sections = [
-        _overview(rows),
-        attention_section(rows, drift, integrity),
+        _overview(rows, graded, idle),
+        attention_section(rows, drift, integrity, not_attempted=sorted(idle)),
         _warnings(warnings),
         _section("Score distribution", charts.score_histogram(rows, _top(rows)) if rows else None,
                  "Hover a bar for the submissions in it."),
-        _section("Pass rate per check", _pass_rates(rows, titles),
-                 "Share of the graded submissions that pass each check; click a bar for who failed it."),
+        _section("Pass rate per check", _pass_rates(graded, titles),
+                 f"Share of the {len(graded)} graded submissions that pass each check (not attempted, "
+                 "unreadable and ungraded ones are left out: see Needs attention); click a bar for who failed it."),
         _scatter_section(rows, out, scatter_cfg, rubric, tolerances) if scatter_cfg else "",
-        _failures_by_check(rows, titles),
-        _common_failures(rows, titles, idle),
+        _failures_by_check(graded, titles),
+        _common_failures(graded, titles, grades, len(rows)),
         _lost_points(rows, titles),
         integrity_section(integrity),
         table("Slowest submissions", ["submission", "execution (s)", "status", "score"],
@@ -90,19 +108,40 @@ def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubr
         *[s for s in sections if s], f"<script>{SORT_SCRIPT}</script>", "</body></html>", ""])
 
 
-def do_nothing(rows: list[dict[str, Any]], integrity: Any) -> set[str]:
-    """Notebooks that ran but hold no code of their own (the starter as handed out) or scored 0:
-    their failures say nothing about what the class finds hard."""
+def do_nothing(rows: list[dict[str, Any]], integrity: Any, grades: dict[str, Any] | None = None) -> set[str]:
+    """Not attempted: notebooks that ran but hold no code of their own (the starter as handed out),
+    or of which nothing about the work could be graded (:func:`~.nothing_graded.nothing_to_grade`,
+    the rule that gives the student the short feedback), or that scored 0. Listed under Needs
+    attention; their failures say nothing about what the class finds hard."""
     empty = set(getattr(integrity, "no_own_code", []) or [])
-    return {r["name"] for r in rows if r["status"] == RAN and (r["name"] in empty or r["score"] <= 0)}
+    grades = grades or {}
+    return {r["name"] for r in rows if r["status"] == RAN and (
+        r["name"] in empty or r["score"] <= 0
+        or (isinstance(grades.get(r["name"]), dict) and grades[r["name"]].get("checks")
+            and nothing_to_grade(grades[r["name"]])))}
+
+
+def graded_rows(rows: list[dict[str, Any]], idle: set[str], grades: dict[str, Any]) -> list[dict[str, Any]]:
+    """The submissions whose work was graded: the ones pass rates and failures count. Left out:
+    not attempted (``idle``), unreadable, never started or not graded, and any other whose grade
+    measured nothing of the work (a kernel that died in its first cell)."""
+    out = []
+    for r in rows:
+        grade = grades.get(r["name"])
+        if not r["checks"] or r["name"] in idle:
+            continue
+        if isinstance(grade, dict) and grade.get("checks") and nothing_to_grade(grade):
+            continue
+        out.append(r)
+    return out
 
 
 # ── sections ────────────────────────────────────────────────────────────────────────────────
 
-def _overview(rows: list[dict[str, Any]]) -> str:
+def _overview(rows: list[dict[str, Any]], graded: list[dict[str, Any]], idle: set[str]) -> str:
     scores = [r["score"] for r in rows]
     top = _top(rows)
-    stats = [("submissions", str(len(rows)))]
+    stats = [("submissions", str(len(rows))), ("graded", str(len(graded))), ("not attempted", str(len(idle)))]
     if scores:
         stats += [("mean", f"{statistics.fmean(scores):.1f} / {top:g}"),
                   ("median", f"{statistics.median(scores):g} / {top:g}"),
@@ -234,25 +273,25 @@ def _failures_by_check(rows: list[dict[str, Any]], titles: dict[str, str]) -> st
     return _section("Failures by check", "".join(blocks), "Open a check for the submissions that failed it.")
 
 
-def _common_failures(rows: list[dict[str, Any]], titles: dict[str, str], idle: set[str]) -> str:
-    counts: Counter[tuple[str, str]] = Counter()
-    who: dict[tuple[str, str], list[str]] = {}
-    example: dict[tuple[str, str], str] = {}
-    considered = [r for r in rows if r["status"] == RAN and r["name"] not in idle]
-    for r in considered:
-        for f in r.get("failures", []):
-            key = (f["check"], f["part"])
+def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grades: dict[str, Any],
+                     total: int) -> str:
+    """Failures grouped by root cause, each submission counted once per cause: a broken cell that
+    leaves three functions unmeasured is one cause, not 30 parts (:func:`root_causes`)."""
+    counts: Counter[tuple[str, ...]] = Counter()
+    who: dict[tuple[str, ...], list[str]] = {}
+    label: dict[tuple[str, ...], str] = {}
+    example: dict[tuple[str, ...], str] = {}
+    for r in graded:
+        for key, (said, shown) in root_causes(r, grades.get(r["name"]), titles).items():
             counts[key] += 1
             who.setdefault(key, []).append(r["name"])
-            example.setdefault(key, str(f.get("reason") or f.get("message") or ""))
-    body = [[n, f"{titles.get(c, c)}: {p}", example[(c, p)], names_html(who[(c, p)], limit=8)]
-            for (c, p), n in counts.most_common(TOP)]
-    note = (f"Among the {len(considered)} notebooks that ran and hold code of their own; "
-            f"{len(idle)} that did nothing ({', '.join(sorted(idle)[:5])}{' …' if len(idle) > 5 else ''}) "
-            "and those that did not run (see Needs attention) are left out." if idle else
-            f"Among the {len(considered)} notebooks that ran; those that did not run are under Needs attention.")
-    return table("Most common failures", ["count", "check: part", "example", "who"], body,
-                 empty="No check failed in a notebook that ran.", note=note, widths=[7, 30, 36, 27])
+            label.setdefault(key, said)
+            example.setdefault(key, shown)
+    body = [[n, label[k], example[k], names_html(who[k], limit=8)] for k, n in counts.most_common(TOP)]
+    note = (f"Among the {len(graded)} graded submissions, each counted once per cause; the {total - len(graded)} "
+            "not attempted, unreadable or not graded are under Needs attention.")
+    return table("Most common failures", ["count", "cause (check: part)", "example", "who"], body,
+                 empty="No check failed in a graded submission.", note=note, widths=[7, 30, 36, 27])
 
 
 def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import math
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
@@ -24,8 +26,21 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+FEEDBACK_FOLDER: ContextVar[Path | None] = ContextVar("feedback_folder", default=None)
+
+
 def feedback_href(name: str) -> str:
-    return f"{quote(name)}/feedback.md"
+    """The submission's feedback page: ``feedback.html`` when it sits beside ``feedback.md`` in
+    the batch folder the page is written for (:data:`FEEDBACK_FOLDER`), else ``feedback.md``."""
+    folder = FEEDBACK_FOLDER.get()
+    page = "feedback.md"
+    if folder is not None and name not in ("", ".", "..") and "/" not in name and "\x00" not in name:
+        try:
+            if (folder / name / "feedback.html").is_file() and (folder / name / "feedback.md").is_file():
+                page = "feedback.html"
+        except OSError:
+            pass
+    return f"{quote(name)}/{page}"
 
 
 def rate_color(rate: float) -> str:
@@ -48,7 +63,7 @@ def _svg(height: float, body: Iterable[str], label: str) -> str:
 
 def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
     """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
-    the check's failures."""
+    the check's failures (a check nobody failed has none to link to)."""
     row, left, right = 30, 370, 60
     span = WIDTH - left - right
     parts = []
@@ -56,8 +71,9 @@ def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
         rate = c["passed"] / c["graded"] if c["graded"] else 0.0
         y = 10 + k * row
         title = f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})"
+        link = f'<a href="#check-{_e(c["id"])}">' if c["passed"] < c["graded"] else "<a>"
         parts.append(
-            f'<a href="#check-{_e(c["id"])}"><g class="bar"><title>{_e(title)}</title>'
+            f'{link}<g class="bar"><title>{_e(title)}</title>'
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 46))}</text>'
             f'<rect x="{left}" y="{y + 2}" width="{span}" height="{row - 10}" fill="#eee"/>'
             f'<rect x="{left}" y="{y + 2}" width="{max(span * rate, 1):.1f}" height="{row - 10}" '

@@ -8,10 +8,12 @@ import html
 from typing import Any, Iterable
 
 from ..student_text import clean
+from .integrity_view import cells_text
 from .summary_charts import feedback_href
 
 MAX_CELL = 300
 FLAG = '<span class="tag flag">flagged</span> '
+EXPECTED = '<span class="tag">expected</span> '
 NEEDS_ATTENTION = {
     "timeout": "ran out of time",
     "kernel_died": "the kernel died (memory, a crash)",
@@ -72,7 +74,8 @@ def table(title: str, header: list[str], rows: list[list[Any]], *, empty: str = 
 
 # ── needs attention ───────────────────────────────────────────────────────────────────────────
 
-def attention_section(rows: list[dict[str, Any]], drift: list[str], integrity: Any) -> str:
+def attention_section(rows: list[dict[str, Any]], drift: list[str], integrity: Any, *,
+                      not_attempted: list[str] = ()) -> str:
     items = []
     for status, meaning in NEEDS_ATTENTION.items():
         hit = [r for r in rows if r["status"] == status]
@@ -81,6 +84,10 @@ def attention_section(rows: list[dict[str, Any]], drift: list[str], integrity: A
             why = f' <span class="note">e.g. {_e(_cap(sorted(reasons)[0], 160))}</span>' if reasons else ""
             items.append(f"<li><b>{len(hit)} {_e(status)}</b>: {_e(meaning)}: "
                          f"{names_html(sorted(r['name'] for r in hit), limit=30)}{why}</li>")
+    if not_attempted:
+        items.append(f"<li><b>{len(not_attempted)} not attempted</b>: they ran, but nothing of their own work "
+                     "could be graded (the untouched starter, no code of their own, or nothing measured); left out "
+                     f"of the pass rates and failures: {names_html(not_attempted, limit=30)}</li>")
     for message in drift:
         items.append(f"<li><b>version drift</b>: {_e(message)}</li>")
     flagged = list(getattr(integrity, "flagged", []) or [])
@@ -93,8 +100,8 @@ def attention_section(rows: list[dict[str, Any]], drift: list[str], integrity: A
         items.append(f"<li><b>integrity report failed</b>: {_e(_cap(integrity.error))}</li>")
     if not items:
         return ('<section class="attention clear"><h2>Needs attention</h2><p>Nothing: every notebook ran to the '
-                "end, the grader did not fail, the versions match the tolerances' and no pair of notebooks is "
-                "flagged.</p></section>")
+                "end and was attempted, the grader did not fail, the versions match the tolerances' and no pair "
+                "of notebooks is flagged.</p></section>")
     return f'<section class="attention" id="attention"><h2>Needs attention</h2><ul>{"".join(items)}</ul></section>'
 
 
@@ -111,22 +118,27 @@ def integrity_section(report: Any) -> str:
     if report.too_little_code:
         intro += (f" Not compared, too little code of their own: "
                   f"{', '.join(report.too_little_code[:10])}{' …' if len(report.too_little_code) > 10 else ''}.")
+    expected = sum(1 for p in report.pairs if getattr(p, "expected", False))
+    if expected:
+        intro += (f" {len(report.family)} submissions are, byte for byte, the assignment's own examples (variants "
+                  f"of one solution, e.g. what the demo grades): their {expected} listed pair(s) share code by "
+                  "construction and are marked expected, not flagged.")
     shown = [p for p in report.pairs[:10]] + [p for p in report.flagged[10:30]]
     if not shown:
         return (f'<section id="integrity"><h2>{_e(title)}</h2><p class="note">{_e(intro)}</p>'
                 '<p class="note">No pair shares a noticeable part of its code.</p></section>')
     rows = "".join(
         f"<tr><td>{names_html([p.a])} ~ {names_html([p.b])}</td><td data-sort=\"{p.share}\">"
-        f'{FLAG if p.flagged else ""}{p.share:.0%}</td>'
-        f"<td>{_e(' '.join(map(str, p.cells_a)))}</td><td>{_e(' '.join(map(str, p.cells_b)))}</td></tr>"
+        f'{FLAG if p.flagged else EXPECTED if getattr(p, "expected", False) else ""}{p.share:.0%}</td>'
+        f"<td>{_e(cells_text(p.cells_a))}</td><td>{_e(cells_text(p.cells_b))}</td></tr>"
         for p in shown)
     head = ('<table class="sortable"><colgroup><col style="width:44%"><col style="width:16%"><col style="width:20%">'
             '<col style="width:20%"></colgroup><thead><tr><th>pair</th><th>overlap share</th><th>cells (first)</th>'
             f"<th>cells (second)</th></tr></thead><tbody>{rows}</tbody></table>")
     code = "".join(
         f"<details{' open' if k < 3 and p.flagged else ''}><summary>{_e(p.a)} ~ {_e(p.b)}: {p.share:.0%}</summary>"
-        f'<div class="pair"><div><b>{_e(p.a)}</b> (cells {_e(" ".join(map(str, p.cells_a)))})'
-        f'<pre class="code">{p.snippet_a}</pre></div><div><b>{_e(p.b)}</b> (cells {_e(" ".join(map(str, p.cells_b)))})'
+        f'<div class="pair"><div><b>{_e(p.a)}</b> ({_e(cells_text(p.cells_a))})'
+        f'<pre class="code">{p.snippet_a}</pre></div><div><b>{_e(p.b)}</b> ({_e(cells_text(p.cells_b))})'
         f'<pre class="code">{p.snippet_b}</pre></div></div></details>'
         for k, p in enumerate(shown) if p.snippet_a or p.snippet_b)
     return f'<section id="integrity"><h2>{_e(title)}</h2><p class="note">{_e(intro)}</p>{head}{code}</section>'

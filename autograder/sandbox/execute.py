@@ -27,6 +27,7 @@ import concurrent.futures
 import contextlib
 import os
 import queue
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,8 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
     cells = loaded.cells
-    shape = {"cells_in_notebook": loaded.total, "language": loaded.language}
+    shape = {"cells_in_notebook": loaded.total, "language": loaded.language,   # + errors placed by cell and line
+             "sources": [c.source for c in cells], "names": list(probe.functions) if probe else []}
     run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks or _Hooks())
     try:
         outcome = _run_async(run.main())
@@ -451,16 +453,28 @@ class _Run:
                     "later cells did not run")
         if self.cgroup is not None and self.cgroup.oom_kills():
             return (f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running "
-                    f"{where}, and the kernel was stopped ({self._exit_status()}); later cells did not run")
-        return (f"the kernel died while running {where} ({self._exit_status()}; os._exit, a crash or "
+                    f"{where}, and the kernel was stopped ({self._exit_status()[0]}); later cells did not run")
+        status, signum = self._exit_status()
+        if signum is not None and signum != signal.SIGKILL:   # SIGKILL: what the memory limit sends
+            return (f"the kernel was ended by signal {signum} ({signal.Signals(signum).name}) while running "
+                    f"{where} ({status}): the notebook's code, or a library it called, sent that signal to its own "
+                    "process; later cells did not run")
+        return (f"the kernel died while running {where} ({status}; os._exit, a crash or "
                 "running out of memory); later cells did not run")
 
-    def _exit_status(self) -> str:
+    def _exit_status(self) -> tuple[str, int | None]:
+        """How the jail's process ended, and the signal that ended it (a shell or bwrap reports a
+        child killed by signal N as exit code 128 + N)."""
         proc = getattr(self.km.provisioner, "process", None) if self.km and self.km.provisioner else None
         code = proc.poll() if proc is not None else None
         if code is None:
-            return "exit status unknown"
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            return "exit status unknown", None
+        signum = -code if code < 0 else code - 128 if 128 < code < 128 + signal.NSIG else None
+        if signum is not None and signum not in set(signal.Signals):
+            signum = None
+        if code < 0:
+            return f"killed by signal {-code}", signum
+        return (f"exit code {code}" + (f", signal {signum}" if signum is not None else "")), signum
 
     def cell_records(self) -> list[CellRecord]:
         return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0, number=c.number) for c in self.cells]

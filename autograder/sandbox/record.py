@@ -12,7 +12,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ..cell_numbers import NO_NAME, cell_where, error_summary
+from ..cell_numbers import (NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors,
+                            without_place)
+from ..defining_cells import find_definitions
 from ..student_text import clean_lines as clean
 
 EVALUE_CAP = 1000
@@ -39,6 +41,8 @@ class CellRecord:
     evalue: str | None = None
     traceback: str | None = None
     number: int = 0      # position among the code cells, from 1 (0: not known)
+    count: int | None = None   # the kernel's execution count (its tracebacks say "Cell In[count]")
+    line: int | None = None    # the line of this cell where its error happened
 
     def as_dict(self) -> dict:
         d = {"index": self.index, "status": self.status, "duration_s": round(self.duration_s, 3)}
@@ -46,6 +50,8 @@ class CellRecord:
             d["code_cell"] = self.number
         if self.status == "error":
             d.update(ename=self.ename, evalue=self.evalue, traceback=self.traceback)
+            if self.line is not None:
+                d["line"] = self.line
         return d
 
 
@@ -55,8 +61,10 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
     A kernel may report an error without a name (``ename`` missing, null, or Python's
     ``NoneType`` with the value ``None``, what formatting "no exception" gives): the name is then
     empty and the message is the last line of the traceback, or :data:`NO_NAME`."""
+    count = content.get("execution_count") if isinstance(content, dict) else None
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
     if not content or content.get("status") == "ok":
-        return CellRecord(index, "ok", duration_s, number=number)
+        return CellRecord(index, "ok", duration_s, number=number, count=count)
     tb = content.get("traceback")
     tb_text = "\n".join(map(str, tb)) if isinstance(tb, list) else str(tb or "")
     ename, evalue = content.get("ename"), content.get("evalue")
@@ -64,18 +72,23 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
         last = [line for line in clean(tb_text, TRACEBACK_CAP).splitlines() if line.strip()]
         last = [line for line in last if line.strip() != "NoneType: None"]
         return CellRecord(index, "error", duration_s, "", clean(last[-1].strip() if last else NO_NAME, EVALUE_CAP),
-                          clean(tb_text, TRACEBACK_CAP), number=number)
+                          clean(tb_text, TRACEBACK_CAP), number=number, count=count)
     return CellRecord(index, "error", duration_s, clean(ename, ENAME_CAP),
                       clean(evalue if evalue is not None else "", EVALUE_CAP), clean(tb_text, TRACEBACK_CAP),
-                      number=number)
+                      number=number, count=count)
 
 
 def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, started: float, *,
                  probe: str, output_truncated: bool = False, cells_in_notebook: int | None = None,
-                 language: str | None = None) -> dict:
+                 language: str | None = None, sources: list[str] | None = None,
+                 names: list[str] | None = None) -> dict:
     """execution.json. ``cells_total`` counts code cells; ``cells_in_notebook`` every cell;
     ``first_error.where`` names the cell as students read it (:mod:`autograder.cell_numbers`);
-    ``language`` is the non-Python language the notebook's metadata names (it still ran as Python)."""
+    ``language`` is the non-Python language the notebook's metadata names (it still ran as Python).
+    With the cells' ``sources``, errors are placed by cell and line (never by a kernel's temporary
+    file name), and ``definitions`` names the cell that defines each of ``names`` and how it ran."""
+    if sources is not None and len(sources) == len(cells):
+        cells = _placed(cells, sources)
     cells = _within_budget(cells)
     errors = [c for c in cells if c.status == "error"]
     first = errors[0] if errors else None
@@ -84,6 +97,9 @@ def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, sta
         first_error = {"cell": first.index, "code_cell": first.number or None,
                        "where": cell_where(first.number or None, first.index),
                        "ename": first.ename, "evalue": first.evalue, "summary": error_summary(first.ename, first.evalue)}
+        if first.line is not None:   # "SyntaxError: expected ':' (line 4)", its place said once
+            first_error["line"] = first.line
+            first_error["summary"] = f"{error_summary(first.ename, without_place(first.evalue or ''))} (line {first.line})"
     return {
         "status": outcome.status,
         "reason": clean(outcome.reason, REASON_CAP) if outcome.reason and outcome.status != "completed" else None,
@@ -98,7 +114,38 @@ def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, sta
         "duration_s": round(time.monotonic() - started, 3),
         "output_truncated": bool(output_truncated),
         "isolation": isolation,
+        "definitions": _definitions(names or [], cells, sources) if sources is not None else {},
     }
+
+
+def _placed(cells: list[CellRecord], sources: list[str]) -> list[CellRecord]:
+    """Each error's message and traceback with the kernel's names of cells (a temporary file,
+    ``Cell In[9]``) replaced by the student's "code cell 9 (cell 16 of the notebook), line 4"."""
+    places = CellPlaces([(cell_where(c.number or None, c.index), src, c.count) for c, src in zip(cells, sources)])
+    return [replace(c, line=error_line(c.evalue, c.traceback),   # still within the caps once the names are longer
+                    evalue=clean(place_errors(c.evalue or "", places), EVALUE_CAP),
+                    traceback=clean(place_errors(c.traceback or "", places), TRACEBACK_CAP)) if c.status == "error" else c
+            for c in cells]
+
+
+def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) -> dict:
+    """name → the code cell that defines it with how it ran (the last one that ran cleanly, else
+    the last one: when none ran cleanly, that is why the name is missing), or None when no cell
+    defines it."""
+    found = find_definitions(names, sources)
+    out: dict = {}
+    for name in names:
+        spots = found.get(name)
+        if not spots:
+            out[name] = None
+            continue
+        pos, line = next((s for s in reversed(spots) if cells[s[0]].status == "ok"), spots[-1])
+        c = cells[pos]
+        out[name] = {"cell": c.index, "code_cell": c.number or None, "where": cell_where(c.number or None, c.index),
+                     "line": line, "status": c.status}
+        if c.status == "error":
+            out[name].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
+    return out
 
 
 def _within_budget(cells: list[CellRecord]) -> list[CellRecord]:

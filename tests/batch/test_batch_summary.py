@@ -57,12 +57,12 @@ def test_summary_sections_and_inline_charts(hostile_batch):
         section(page, heading)
     assert "<img" not in page and page.count('<svg class="chart"') == 3
     attention = section(page, "Needs attention")
-    assert "1 timeout" in attention and 'href="submission_2/feedback.md"' in attention
+    assert "1 timeout" in attention and 'href="submission_2/feedback.html"' in attention   # beside feedback.md
     assert "1 unreadable" in attention and "submission_3" in attention and "2 notebooks" in attention
     slowest = section(page, "Slowest submissions")
     assert slowest.index("submission_1") < slowest.index("submission_2") and "42.5" in slowest
     errors = section(page, "Most common errors in cells")
-    assert "ValueError: &lt;script&gt;" in errors and 'href="submission_1/feedback.md"' in errors
+    assert "ValueError: &lt;script&gt;" in errors and 'href="submission_1/feedback.html"' in errors
     assert "rejected" in page and "evil.ipynb" in page
 
 
@@ -74,7 +74,7 @@ def test_lost_points_lists_every_submission_below_full_marks_and_only_those(tmp_
     write_notebook(src / "hung.ipynb", status="timeout", reason="stopped after 10 s")
     run_batch(src, tmp_path / "out", assignment=fake_assignment, jobs=2, progress=False)
     lost = section((tmp_path / "out" / "summary.html").read_text(), "Submissions that lost points")
-    rows = re.findall(r'<tr><td><span class="names"><a href="([^"/]+)/feedback.md">', lost)
+    rows = re.findall(r'<tr><td><span class="names"><a href="([^"/]+)/feedback.html">', lost)
     assert rows == ["hung", "too_big", "last_cell_error"], "lowest score first; the perfect one is not there"
     assert "int8 files are small" in lost, "the failed check is named by its title"
 
@@ -92,12 +92,15 @@ def test_failures_by_check_name_the_submissions_and_common_failures_leave_out_do
     page = (tmp_path / "out" / "summary.html").read_text()
     by_check = section(page, "Failures by check")
     quantize = by_check.split('id="check-quantize"')[1].split("</details>")[0]
-    assert "4 of 4 failed" in quantize and all(f'href="{n}/feedback.md"' in quantize for n in "abc")
+    assert "3 of 3 failed" in quantize and all(f'href="{n}/feedback.html"' in quantize for n in "abc"), \
+        "the notebook that did nothing is not counted among the graded"
     common = section(page, "Most common failures")
     first = common.split("<tbody>")[1].split("</tr>")[0]
     assert "quantize agrees with QuantizeLinear: agreement" in first
     assert '<td data-sort="3">' in first or "<td>3</td>" in first, "counted among a, b, c only"
-    assert "zero" in common.split("<tbody>")[0], "the do-nothing notebook is named as left out"
+    assert "not attempted" in common.split("<tbody>")[0], "the do-nothing notebook is said to be left out"
+    attention = section(page, "Needs attention")
+    assert "1 not attempted" in attention and 'href="zero/feedback.html"' in attention
 
 
 def test_pass_rate_bars_are_coloured_by_rate():

@@ -122,8 +122,9 @@ def test_charts_render_and_the_page_fits_1280_px(probed):
 
 def test_every_link_is_clickable_and_leads_to_a_file_or_a_section(probed, summary_page):
     links = probed["links"]
-    feedback = [link for link in links if link["raw"].endswith("/feedback.md")]
+    feedback = [link for link in links if link["raw"].endswith(("/feedback.md", "/feedback.html"))]
     assert len({link["raw"] for link in feedback}) == 8, "each submission links to its feedback"
+    assert all(link["raw"].endswith("/feedback.html") for link in feedback), "the page, where it sits beside feedback.md"
     assert any(link["raw"].startswith("#check-") for link in links), "pass-rate bars link to their check"
     for link in links:
         assert link["clickable"], f"{link['raw']} in {link['where']} is covered or off the page: {link['at']}"

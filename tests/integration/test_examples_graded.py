@@ -172,13 +172,13 @@ def test_error_in_last_cell_is_named_once_and_truly(graded):
     it still ran" about the last cell."""
     grade, out = graded("error_in_last_cell.ipynb")
     feedback = (out / "feedback.md").read_text()
-    assert ("- Code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`. "
-            "It is your notebook's last code cell.") in feedback
+    assert ("- Code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'` at line 6. "
+            "It is your notebook's last code cell.") in feedback      # placed by cell and line
     assert "cells after it still ran" not in feedback and "of 20" not in feedback
     check = next(c for c in grade["checks"] if c["id"] == "execution")
     part = next(p for p in check["parts"] if not p["passed"])
     assert part["message"] == ("1 cell(s) raised an error; the first: code cell 20 (cell 41 of the notebook), "
-                               "KeyError: 'latency'")
+                               "KeyError: 'latency' (line 6)")
 
 
 @pytest.mark.slow

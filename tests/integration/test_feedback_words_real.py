@@ -31,15 +31,16 @@ def test_an_r_notebook_is_named_and_its_last_cell_error_is_numbered_once(tmp_pat
     grade, feedback, results = _grade(tmp_path, assignment07, cells, R_KERNEL)
     language = ("- Your notebook's metadata names the `R` language, but the grader runs every notebook with "
                 "Python, so its cells ran as Python code.")
-    last = ("- Code cell 3 (cell 6 of the notebook) raised `ZeroDivisionError: division by zero`. "
+    last = ("- Code cell 3 (cell 6 of the notebook) raised `ZeroDivisionError: division by zero` at line 1. "
             "It is your notebook's last code cell.")
     for text in (feedback, results["output"]):
         assert language in text and last in text, text
         assert "cells after it still ran" not in text and "NoneType" not in text
+        assert "could not be checked" not in text, "nothing graded: the short paragraph says it, not once per function"
     check = next(c for c in grade["checks"] if c["id"] == "execution")
     part = next(p for p in check["parts"] if p["name"] == "no cell raised an error")
     assert part["message"] == ("1 cell(s) raised an error; the first: code cell 3 (cell 6 of the notebook), "
-                               "ZeroDivisionError: division by zero")
+                               "ZeroDivisionError: division by zero (line 1)")
 
 
 def test_a_notebook_without_code_earns_nothing(tmp_path, assignment07):

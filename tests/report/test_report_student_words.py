@@ -108,12 +108,12 @@ def test_no_question_mark_for_a_missing_fp32_model(assignment07):
     assert hints and all("?" not in h and "parameters." not in h.split("Your fp32 model")[-1] for h in hints)
     assert not any("Your fp32 model has" in h for h in hints)
     ok = judge(assignment07.rubric(), assignment07.tolerances(),
-               {"models": {**measurements["models"], "fp32": {"param_count": 66817}}})
+               {"models": {**measurements["models"], "fp32": {"param_count": 66817, "canonical_bytes": 267996}}})
     assert "Your fp32 model has 66,817 parameters." in _part(ok, "size", "dynamic model size")["hint"]
 
 
 def test_the_results_hint_keeps_every_brace(assignment07):
-    grade = judge(assignment07.rubric(), assignment07.tolerances(), {})
+    grade = judge(assignment07.rubric(), assignment07.tolerances(), {"reported": {"present": False, "problems": []}})
     hint = _part(grade, "reported_results", "RESULTS is present")["hint"]
     assert "{'fp32': {...}, 'int8_dynamic': {...}, 'int8_qdq': {...}}." in hint
     assert hint.count("{") == hint.count("}") == 4

@@ -40,8 +40,8 @@ def test_error_is_recorded_and_later_cells_still_run(run_cells):
     assert "bad" in err["evalue"] and "input" in err["evalue"]
     assert "\x1b" not in err["traceback"] and "ValueError" in err["traceback"]
     assert rec["first_error"] == {"cell": 1, "code_cell": 2, "where": "code cell 2 (cell 2 of the notebook)",
-                                  "ename": "ValueError", "evalue": err["evalue"],
-                                  "summary": f"ValueError: {err['evalue']}"}
+                                  "ename": "ValueError", "evalue": err["evalue"], "line": 1,
+                                  "summary": f"ValueError: {err['evalue']} (line 1)"}   # placed by cell and line
     assert rec["cells_errored"] == 1
     assert (ws / "after.txt").read_text() == "2"
 
