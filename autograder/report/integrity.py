@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -134,11 +136,20 @@ def _skeleton(code: str) -> str:
     return ast.unparse(tree)
 
 
-def own_code(notebook: Path, starter_cells: set[str]) -> _Code:
-    """The notebook's code cells that are not a starter cell verbatim, each under a comment line
-    naming its cell (comments are not fingerprinted: it only serves the highlighted view)."""
+def all_code_cells(paths: list[Path]) -> list[list[tuple[int, str]]]:
+    """:func:`code_cells` of each path, in order, read a few at a time: each read is a child process
+    (the bounded reader), so a class's notebooks are read by as many children as there are cores."""
+    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
+        return list(pool.map(code_cells, paths))
+
+
+def own_code(notebook: Path | list[tuple[int, str]], starter_cells: set[str]) -> _Code:
+    """The notebook's code cells (a path, or its :func:`code_cells`) that are not a starter cell
+    verbatim, each under a comment line naming its cell (comments are not fingerprinted: it only
+    serves the highlighted view)."""
     parts, cells, pos = [], [], 0
-    for number, (index, source) in enumerate(code_cells(notebook), start=1):
+    numbered = code_cells(notebook) if isinstance(notebook, (str, Path)) else notebook
+    for number, (index, source) in enumerate(numbered, start=1):
         src = _normalise(source)
         if not src or src in starter_cells or _skeleton(src) in starter_cells:
             continue
@@ -164,8 +175,9 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
     starter_cells, boilerplate = _starter_code(_starter(assignment))
     started = time.perf_counter()
     names, codes, prints = [], [], []
-    for name in sorted(notebooks):
-        code = own_code(Path(notebooks[name]), starter_cells)
+    ordered = sorted(notebooks)
+    for name, cells in zip(ordered, all_code_cells([Path(notebooks[n]) for n in ordered])):
+        code = own_code(cells, starter_cells)
         fp = _fingerprint(copydetect, code.text, boilerplate) if code.text else None
         if fp is None or fp.token_coverage < MIN_OWN_TOKENS:
             report.too_little_code.append(name)
@@ -329,6 +341,8 @@ def family_members(notebooks: dict[str, Path], assignment: Any) -> set[str]:
     as expected, not flagged. Both are needed: two students who hand in the same copy of an
     example, under their own names (a Gradescope export names them ``submission_…``), are flagged
     as usual, and so is any pair with a notebook outside the family."""
+    from ..sandbox.notebook import MAX_NOTEBOOK_BYTES
+
     family = _family_hashes(assignment)
     out = set()
     for name, path in notebooks.items():
