@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import tree_walk
-from .procs import children_of
+from .procs import children_of, descendants
 from .users import pids_of_uid
 
 MiB = 1024 * 1024
@@ -142,28 +142,6 @@ class DiskWatchdog(threading.Thread):
                 except ProcessLookupError:
                     pass
             return
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (one read of /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, stack = [], [pid]
-    while stack:
-        p = stack.pop()
-        found.append(p)
-        stack.extend(children.get(p, []))
-    return found
 
 
 # ------------------------------------------------------------------ files held open after deletion

@@ -30,9 +30,9 @@ class Watchdog(threading.Thread):
                     pass
 
 
-def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc; empty when it is gone)."""
-    found = []
+def parents() -> dict[int, list[int]]:
+    """Every process's children, by parent pid (one read of /proc)."""
+    children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
@@ -41,8 +41,24 @@ def children_of(pid: int) -> list[int]:
             except OSError:
                 continue
             fields = stat[stat.rfind(b")") + 2:].split()
-            if len(fields) > 1 and int(fields[1]) == pid:
-                found.append(int(entry.name))
+            if len(fields) > 1:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` (from /proc; empty when it is gone)."""
+    return parents().get(pid, [])
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (one read of /proc)."""
+    children = parents()
+    found, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        found.append(p)
+        stack.extend(children.get(p, []))
     return found
 
 
