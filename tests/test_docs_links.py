@@ -83,7 +83,8 @@ def broken_links(md_file: Path, root: Path) -> list[str]:
             problems.append(f"{href}: points outside the repository")
         elif not target.exists():
             problems.append(f"{href}: no such file")
-        elif fragment and target.suffix == ".md" and unquote(fragment) not in anchors(target.read_text(encoding="utf-8")):
+        elif (fragment and target.suffix == ".md"
+              and unquote(fragment) not in anchors(target.read_text(encoding="utf-8"))):
             problems.append(f"{href}: {target.name} has no heading #{fragment}")
     return problems
 
