@@ -2,35 +2,11 @@
 
 An assignment's trusted grading code is a Python package ``assignments/<id>/grading/``. The core
 calls it only through :class:`GradingPlugin`, which checks what the package defines when it is
-loaded and what it returns when it is called (docs/ADDING-AN-ASSIGNMENT.md shows an example):
-
-required
-  ``probe_cases() -> list[ProbeCase]``
-      the calls the probe makes in the student's kernel after the notebook ran (may be empty);
-  ``measure(ctx: MeasureContext) -> dict[str, dict]``
-      the assignment's sections of measurements.json. Section names are plain identifiers and
-      never one of :data:`RESERVED_SECTIONS` (the core writes those); every section is a dict
-      (``{"error": reason}`` when nothing could be measured).
-optional
-  ``prepare(assignment) -> None``
-      warm-up (data sets, imports), run in a thread while the kernel executes; failures ignored;
-  ``measure_artifacts(ctx: ArtifactContext) -> Any``
-      the part of ``measure`` that reads only the files the notebook wrote (its models): the
-      pipeline calls it in a thread as soon as the working directory is frozen before the probe,
-      so it runs while the probe does, and hands what it returned to ``measure`` as ``ctx.early``
-      (None when it was not called or raised: ``measure`` then does that part itself);
-  ``calibration_samples(ctx: CalibrationContext) -> list[dict]``
-      for ``autograder calibrate``: more samples of the same measurements from one reference run,
-      e.g. its artifacts measured on other hidden data (``calibrate`` makes another hidden-data
-      secret current while the hook runs, autograder/hidden_secret.py). Each dict has the shape of
-      measurements.json's sections (``{"models": {...}}``); a tolerance whose measure path starts
-      with one of its sections gets that sample too;
-  ``leaderboard(grade, measurements) -> list[dict]``
-      Gradescope leaderboard entries (``{"name", "value", "order"?}``); none without it.
-
-Anything else the package holds (submodules, constants) stays its own business; it is reachable
-as attributes of the plugin for tests and tools. The summary page's scatter plot is data, not
-code: ``[summary.scatter]`` in assignment.toml (see autograder/report/summary.py).
+loaded (the required ``probe_cases`` and ``measure``, the optional hooks in :data:`OPTIONAL`) and
+what each hook returns when it is called (probe cases with unique ids; sections that are dicts
+with identifier names, never one of :data:`RESERVED_SECTIONS`). The interface is described once,
+for authors, in docs/ADDING-AN-ASSIGNMENT.md, section 3; anything else the package holds stays
+its own and is reachable as attributes of the plugin.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ give the same grade. Two kinds of bad input are told apart:
   the check gets a ``cause`` when a cell that should have defined its function is to blame
   (:mod:`autograder.root_cause`), said once instead of once per part.
 
-Paths are dotted (``models.int8_dynamic.accuracy_drop``). A key that itself contains dots
+Paths are dotted (``models.int8_dynamic.quality.accuracy_drop``). A key that itself contains dots
 (``reported.fields.fp32.size_bytes``) is found too: at each level the longest matching key wins.
 A list element is addressed by its index (``calibrated_input_range.0``). A section
 ``{"error": "…"}`` met anywhere on the way (or at its end) yields that error as the reason; a

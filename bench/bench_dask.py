@@ -1,4 +1,4 @@
-"""Dask distributed against the local pool, on the same machine (issue 12).
+"""Dask distributed against the local pool, on the same machine.
 
 1. **Same class, two engines.** ``dask_class_size`` (12) distinct notebooks (the examples, cycled,
    each made unique: nothing comes from the cache) are graded per round once with ``-j 2`` and

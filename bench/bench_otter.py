@@ -33,8 +33,8 @@ from .format import SECTION_TITLES, fmt_s, fmt_x, goal, goal_lines
 from .memory_sampling import TreeSampler, children_sampler, per_in_flight
 from .memory_sampling import summarize as memory_summary
 
-GOAL_VS_OTTER = 1.3     # -j 2 at least 1.3× faster than otter two at a time (issue 16)
-GOAL_SCALING = 1.9      # -j 2 at least 1.9× faster than -j 1 (issue 16)
+GOAL_VS_OTTER = 1.3     # -j 2 at least 1.3× faster than otter two at a time
+GOAL_SCALING = 1.9      # -j 2 at least 1.9× faster than -j 1
 TEMPLATE_SAVES_S = 2.2  # a jailed kernel's start with the imports of numpy, sklearn, onnx, ORT, skl2onnx (§1)
 GENERATE_RE = re.compile(r"^generate:\s*false\b", re.MULTILINE)
 

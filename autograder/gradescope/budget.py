@@ -11,8 +11,8 @@ Memory: the kernel may use address space up to the assignment's ``memory_mb`` (R
 the grader's own processes add their measured peak; with at least that much, the kernel's own
 limit fires (a clean ``MemoryError``) before the container's OOM killer does.
 
-``autograder gradescope build`` prints these numbers and README.md's "Settings" line is this
-module's :func:`settings_line` (a test keeps them equal).
+``autograder gradescope build`` prints these numbers, and docs/GRADESCOPE.md's "Settings" line is
+this module's :func:`settings_line` (a test keeps them equal).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _gb(mb: int) -> str:
 
 
 def settings_line(b: Budget) -> str:
-    """The one line README.md's "Settings" shows (and ``gradescope build`` prints)."""
+    """The one line docs/GRADESCOPE.md's "Settings" shows (and ``gradescope build`` prints)."""
     return (f"autograder timeout {b.timeout_min} min and memory {_gb(b.memory_mb)} "
             f"(the worst legal notebook needs {b.ceiling_s:.0f} s: {b.execution_s:.0f} s to execute, "
             f"{b.measuring_s:.0f} s to measure its models, {b.grader_s:.0f} s of grading; the kernel may "

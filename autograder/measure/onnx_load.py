@@ -1,6 +1,6 @@
 """Load an untrusted ONNX artifact without trusting it.
 
-The pipeline (sandboxing-facts §5):
+The pipeline (SECURITY.md, layer 6):
 
 1. the parent reads the bytes through :func:`autograder.safe_files.read_bytes` (regular file, no
    symlink anywhere on the path, no FIFO, at most ``max_file_bytes``) — :func:`read_model_bytes`;

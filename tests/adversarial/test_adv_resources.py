@@ -284,7 +284,7 @@ FLOODS = {
                                             "display({'text/plain': 'y' * (12 << 20)}, raw=True)\n"
                                             "for i in range(200_000):\n    print(i, flush=True)"),
 }
-GRADER_RSS_CAP = 500 * MiB   # the grader's own peak, whatever the notebook does (issue 14)
+GRADER_RSS_CAP = 500 * MiB   # the grader's own peak, whatever the notebook does
 
 
 @pytest.mark.parametrize("flood", sorted(FLOODS))

@@ -9,7 +9,7 @@ arguments, as the probe would call them):
 - for each group: failing that group alone loses exactly its part, nowhere else;
 - for each realistic bug: exactly the parts its mistake is about fail, and the feedback names the
   failure (exception, argument types, dtype/shape/steps) without a value of the hidden input;
-- tie cases do not saturate and saturation cases hold no ties (issue 15: "saturate, then add the
+- tie cases do not saturate and saturation cases hold no ties ("saturate, then add the
   zero point" used to lose a point at "rounds exact ties half to even").
 """
 
@@ -280,7 +280,7 @@ def test_an_import_that_replaced_the_function_is_named(rubric_and_tolerances):
         assert failure.replaced("quantize", wrapper) is None
 
 
-# ---------------------------------------------------------------- blame the right part (issue 15)
+# ---------------------------------------------------------------- blame the right part ──────────
 
 def _quotients(case):
     x = np.asarray(fn._arg(case, 0, "x"), dtype=np.float32)

@@ -1,5 +1,5 @@
 """The Gradescope settings (autograder/gradescope/budget.py): the worst legal notebook's time and
-memory, what ``gradescope build`` prints, and the README's "Settings" line, kept equal."""
+memory, what ``gradescope build`` prints, and docs/GRADESCOPE.md's "Settings" line, kept equal."""
 
 from __future__ import annotations
 
@@ -44,6 +44,6 @@ def test_build_prints_the_settings_and_the_readme_shows_the_same(assignment07, t
     result = CliRunner().invoke(app, ["gradescope", "build", assignment07.id, "-o", str(tmp_path / "a.zip")])
     assert result.exit_code == 0, result.output
     assert line in result.output
-    readme = (ROOT / "README.md").read_text()
-    assert f"- **Settings:** {line}." in readme, ("README.md's Gradescope \"Settings\" must be what "
+    readme = (ROOT / "docs" / "GRADESCOPE.md").read_text()
+    assert f"- **Settings:** {line}." in readme, ("docs/GRADESCOPE.md's \"Settings\" must be what "
                                                  f"`gradescope build` prints:\n{line}")

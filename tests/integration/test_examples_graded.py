@@ -152,7 +152,7 @@ def test_grading_is_reproducible(graded, assignment07, tmp_path):
 
 @pytest.mark.slow
 def test_untouched_notebook_gets_one_short_paragraph(graded):
-    """Issue 13: not ~35 "not measured" lines each with a hint, but why, what to do, the checks in one line."""
+    """Not ~35 "not measured" lines each with a hint, but why, what to do, the checks in one line."""
     grade, out = graded("untouched.ipynb")
     feedback = (out / "feedback.md").read_text()
     assert "## Nothing to grade yet" in feedback and "## Checks" not in feedback
@@ -168,7 +168,7 @@ def test_untouched_notebook_gets_one_short_paragraph(graded):
 
 @pytest.mark.slow
 def test_error_in_last_cell_is_named_once_and_truly(graded):
-    """Issue 13: "Cell 41 of 20 (counting markdown cells too)" next to "cell 40", and "the cells after
+    """Not "Cell 41 of 20 (counting markdown cells too)" next to "cell 40", and "the cells after
     it still ran" about the last cell."""
     grade, out = graded("error_in_last_cell.ipynb")
     feedback = (out / "feedback.md").read_text()
@@ -184,7 +184,7 @@ def test_error_in_last_cell_is_named_once_and_truly(graded):
 @pytest.mark.slow
 def test_function_failures_name_the_students_own_error_without_the_hidden_input(graded):
     """Through the real kernel and probe: the exception of the student's code and the call's
-    argument types reach the student (issue 13); an import that replaced quantize is named."""
+    argument types reach the student; an import that replaced quantize is named."""
     grade, out = graded("quantize_loop_uint8_zero_point.ipynb")
     part = next(p for c in grade["checks"] for p in c["parts"] if p["name"] == "saturates outside the range")
     assert "raised OverflowError: Python integer <n> out of bounds for uint8" in part["message"]

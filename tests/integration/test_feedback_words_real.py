@@ -1,4 +1,4 @@
-"""Issue 13 on real notebooks through the whole pipeline (jail, kernel, lesson 07's measurement):
+"""Feedback a student can act on, on real notebooks through the whole pipeline (jail, kernel, lesson 07's measurement):
 a notebook that names the R kernel and fails in its last code cell among markdown and raw cells,
 and a notebook without any code cell. The bundled examples: test_examples_graded.py."""
 

@@ -162,7 +162,7 @@ def tamper_one_weight(q_path: Path, out: Path, steps: int = 2) -> Path:
     return out
 
 
-# ── gamed files (issue 15): bytes, nodes and scales that change no computation ─────────────────
+# ── gamed files: bytes, nodes and scales that change no computation ─────────────────
 
 def quantize_static_on(fp32: Path, out: Path, rows: np.ndarray, **options) -> Path:
     """``quantize_static`` QDQ per channel, uint8 activations, int8 weights, calibrated on ``rows``."""

@@ -22,7 +22,7 @@ def softmax64(x: np.ndarray) -> np.ndarray:
 
 
 def test_an_exact_softmax_rounded_to_float32_needs_more_than_the_default():
-    """The issue's case: float64 softmax rounded once to float32 vs ONNX Runtime's float32 Softmax."""
+    """The case that set the default: float64 softmax rounded once to float32 vs ONNX Runtime's float32 Softmax."""
     from autograder.measure.reference_ops import ort_node
 
     x = np.random.default_rng(1).normal(0.0, 3.0, (200, 10)).astype(np.float32)   # up to ~8 eps apart

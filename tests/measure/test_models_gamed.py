@@ -1,4 +1,4 @@
-"""Issue 15: model files gamed to earn points they should not, measured and judged for real.
+"""Model files gamed to earn points they should not, measured and judged for real.
 
 Each case is built with onnx.helper or ONNX Runtime's quantizer (quant_model_factory) and goes
 through the real model worker; the judge then grades the measurements with the assignment's

@@ -1,4 +1,4 @@
-"""Feedback a student can act on (issue 13), unit level: each defect fed as execution.json or
+"""Feedback a student can act on, unit level: each defect fed as execution.json or
 measurements, the corrected words asserted. Real notebooks: tests/integration/test_feedback_words_real.py."""
 
 from __future__ import annotations

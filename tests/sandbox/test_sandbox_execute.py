@@ -145,7 +145,7 @@ def test_output_flood_is_capped_and_grader_memory_stays_small(tmp_path):
     assert statuses(rec) == [(0, "ok"), (1, "ok"), (2, "ok")]
     assert rec["output_truncated"] is True
     assert out["grown_mb"] < 100, f"grader peak RSS grew by {out['grown_mb']:.0f} MB during a 100 MB flood"
-    # The bound for the whole grader under a flood; the growth bound above is the sharp one.
+    # The stated bound for the whole grader under a flood; the growth bound above is the sharp one.
     assert out["peak_mb"] < 1536, f"grader peak RSS {out['peak_mb']:.0f} MB"
 
 
