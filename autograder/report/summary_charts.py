@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import quote
 
 from matplotlib.ticker import MaxNLocator

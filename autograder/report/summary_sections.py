@@ -133,5 +133,5 @@ def tolerances_section(record: Any, drift: list[str]) -> dict[str, Any] | None:
                              for k, v in changed.items()]}
     else:
         override = None
-    return {"kind": "tolerances", "calibrated": {"path": cal.get("path", ""), "sha256": str(cal.get("sha256", ""))[:16]},
-            "override": override, "drift": bool(drift)}
+    calibrated = {"path": cal.get("path", ""), "sha256": str(cal.get("sha256", ""))[:16]}
+    return {"kind": "tolerances", "calibrated": calibrated, "override": override, "drift": bool(drift)}

@@ -104,7 +104,8 @@ def _summary(out: Path, word: str) -> str:
 
 
 def _feedback(word: str) -> str:
-    md = "# Feedback\n\nScore: 1 / 2\n\n## Checks\n\n- first check\n"   # feedback.md's own escaping: test_report_feedback
+    # feedback.md's own escaping is test_report_feedback's and test_adv_text's
+    md = "# Feedback\n\nScore: 1 / 2\n\n## Checks\n\n- first check\n"
     return feedback_html(md, {"figure": {"error": f"no picture: {word}"}}, title=f"Feedback {word}")
 
 
@@ -153,3 +154,16 @@ def test_the_environment_escapes_and_only_markup_passes():
     assert env.autoescape is True and env.trim_blocks and env.lstrip_blocks
     template = env.from_string("{{ a }}|{{ b }}")
     assert template.render(a="<b>&", b=Markup("<b>&amp;</b>")) == "&lt;b&gt;&amp;|<b>&amp;</b>"
+
+
+def test_every_template_ships_as_package_data():
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["autograder"]
+    templates = sorted((root / "autograder" / "report" / "templates").iterdir())
+    assert templates, "the pages' templates are where page_templates loads them"
+    for path in templates:
+        rel = path.relative_to(root / "autograder").as_posix()
+        assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} is not package data"
