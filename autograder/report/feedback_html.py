@@ -59,7 +59,7 @@ def _figure(measurements: Mapping[str, Any] | None, cache: Path | None) -> dict[
     if section is None:
         return None
     problem = figure_problem(section)
-    svg, caption = Markup(""), ""
+    svg, caption = "", ""
     if problem is None:
         try:
             svg, caption = _picture(section, cache), clean(section.get("caption", ""), 1000)
