@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+from markupsafe import Markup
 
 CONTEXT_LINES = 2
 SNIPPET_CHARS = 4000
@@ -20,11 +21,14 @@ CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b"
                "cells_a", "cells_b"]   # cells: "code cell 9 (cell 16 of the notebook); …", the feedback's numbering
 
 
-def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> str:
+def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> Markup:
     """The lines around the overlap, escaped, with ``<mark>`` around the shared code; ``…`` for
-    lines left out. Bounded to about ``budget`` characters of code."""
+    lines left out. Bounded to about ``budget`` characters of code.
+
+    The one place the shared code becomes markup (the summary's template places it as it is):
+    every piece of the code is escaped here, and the only tags are the ``<mark>`` added here."""
     if not slices:
-        return ""
+        return Markup("")
     starts = [0]
     for k, ch in enumerate(text):
         if ch == "\n":
@@ -49,7 +53,7 @@ def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET
         out.append(_mark_line(lines[n], marked[start:start + len(lines[n])]))
         used += len(lines[n])
         previous = n
-    return "\n".join(out)
+    return Markup("\n".join(out))
 
 
 def _mark_line(line: str, marked: Any) -> str:

@@ -2,8 +2,10 @@
 
 Self-contained and offline: charts are inline SVG (``summary_charts``), the CSS is inline, the
 only script sorts tables and is allowed by its hash in the Content-Security-Policy
-(``summary_style``); nothing is loaded from anywhere. Every piece of text that came from a
-submission (names, file names, error messages, code) goes through ``html.escape``.
+(``summary_style``); nothing is loaded from anywhere. This module and its ``summary_*`` helpers
+build plain data; the Jinja2 templates in ``templates/`` lay it out with autoescape on
+(:mod:`.page_templates`), so every piece of text that came from a submission (names, file names,
+error messages, code) is escaped where it is placed.
 
 Pass rates and failures count the graded submissions only (:func:`graded_rows`): not attempted
 ones (:func:`do_nothing`), unreadable and ungraded ones are listed under Needs attention instead.
@@ -22,7 +24,6 @@ the tolerances used; and the table of all submissions. Tables sort on a click on
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import statistics
@@ -37,8 +38,9 @@ from ..student_text import clean
 from . import summary_charts as charts
 from .nothing_graded import nothing_to_grade
 from .summary_causes import root_causes
-from .summary_sections import Html, attention_section, integrity_section, names_html, table, tolerances_section
-from .summary_style import CSP, CSS, SORT_SCRIPT
+from .page_templates import render
+from .summary_sections import attention_section, integrity_section, names_html, styled, table, tolerances_section
+from .summary_style import CSP, SORT_SCRIPT
 
 MAX_CELL = 300
 TOP = 15
@@ -79,12 +81,12 @@ def _summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rub
         _overview(rows, graded, idle),
         attention_section(rows, drift, integrity, not_attempted=sorted(idle)),
         _warnings(warnings),
-        _section("Score distribution", charts.score_histogram(rows, _top(rows)) if rows else None,
-                 "Hover a bar for the submissions in it."),
-        _section("Pass rate per check", _pass_rates(graded, titles),
-                 f"Share of the {len(graded)} graded submissions that pass each check (not attempted, "
-                 "unreadable and ungraded ones are left out: see Needs attention); click a bar for who failed it."),
-        _scatter_section(rows, out, scatter_cfg, rubric, tolerances) if scatter_cfg else "",
+        _chart("Score distribution", charts.score_histogram(rows, _top(rows)) if rows else None,
+               "Hover a bar for the submissions in it."),
+        _chart("Pass rate per check", _pass_rates(graded, titles),
+               f"Share of the {len(graded)} graded submissions that pass each check (not attempted, "
+               "unreadable and ungraded ones are left out: see Needs attention); click a bar for who failed it."),
+        _scatter_section(rows, out, scatter_cfg, rubric, tolerances) if scatter_cfg else None,
         _failures_by_check(graded, titles),
         _common_failures(graded, titles, grades, len(rows)),
         _lost_points(rows, titles),
@@ -97,15 +99,8 @@ def _summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rub
         _all_rows(rows, titles),
     ]
     title = f"{getattr(assignment, 'title', '')}: batch summary"
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>", f"<style>{CSS}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        f'<p class="meta">{len(rows)} submissions · generated {_e(time.strftime("%Y-%m-%d %H:%M"))} · '
-        "each submission name links to its feedback</p>",
-        *[s for s in sections if s], f"<script>{SORT_SCRIPT}</script>", "</body></html>", ""])
+    return render("summary.html", csp=CSP, script=SORT_SCRIPT, title=title, count=len(rows),
+                  generated=time.strftime("%Y-%m-%d %H:%M"), sections=[s for s in sections if s])
 
 
 def do_nothing(rows: list[dict[str, Any]], integrity: Any, grades: dict[str, Any] | None = None) -> set[str]:
@@ -138,7 +133,7 @@ def graded_rows(rows: list[dict[str, Any]], idle: set[str], grades: dict[str, An
 
 # ── sections ────────────────────────────────────────────────────────────────────────────────
 
-def _overview(rows: list[dict[str, Any]], graded: list[dict[str, Any]], idle: set[str]) -> str:
+def _overview(rows: list[dict[str, Any]], graded: list[dict[str, Any]], idle: set[str]) -> dict[str, Any]:
     scores = [r["score"] for r in rows]
     top = _top(rows)
     stats = [("submissions", str(len(rows))), ("graded", str(len(graded))), ("not attempted", str(len(idle)))]
@@ -148,26 +143,20 @@ def _overview(rows: list[dict[str, Any]], graded: list[dict[str, Any]], idle: se
                   ("full marks", str(sum(1 for r in rows if r["max"] and r["score"] >= r["max"])))]
     stats += [(status, str(n)) for status, n in sorted(Counter(r["status"] for r in rows).items())]
     stats.append(("from cache", str(sum(1 for r in rows if r.get("cached")))))
-    cells = "".join(f'<div class="stat"><b>{_e(v)}</b><span>{_e(k)}</span></div>' for k, v in stats)
-    return f'<section><div class="stats">{cells}</div></section>'
+    return {"kind": "overview", "stats": [(value, label) for label, value in stats]}
 
 
-def _warnings(warnings: list[str]) -> str:
+def _warnings(warnings: list[str]) -> dict[str, Any] | None:
     if not warnings:
-        return ""
-    items = "".join(f"<li>{_e(_cap(w))}</li>" for w in warnings[:50])
-    more = f"<li>… and {len(warnings) - 50} more</li>" if len(warnings) > 50 else ""
-    return f'<section class="warn"><h2>Warnings about the source</h2><ul>{items}{more}</ul></section>'
+        return None
+    return {"kind": "warnings", "warnings": [_cap(w) for w in warnings[:50]], "more": max(0, len(warnings) - 50)}
 
 
-def _section(title: str, body: str | None, caption: str = "", anchor: str = "") -> str:
-    content = body or '<p class="note">Nothing to show yet.</p>'
-    note = f'<p class="note">{_e(caption)}</p>' if body and caption else ""
-    ident = f' id="{_e(anchor)}"' if anchor else ""
-    return f"<section{ident}><h2>{_e(title)}</h2>{note}{content}</section>"
+def _chart(title: str, chart: dict[str, Any] | None, caption: str) -> dict[str, Any]:
+    return {"kind": "chart", "title": title, "chart": chart, "caption": caption}
 
 
-def _pass_rates(rows: list[dict[str, Any]], titles: dict[str, str]) -> str | None:
+def _pass_rates(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any] | None:
     graded = [r for r in rows if r["checks"]]
     ids = _check_ids(graded, titles)
     if not graded or not ids:
@@ -192,7 +181,7 @@ def scatter_config(assignment: Any) -> dict[str, Any] | None:
 
 
 def _scatter_section(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any],
-                     tolerances: dict[str, Any]) -> str:
+                     tolerances: dict[str, Any]) -> dict[str, Any] | None:
     series = dict(cfg.get("series", {}))
     points: dict[str, list[tuple[float, float, str]]] = {}
     for r in rows:
@@ -203,26 +192,20 @@ def _scatter_section(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any],
             if _finite(x) and _finite(y):
                 points.setdefault(label, []).append((float(x), float(y), r["name"]))
     if not points:
-        return ""
+        return None
     limits = []
     for label, prefix in series.items():
         for axis in ("x", "y"):
             found = rubric_limit(rubric, tolerances, f"{prefix}.{cfg.get(axis)}")
             if found is not None:
                 limits.append({"axis": axis, "series": label, **found})
-    shapes = ('<circle cx="8" cy="6" r="5"', '<rect x="3" y="1" width="10" height="10"')
     colors = {label: charts.SERIES_COLORS[k % len(charts.SERIES_COLORS)] for k, label in enumerate(points)}
-    legend = "".join(f'<span><svg width="16" height="12">{shapes[k % 2]} fill="{colors[label]}"/></svg> '
-                     f"{_e(label)} ({len(points[label])})</span>" for k, label in enumerate(points))
-    legend += "".join(f'<span><svg width="34" height="12"><line x1="0" y1="6" x2="34" y2="6" stroke-width="2" '
-                      f'stroke="{colors.get(lim["series"], "#555")}" '
-                      f'stroke-dasharray="{charts.LIMIT_DASHES[k % len(charts.LIMIT_DASHES)]}"/></svg> '
-                      f'{_e(lim["label"])}</span>' for k, lim in enumerate(limits))
-    svg = charts.scatter(points, limits, str(cfg.get("x_label", cfg.get("x"))), str(cfg.get("y_label", cfg.get("y"))))
-    return (f'<section><h2>{_e(cfg.get("title", "Measurements per submission"))}</h2>'
-            '<p class="note">One mark per submission and model; hover for the names, click for the feedback. '
-            'A number in a mark counts submissions at the same place; marks beyond a limit are named.</p>'
-            f'<div class="legend">{legend}</div>{svg}</section>')
+    chart = charts.scatter(points, limits, str(cfg.get("x_label", cfg.get("x"))), str(cfg.get("y_label", cfg.get("y"))))
+    return {"kind": "scatter", "title": str(cfg.get("title", "Measurements per submission")), "chart": chart,
+            "series": [{"label": label, "circle": k % 2 == 0, "color": colors[label], "count": len(points[label])}
+                       for k, label in enumerate(points)],
+            "limits": [{"label": lim["label"], "color": colors.get(lim["series"], "#555"),
+                        "dash": charts.LIMIT_DASHES[k % len(charts.LIMIT_DASHES)]} for k, lim in enumerate(limits)]}
 
 
 def rubric_limit(rubric: dict[str, Any], tolerances: dict[str, Any], measure: str) -> dict[str, Any] | None:
@@ -255,26 +238,21 @@ def rubric_threshold(rubric: dict[str, Any], tolerances: dict[str, Any], measure
     return None
 
 
-def _failures_by_check(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+def _failures_by_check(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
     graded = [r for r in rows if r["checks"]]
-    blocks = []
+    checks = []
     for cid in _check_ids(graded, titles):
         failed = [r for r in graded if cid in r["checks"] and not r["checks_passed"].get(cid)]
         if not failed:
             continue
         parts = Counter(f["part"] for r in failed for f in r["failures"] if f["check"] == cid)
-        why = "; ".join(f"{_e(p)} ({n})" for p, n in parts.most_common(6))
-        blocks.append(f'<details id="check-{_e(cid)}"><summary><b>{_e(titles.get(cid, cid))}</b>: '
-                      f"{len(failed)} of {len(graded)} failed</summary>"
-                      f'<p class="note">parts that failed: {why}</p>'
-                      f'<p class="names">{names_html(sorted(r["name"] for r in failed))}</p></details>')
-    if not blocks:
-        return _section("Failures by check", '<p class="note">No check failed.</p>')
-    return _section("Failures by check", "".join(blocks), "Open a check for the submissions that failed it.")
+        checks.append({"id": cid, "title": titles.get(cid, cid), "failed": len(failed), "graded": len(graded),
+                       "parts": parts.most_common(6), "names": names_html(sorted(r["name"] for r in failed))})
+    return {"kind": "failures", "checks": checks}
 
 
 def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grades: dict[str, Any],
-                     total: int) -> str:
+                     total: int) -> dict[str, Any]:
     """Failures grouped by root cause, each submission counted once per cause: a broken cell that
     leaves three functions unmeasured is one cause, not 30 parts (:func:`root_causes`)."""
     counts: Counter[tuple[str, ...]] = Counter()
@@ -294,7 +272,7 @@ def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grade
                  empty="No check failed in a graded submission.", note=note, widths=[7, 30, 36, 27])
 
 
-def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
     lost = sorted((r for r in rows if r["score"] < r["max"]), key=lambda r: (r["score"], r["name"].lower()))
     body = [[names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), r["status"],
              ", ".join(titles.get(c, c) for c, ok in r["checks_passed"].items() if not ok) or "–",
@@ -304,7 +282,7 @@ def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
                  note=f"{len(lost)} of {len(rows)} submissions, lowest score first." if lost else "")
 
 
-def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
+def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
     ids = _check_ids(rows, titles)
     header = ["submission", "score", "status"] + [titles.get(i, i) for i in ids]
     body = []
@@ -316,7 +294,7 @@ def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> str:
             else:
                 cls = "pass" if r["checks_passed"].get(i) else "fail"
                 score = r["checks"][i]
-                cells.append((Html(f'<span class="{cls}">{_e(_num(score))}</span>'), score))
+                cells.append((styled(_num(score), cls), score))
         body.append(cells)
     return table("All submissions", header, body, note="Check columns show each check's score (red: failed).",
                  widths=[16, 8, 8] + [68 / max(1, len(ids))] * len(ids))
@@ -370,10 +348,6 @@ def _finite(x: Any) -> bool:
 
 def _cap(x: Any, n: int = MAX_CELL) -> str:
     return clean(x, n)
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 def _read_json(path: Path) -> Any:

@@ -1,16 +1,17 @@
 """The summary page's charts as inline SVG: every bar and point carries a ``<title>`` (shown on
 hover) and links to what it counts. Sizes are in a viewBox, so a chart takes the page's width.
 
-Text from submissions (names) is escaped here; axis ticks come from matplotlib's MaxNLocator.
+This module computes each chart's geometry as plain data (numbers formatted as strings, names,
+titles); ``templates/summary_charts.html`` draws it, escaping every text where it places it.
+Axis ticks come from matplotlib's MaxNLocator.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import quote
 
 from matplotlib.ticker import MaxNLocator
@@ -20,10 +21,6 @@ from ..student_text import clean
 WIDTH = 1000
 SERIES_COLORS = ("#1565c0", "#c2185b", "#2e7d32", "#6a1b9a", "#ef6c00")
 LIMIT_DASHES = ("8 5", "2 4", "12 4 2 4", "4 4")
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
 
 
 FEEDBACK_FOLDER: ContextVar[Path | None] = ContextVar("feedback_folder", default=None)
@@ -54,37 +51,32 @@ def rate_color(rate: float) -> str:
     return "#2e7d32"
 
 
-def _svg(height: float, body: Iterable[str], label: str) -> str:
-    return (f'<svg class="chart" viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{_e(label)}" '
-            f'xmlns="http://www.w3.org/2000/svg">{"".join(body)}</svg>')
+def _svg(kind: str, height: float, label: str, **data: Any) -> dict[str, Any]:
+    return {"chart": kind, "width": WIDTH, "height": f"{height:.0f}", "label": label, **data}
 
 
 # ── pass rate per check ───────────────────────────────────────────────────────────────────────
 
-def pass_rate_bars(checks: list[dict[str, Any]]) -> str:
+def pass_rate_bars(checks: list[dict[str, Any]]) -> dict[str, Any]:
     """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
     the check's failures (a check nobody failed has none to link to)."""
     row, left, right = 30, 370, 60
     span = WIDTH - left - right
-    parts = []
+    bars = []
     for k, c in enumerate(checks):
         rate = c["passed"] / c["graded"] if c["graded"] else 0.0
         y = 10 + k * row
-        title = f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})"
-        link = f'<a href="#check-{_e(c["id"])}">' if c["passed"] < c["graded"] else "<a>"
-        parts.append(
-            f'{link}<g class="bar"><title>{_e(title)}</title>'
-            f'<text x="{left - 8}" y="{y + 15}" text-anchor="end" class="lbl">{_e(_short(c["title"], 46))}</text>'
-            f'<rect x="{left}" y="{y + 2}" width="{span}" height="{row - 10}" fill="#eee"/>'
-            f'<rect x="{left}" y="{y + 2}" width="{max(span * rate, 1):.1f}" height="{row - 10}" '
-            f'fill="{rate_color(rate)}"/>'
-            f'<text x="{left + span + 6}" y="{y + 15}" class="val">{rate:.0%}</text></g></a>')
-    return _svg(20 + len(checks) * row, parts, "pass rate per check")
+        bars.append({"href": f"#check-{c['id']}" if c["passed"] < c["graded"] else None,
+                     "title": f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})",
+                     "label": _short(c["title"], 46), "label_x": left - 8, "text_y": y + 15, "x": left,
+                     "y": y + 2, "span": span, "width": f"{max(span * rate, 1):.1f}", "height": row - 10,
+                     "color": rate_color(rate), "value_x": left + span + 6, "value": f"{rate:.0%}"})
+    return _svg("bars", 20 + len(checks) * row, "pass rate per check", bars=bars)
 
 
 # ── score histogram ───────────────────────────────────────────────────────────────────────────
 
-def score_histogram(rows: list[dict[str, Any]], top: float) -> str:
+def score_histogram(rows: list[dict[str, Any]], top: float) -> dict[str, Any]:
     bins = 10
     counts: list[list[str]] = [[] for _ in range(bins)]
     for r in rows:
@@ -94,31 +86,28 @@ def score_histogram(rows: list[dict[str, Any]], top: float) -> str:
     width = (WIDTH - left - 20) / bins
     peak = max((len(c) for c in counts), default=0) or 1
     ticks = [t for t in MaxNLocator(nbins=4, integer=True).tick_values(0, peak) if 0 <= t <= peak]
-    parts = [f'<line x1="{left}" y1="{base}" x2="{WIDTH - 20}" y2="{base}" class="axis"/>']
+    grid = []
     for t in ticks:
         y = base - (base - 20) * t / peak
-        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{WIDTH - 20}" y2="{y:.1f}" class="grid"/>'
-                     f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{t:g}</text>')
+        grid.append({"y": f"{y:.1f}", "text_y": f"{y + 4:.1f}", "text": f"{t:g}"})
+    bars = []
     for k, names in enumerate(counts):
         lo, hi = top * k / bins, top * (k + 1) / bins
         x = left + k * width
         h = (base - 20) * len(names) / peak
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-        title = f"{len(names)} submission(s) scored {lo:g}–{hi:g}" + (f": {shown}" if names else "")
-        parts.append(f'<g class="bar"><title>{_e(title)}</title>'
-                     f'<rect x="{x + 2:.1f}" y="{base - h:.1f}" width="{width - 4:.1f}" height="{max(h, 0):.1f}" '
-                     f'fill="{rate_color((k + 0.5) / bins)}"/>'
-                     + (f'<text x="{x + width / 2:.1f}" y="{base - h - 4:.1f}" text-anchor="middle" class="val">'
-                        f'{len(names)}</text>' if names else "")
-                     + f'<text x="{x + width / 2:.1f}" y="{base + 16}" text-anchor="middle" class="tick">'
-                       f'{lo:g}–{hi:g}</text></g>')
-    return _svg(height, parts, f"histogram of total scores (of {top:g})")
+        bars.append({"title": f"{len(names)} submission(s) scored {lo:g}–{hi:g}" + (f": {shown}" if names else ""),
+                     "x": f"{x + 2:.1f}", "y": f"{base - h:.1f}", "width": f"{width - 4:.1f}",
+                     "height": f"{max(h, 0):.1f}", "color": rate_color((k + 0.5) / bins), "count": len(names),
+                     "mid": f"{x + width / 2:.1f}", "count_y": f"{base - h - 4:.1f}", "range": f"{lo:g}–{hi:g}"})
+    return _svg("histogram", height, f"histogram of total scores (of {top:g})", left=left, base=base,
+                right=WIDTH - 20, tick_x=left - 6, range_y=base + 16, grid=grid, bars=bars)
 
 
 # ── scatter ───────────────────────────────────────────────────────────────────────────────────
 
 def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict[str, Any]],
-            x_label: str, y_label: str) -> str:
+            x_label: str, y_label: str) -> dict[str, Any]:
     """``points``: series → [(x, y, submission)]; ``limits``: [{axis, value, label, series}].
 
     Points at the same place are drawn once with a count, and their title lists every name;
@@ -135,32 +124,28 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
     def py(y: float) -> float:
         return height - bottom - (y - y0) / (y1 - y0) * (height - top - bottom)
 
-    parts = []
-    for t in x_ticks:
-        parts.append(f'<line x1="{px(t):.1f}" y1="{top}" x2="{px(t):.1f}" y2="{height - bottom}" class="grid"/>'
-                     f'<text x="{px(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" class="tick">{t:g}</text>')
-    for t in y_ticks:
-        parts.append(f'<line x1="{left}" y1="{py(t):.1f}" x2="{WIDTH - right}" y2="{py(t):.1f}" class="grid"/>'
-                     f'<text x="{left - 6}" y="{py(t) + 4:.1f}" text-anchor="end" class="tick">{t:g}</text>')
-    parts.append(f'<text x="{(left + WIDTH - right) / 2}" y="{height - 14}" text-anchor="middle" class="lbl">'
-                 f'{_e(x_label)}</text><text x="16" y="{(top + height - bottom) / 2}" text-anchor="middle" '
-                 f'class="lbl" transform="rotate(-90 16 {(top + height - bottom) / 2})">{_e(y_label)}</text>')
+    # one grid line and its tick label per tick: {x1, y1, x2, y2, tx, ty, text, anchor}, numbers as text
+    ticks = [{"x1": f"{px(t):.1f}", "y1": top, "x2": f"{px(t):.1f}", "y2": height - bottom, "tx": f"{px(t):.1f}",
+              "ty": height - bottom + 18, "text": f"{t:g}", "anchor": "middle"} for t in x_ticks]
+    ticks += [{"x1": left, "y1": f"{py(t):.1f}", "x2": WIDTH - right, "y2": f"{py(t):.1f}", "tx": left - 6,
+               "ty": f"{py(t) + 4:.1f}", "text": f"{t:g}", "anchor": "end"} for t in y_ticks]
+    mid_y = (top + height - bottom) / 2
+    axes = {"x_label": x_label, "x_at": (left + WIDTH - right) / 2, "x_y": height - 14, "y_label": y_label,
+            "y_at": mid_y}
     series = list(points)
+    lines = []
     for k, lim in enumerate(limits):
         color = SERIES_COLORS[series.index(lim["series"]) % len(SERIES_COLORS)] if lim["series"] in series else "#555"
-        dash = LIMIT_DASHES[k % len(LIMIT_DASHES)]
+        line = {"title": lim["label"], "color": color, "dash": LIMIT_DASHES[k % len(LIMIT_DASHES)]}
         if lim["axis"] == "x":
             x = px(lim["value"])
-            parts.append(f'<g class="limit"><title>{_e(lim["label"])}</title><line x1="{x:.1f}" y1="{top}" '
-                         f'x2="{x:.1f}" y2="{height - bottom}" stroke="{color}" stroke-dasharray="{dash}" '
-                         f'stroke-width="2"/></g>')
+            lines.append({**line, "x1": f"{x:.1f}", "y1": top, "x2": f"{x:.1f}", "y2": height - bottom})
         else:
             y = py(lim["value"])
-            parts.append(f'<g class="limit"><title>{_e(lim["label"])}</title><line x1="{left}" y1="{y:.1f}" '
-                         f'x2="{WIDTH - right}" y2="{y:.1f}" stroke="{color}" stroke-dasharray="{dash}" '
-                         f'stroke-width="2"/></g>')
+            lines.append({**line, "x1": left, "y1": f"{y:.1f}", "x2": WIDTH - right, "y2": f"{y:.1f}"})
     labelled = 0
     taken: list[tuple[float, float, float]] = []
+    marks = []
     for k, (label, pts) in enumerate(points.items()):
         color = SERIES_COLORS[k % len(SERIES_COLORS)]
         groups: dict[tuple[float, float], list[str]] = {}
@@ -172,19 +157,19 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
                 " · beyond a limit" if beyond else "")
             r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
             cx, cy = _free_spot(px(x), py(y), r, taken)
-            shape = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}"' if k % 2 == 0 else
-                     f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}"')
-            parts.append(f'<a href="{_e(feedback_href(names[0]))}"><g class="pt"><title>{_e(title)}</title>'
-                         f'{shape} fill="{color}" fill-opacity="0.75" stroke="#fff" stroke-width="1.5"/>'
-                         + (f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle" class="count">'
-                            f'{len(names)}</text>' if len(names) > 1 else "")
-                         + (f'<text x="{cx + r + 4 if cx < WIDTH * 0.7 else cx - r - 4:.1f}" y="{cy - r:.1f}" '
-                            f'text-anchor="{"start" if cx < WIDTH * 0.7 else "end"}" class="name">'
-                            f'{_e(_short(names[0], 24))}{" +" + str(len(names) - 1) if len(names) > 1 else ""}</text>'
-                            if beyond and labelled < 15 else "")
-                         + "</g></a>")
+            left_side = cx < WIDTH * 0.7
+            name = None
+            if beyond and labelled < 15:
+                name = {"x": f"{cx + r + 4 if left_side else cx - r - 4:.1f}", "y": f"{cy - r:.1f}",
+                        "anchor": "start" if left_side else "end",
+                        "text": _short(names[0], 24) + (f" +{len(names) - 1}" if len(names) > 1 else "")}
+            marks.append({"href": feedback_href(names[0]), "title": title, "circle": k % 2 == 0,
+                          "cx": f"{cx:.1f}", "cy": f"{cy:.1f}", "r": f"{r:.1f}", "x": f"{cx - r:.1f}",
+                          "y": f"{cy - r:.1f}", "side": f"{2 * r:.1f}", "color": color,
+                          "count": len(names), "count_y": f"{cy + 4:.1f}", "name": name})
             labelled += beyond
-    return _svg(height, parts, f"{x_label} against {y_label} per submission")
+    return _svg("scatter", height, f"{x_label} against {y_label} per submission", ticks=ticks, axes=axes,
+                limits=lines, marks=marks)
 
 
 def _free_spot(x: float, y: float, r: float, taken: list[tuple[float, float, float]]) -> tuple[float, float]:
