@@ -1,14 +1,35 @@
-"""Shared fixtures: the project root, the assignment, and the Gradescope results schema."""
+"""Shared fixtures (the project root, the assignment, the Gradescope results schema) and the rule
+that marks each test with what it needs (tests/needs.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from needs import NEEDS, declared
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "tests" / "schemas" / "gradescope_results.schema.json"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with what the fixtures it uses (directly or through others) declared with
+    ``needs``, and skip a ``root`` test when the suite does not run as root."""
+    not_root = pytest.mark.skip(reason="needs a root grader (mounts, sandbox uids, chown)")
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        wanted: set[str] = set()
+        for defs in (info.name2fixturedefs.values() if info else ()):
+            for fixturedef in defs:
+                wanted |= declared(fixturedef.func)
+        for name in sorted(wanted):
+            if name in NEEDS and item.get_closest_marker(name) is None:
+                item.add_marker(name)
+        if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+            item.add_marker(not_root)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from advkit import (ASSIGNMENT_ID, ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, JAI
 from autograder.assignment import Assignment, load_assignment
 from autograder.errors import SandboxUnavailableError
 from autograder.tree_walk import remove_tree
+from needs import needs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,6 +84,7 @@ def limited(short_assignment) -> Callable[..., Assignment]:
 # ----------------------------------------------------------------------------- grading
 
 @pytest.fixture(scope="session")
+@needs("kernel")
 def grade_path(short_assignment) -> Callable[..., Graded]:
     """Grade a notebook file through the real pipeline with short limits (one sandbox slot per worker)."""
     made: list[Path] = []

@@ -287,6 +287,7 @@ FLOODS = {
 GRADER_RSS_CAP = 500 * MiB   # the grader's own peak, whatever the notebook does (issue 14)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("flood", sorted(FLOODS))
 def test_output_flood_keeps_the_grader_small(tmp_path, flood, results_validator):
     g, peak = _grade_in_child(tmp_path, [FLOODS[flood], CORRECT_DEQUANTIZE])
@@ -305,6 +306,7 @@ def test_output_flood_keeps_the_grader_small(tmp_path, flood, results_validator)
         shutil.rmtree(g.workspace.parent, ignore_errors=True)
 
 
+@pytest.mark.kernel
 def test_a_reply_too_big_for_the_grader_does_not_hang_it(tmp_path, results_validator):
     """A 20 MB exception message: its execute_reply is over the shell socket's size cap, so the
     grader never gets it; the cell must end at its limit and the grading go on."""

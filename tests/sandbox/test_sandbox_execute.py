@@ -129,6 +129,7 @@ print(json.dumps({"record": rec, "grown_mb": (after - before) / 1024, "peak_mb":
 """
 
 
+@pytest.mark.kernel
 def test_output_flood_is_capped_and_grader_memory_stays_small(tmp_path):
     """100 MB of prints (50 MB in lines, 50 MB in one write): outputs capped, the grader's peak RSS small."""
     from sandbox_helpers import worker_slot, write_notebook

@@ -13,6 +13,7 @@ from autograder.sandbox.kernel import JailedKernelManager
 from sandbox_helpers import FAST, worker_slot, write_notebook
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_kernel_that_cannot_start_is_startup_failed(tmp_path, monkeypatch):
     monkeypatch.setattr(JailedKernelManager, "format_kernel_cmd",

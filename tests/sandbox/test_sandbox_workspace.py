@@ -24,7 +24,7 @@ from autograder.sandbox.workspace import (MountError, copy_tree_safely, is_mount
 from sandbox_helpers import FAST, worker_slot, write_notebook
 
 MiB = 1 << 20
-as_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs a root grader")
+as_root = pytest.mark.root                 # mounting a tmpfs needs a root grader
 
 
 def _my_mounts() -> list[str]:
@@ -260,6 +260,7 @@ json.dump(out, open("fill.json", "w"))
 '''
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 @as_root
 def test_notebook_writes_stop_at_the_caps(tmp_path):
@@ -278,6 +279,7 @@ def test_notebook_writes_stop_at_the_caps(tmp_path):
     assert not is_mount_point(ws)
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_without_a_mount_the_watchdog_stops_the_kernel(tmp_path, monkeypatch):
     def refuse(*a, **kw):
