@@ -91,7 +91,7 @@ def test_forked_children_share_one_memory_budget(grade_cells, jail_check, jail_m
     g = grade_cells([FORKED_HOGS], name=f"forked-hogs-{jail_mode}",
                     assignment=limited(memory_mb=HOG_MEMORY_MB, cell_timeout_s=120, notebook_timeout_s=240))
     require_mode(g, jail_mode)
-    jail_check(g, max_wall_s=300)
+    jail_check(g)
     hogs = g.record("hogs")
     assert len(hogs) == 3, f"not every child was accounted for: {hogs}"
     if "cgroup_memory" in _layers(g):
