@@ -9,27 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from needs import NEEDS, declared
+from needs import mark_by_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "tests" / "schemas" / "gradescope_results.schema.json"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with what the fixtures it uses (directly or through others) declared with
-    ``needs``, and skip a ``root`` test when the suite does not run as root."""
-    not_root = pytest.mark.skip(reason="needs a root grader (mounts, sandbox uids, chown)")
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        wanted: set[str] = set()
-        for defs in (info.name2fixturedefs.values() if info else ()):
-            for fixturedef in defs:
-                wanted |= declared(fixturedef.func)
-        for name in sorted(wanted):
-            if name in NEEDS and item.get_closest_marker(name) is None:
-                item.add_marker(name)
-        if item.get_closest_marker("root") is not None and os.geteuid() != 0:
-            item.add_marker(not_root)
+    """Mark each test with what its fixtures need (tests/needs.py); skip root tests when not root."""
+    mark_by_fixtures(items, as_root=os.geteuid() == 0)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,9 @@ module). ``make test-fast`` deselects all of them, and ``slow``.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
+
+import pytest
 
 NEEDS = ("root", "container", "dask", "kernel")
 """root: runs as root only (skipped otherwise: mounts, sandbox uids, chown);
@@ -40,3 +42,20 @@ def declared(fixture_function: Callable) -> frozenset[str]:
     """What a fixture function declared with :func:`needs` (empty when nothing)."""
     function = getattr(fixture_function, "__func__", fixture_function)
     return frozenset(getattr(function, "needs", ()))
+
+
+def mark_by_fixtures(items: Iterable[pytest.Item], *, as_root: bool) -> None:
+    """Give each test the markers its fixtures declared (through every fixture it uses, however
+    indirectly), and skip a ``root`` test when the suite does not run ``as_root``."""
+    not_root = pytest.mark.skip(reason="needs a root grader (mounts, sandbox uids, chown)")
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        wanted: set[str] = set()
+        for defs in (info.name2fixturedefs.values() if info else ()):
+            for fixturedef in defs:
+                wanted |= declared(fixturedef.func)
+        for name in sorted(wanted):
+            if item.get_closest_marker(name) is None:
+                item.add_marker(name)
+        if not as_root and item.get_closest_marker("root") is not None:
+            item.add_marker(not_root)

@@ -68,8 +68,8 @@ def test_cell_timeout_interrupts_and_continues(run_cells):
                                     "interrupted"), rec["reason"]
     assert statuses(rec) == [(2, "timeout"), (3, "ok")]
     assert rec["cells_in_notebook"] == 4 and rec["cells_total"] == 2
-    # stopped by the cell limit, long before the notebook's (no wall-clock bound: a loaded host is slow)
-    assert limits.cell_timeout_s - 0.5 < rec["cells"][0]["duration_s"] < limits.notebook_timeout_s
+    # not stopped before its limit (a lower bound holds on a loaded host; the reason says which limit)
+    assert rec["cells"][0]["duration_s"] > limits.cell_timeout_s - 0.5
     assert (ws / "next.txt").read_text() == "ran"
 
 
