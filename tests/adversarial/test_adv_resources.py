@@ -316,7 +316,8 @@ def test_a_reply_too_big_for_the_grader_does_not_hang_it(tmp_path, results_valid
         results_validator(g.results)
         assert peak < GRADER_RSS_CAP, f"the grader's peak RSS reached {peak / MiB:.0f} MB"
         assert g.execution["status"] in ("completed", "timeout"), g.execution_brief()
-        assert g.execution["cells"][0]["status"] == "timeout", "the cell did not end at its limit"
+        statuses = [c["status"] for c in g.execution["cells"]]
+        assert "timeout" in statuses, f"the cell did not end at its limit: {statuses} {g.execution_brief()}"
         assert not leftover_processes(g.workspace, jail_uid(g.execution), g.ended)
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)
