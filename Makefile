@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: setup system-packages demo test test-stress bench clean
+.PHONY: setup system-packages demo test test-fast test-stress bench clean
 
 # The grader's own bytecode is compiled here (cheap when up to date): a shell with
 # PYTHONDONTWRITEBYTECODE set would otherwise compile ~50 modules from source in every
@@ -48,6 +48,12 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -q
+
+# the loop while you work: every test that needs no root, simulated container, Dask, real kernel and
+# is not slow (markers in pyproject.toml, set by tests/needs.py and tests/conftest.py)
+FAST_TESTS := not (root or container or dask or kernel or slow)
+test-fast: setup
+	$(PY) -m pytest -n $(JOBS) --dist loadfile -q -m "$(FAST_TESTS)"
 
 # the suite on an overloaded machine: 4 workers on the cores, beside one CPU hog per core (bounded,
 # stopped when pytest ends); tests asserting which limit fires must still pass (tests/stress.py)

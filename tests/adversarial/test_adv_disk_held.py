@@ -44,6 +44,7 @@ time.sleep(30)
 AS_IN_DOCKER = 'set -- setpriv --bounding-set=-sys_admin,-sys_ptrace --inh-caps=-sys_admin,-sys_ptrace -- "$@"\n'
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("how", ["open", "mapped"])
 def test_deleted_files_held_past_the_cap_stop_the_kernel(tmp_path, results_validator, how):
     cell = HOLD.format(files=FILES, each=EACH_MB, how=how)

@@ -128,6 +128,7 @@ _record("forged", outcome)
 
 
 # ----------------------------------------------------------------------------- probe files before the probe
+@pytest.mark.kernel
 def test_perfect_probe_files_are_really_perfect(short_assignment, tmp_path):
     """Control for the test below: these files, if the probe had written them, earn every function point."""
     fn = _functions_module(short_assignment)

@@ -129,7 +129,7 @@ def test_reported_numbers_that_lie_are_not_honest(grade_cells, jail_check, limit
     lies = "\n".join(f"RESULTS[{v!r}][{k!r}] = {expr}" for v, fields in LIED_FIELDS.items() for k, expr in fields.items())
     g = grade_cells(_reference_cells() + [lies], name="lying-results",
                     assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
-    jail_check(g, gains_allowed=tuple(g.scores()), max_wall_s=150)
+    jail_check(g, gains_allowed=tuple(g.scores()))
     fp32 = next(c for c in g.grade["checks"] if c["id"] == "fp32_model")
     assert fp32["score"] == fp32["max_score"], "control: the reference's fp32 model lost points"
     fields = g.measurements["reported"]["fields"]
@@ -146,7 +146,7 @@ def test_a_huge_reported_integer_does_not_crash_the_grader(grade_cells, jail_che
     """RESULTS['int8_dynamic']['size_bytes'] = 10**400: valid JSON, but no float can hold it."""
     g = grade_cells(_reference_cells() + ["RESULTS['int8_dynamic']['size_bytes'] = 10**400"], name="huge-int",
                     assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
-    jail_check(g, gains_allowed=tuple(g.scores()), max_wall_s=150)
+    jail_check(g, gains_allowed=tuple(g.scores()))
     field = g.measurements["reported"]["fields"]["int8_dynamic.size_bytes"]
     assert field.get("ok") is not True, field
 
@@ -265,7 +265,7 @@ def test_a_file_that_is_not_a_notebook_is_graded_with_a_reason(grade_path, resul
     assert reason and len(reason) < 500, f"{kind}: no clear reason: {reason!r}"
     assert "notebook" in g.student_text().lower() or reason[:30] in g.student_text(), (
         f"{kind}: the student is not told why: {g.results.get('output', '')[:500]}")
-    assert g.wall_s < 30, f"{kind}: grading an unreadable file took {g.wall_s:.0f} s"
+    assert g.execution["cells"] == [] and g.execution["probe"] == "not_run", f"{kind}: a kernel ran it"
     assert "root:" not in g.student_text(), "the content of /etc/passwd reached the student"
     for c in g.grade["checks"]:
         if c["id"] != "execution":

@@ -50,6 +50,7 @@ for i in range(300):
 '''
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("flood", ["display_metadata", "metadata_and_display_ids"])
 def test_output_the_cap_did_not_count_keeps_the_grader_small(tmp_path, flood, jail_mode, results_validator):
     cells = [METADATA_FLOOD if flood == "display_metadata" else IDS_FLOOD, "x = 1"]
@@ -113,6 +114,7 @@ def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_pat
 MANY_ERRORS = "raise ValueError('e' * 5000)"
 
 
+@pytest.mark.kernel
 def test_execution_json_stays_small_with_hundreds_of_failing_cells(tmp_path, jail_mode, results_validator):
     """600 cells each raising a 5,000-character message (3.6 MB of details): execution.json keeps
     every cell, within its bound."""

@@ -84,6 +84,6 @@ def test_a_thread_churning_the_tree_during_the_copy_is_the_notebooks_outcome(gra
 ])
 def test_the_rule_tells_a_students_outcome_from_the_graders_failure(tmp_path, status, text, blamed):
     """The check the grading fixtures apply to every hostile notebook can fail (no kernel here)."""
-    g = Graded(name="rule", grade={}, out=tmp_path, workspace=tmp_path, wall_s=0.0,
+    g = Graded(name="rule", grade={}, out=tmp_path, workspace=tmp_path,
                results={"output": text, "tests": []}, execution={"status": status, "reason": text})
     assert bool(blamed_on_the_grader(g)) is blamed, blamed_on_the_grader(g)

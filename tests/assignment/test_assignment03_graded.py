@@ -17,6 +17,7 @@ import pytest
 
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
+from needs import needs
 
 try:
     import tomllib
@@ -37,6 +38,7 @@ def a03():
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def graded(a03, tmp_path_factory):
     out = tmp_path_factory.mktemp("examples03")
     summary = run_batch(EXAMPLES, out, assignment=a03, jobs=2, progress=False)
@@ -118,6 +120,7 @@ def _run(root: Path, notebook: Path, monkeypatch) -> dict:
     return gradescope.run(root)
 
 
+@pytest.mark.kernel
 def test_gradescope_grades_the_reference_solution(gradescope_root, monkeypatch, results_validator):
     results = _run(gradescope_root, EXAMPLES / "reference.ipynb", monkeypatch)
     results_validator(results)
@@ -141,6 +144,7 @@ def test_gradescope_refuses_a_notebook_of_another_lesson_without_running_it(grad
 
 # ── calibrate ────────────────────────────────────────────────────────────────────────────────
 
+@pytest.mark.kernel
 def test_calibrate_one_run_end_to_end(a03, tmp_path):
     from autograder.authoring.calibrate import calibrate
 

@@ -29,6 +29,7 @@ import nbformat
 import pytest
 
 from autograder.assignment import load_assignment
+from needs import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "assignment.toml").is_file())
@@ -103,6 +104,7 @@ def test_failed_self_checks_reads_both_forms():
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def self_checks(tmp_path_factory):
     limits = {a: load_assignment(a, ROOT).limits.memory_mb for a in ASSIGNMENTS}
 

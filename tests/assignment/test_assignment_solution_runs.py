@@ -24,6 +24,7 @@ def _outputs_text(cell) -> str:
     return "".join(parts)
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_solution_executes_writes_artifacts_and_passes_its_own_self_checks(tmp_path):
     from nbclient import NotebookClient

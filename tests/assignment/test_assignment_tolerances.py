@@ -130,6 +130,7 @@ def test_render_tolerances_is_valid_toml_the_judge_can_read():
     assert data["provenance"]["margins"] == {"a.b": 1.25}
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_calibrate_one_run_end_to_end(assignment07, tmp_path, monkeypatch):
     """The real command on one seed: the jail, the probe, two hidden secrets of its own (the

@@ -22,6 +22,7 @@ from dask_procs import FAKE_PRELOAD, DaskProcs
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 from autograder.batch.worker import WorkerMismatchError
+from needs import needs
 
 pytest.importorskip("distributed")
 
@@ -39,6 +40,7 @@ def log(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+@needs("dask")
 def cluster(tmp_path_factory, project, log):
     procs = DaskProcs(tmp_path_factory.mktemp("dask-cluster"),
                       env={"AUTOGRADER_ROOT": str(project), "AUTOGRADER_FAKE_STAGES_LOG": str(log)})
@@ -150,6 +152,7 @@ def test_dask_poison_pill_is_worker_lost_and_the_batch_goes_on(tmp_path, cluster
     assert not (tmp_path / "out" / ".cache" / "pill").exists()
 
 
+@pytest.mark.dask
 def test_dask_workers_with_other_versions_refuse_with_a_clear_error(tmp_path, project, log, assignment):
     other_root = make_assignment_tree(tmp_path / "other-project")
     toml = other_root / "assignments" / ASSIGNMENT_ID / "assignment.toml"

@@ -25,8 +25,9 @@ from dask_procs import DaskProcs
 
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
+from needs import needs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.kernel]
 pytest.importorskip("distributed")
 
 KILL_KERNEL = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"
@@ -58,6 +59,7 @@ def assignment():
 
 
 @pytest.fixture(scope="module")
+@needs("dask")
 def cluster(tmp_path_factory):
     procs = DaskProcs(tmp_path_factory.mktemp("dask-real"))
     try:

@@ -17,6 +17,8 @@ from dask_procs import FAKE_PRELOAD, DaskProcs
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 
+pytestmark = pytest.mark.dask
+
 pytest.importorskip("distributed")
 
 

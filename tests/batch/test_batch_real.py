@@ -16,6 +16,7 @@ from batchkit import make_export_zip, read_gradebook
 
 from autograder.assignment import load_assignment, load_toml
 from autograder.batch import rescore, run_batch
+from needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +35,7 @@ def assignment():
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def graded(assignment, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("real-batch")
     examples = assignment.folder / "examples"

@@ -132,6 +132,7 @@ def test_an_interrupted_batch_cleans_up_and_resumes(tmp_path, fake_root, sig):
     assert "2 submissions (2 ok)" in stdout and "1 already done" in stdout, stdout
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_sigterm_during_a_real_kernel_leaves_no_results_and_no_process(tmp_path):
     """The real jail: SIGTERM while the student's cell runs shuts the kernel down and removes the grade."""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gradescope_testlib import ASSIGNMENT
+from needs import needs
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +30,7 @@ def world_readable_tmp():
 
 
 @pytest.fixture(scope="session")
+@needs("container")
 def gradescope_image(gradescope_zip):
     """The simulated Gradescope image of the real zip (setup.sh run once in the container, cached
     by the zip's hash across runs and xdist workers), held for the session."""

@@ -66,6 +66,7 @@ def test_two_notebooks_give_a_zero_through_the_real_script(sim_root, results_val
     assert results["score"] == 0.0 and "2 notebooks" in results["output"]
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_reference_solution_gets_full_marks_and_a_leaderboard_entry(sim_root, results_validator):
     submit(sim_root, EXAMPLES / "reference.ipynb")
@@ -82,6 +83,7 @@ def test_reference_solution_gets_full_marks_and_a_leaderboard_entry(sim_root, re
     assert "score 100" in log
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_untouched_notebook_gets_a_low_valid_score(sim_root, results_validator):
     submit(sim_root, EXAMPLES / "untouched.ipynb")
@@ -131,6 +133,7 @@ for target in %(protected)r:
 """
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 @pytest.mark.parametrize("jail", ["bwrap", "fallback"])   # fallback: as under Docker's seccomp on Gradescope
 def test_hostile_notebook_cannot_forge_results_or_touch_the_grader(sim_root, results_validator, jail,

@@ -24,6 +24,7 @@ GRADED = EXAMPLES / "quantize_no_saturation.ipynb"     # loses points at one che
 SECOND = EXAMPLES / "untouched.ipynb"
 
 
+@pytest.mark.kernel
 def test_an_export_with_a_second_notebook_grades_as_gradescope_run_grades_it(gradescope_zip, world_readable_tmp,
                                                                              tmp_path, results_validator):
     from autograder.assignment import load_assignment

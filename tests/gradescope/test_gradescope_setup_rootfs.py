@@ -21,6 +21,7 @@ from container_testlib import EXAMPLES, FALLBACK_LAYERS, require_container
 from autograder.gradescope.container import ContainerSpec, run_container
 from autograder.gradescope.image import image_for, unpack_zip
 from autograder.gradescope.simulate import run_in_image
+from needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -52,6 +53,7 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
+@needs("container")
 def debian_image(gradescope_zip):
     require_container()
     import shutil
@@ -93,6 +95,7 @@ def test_the_reference_gets_full_marks_in_the_debian_image(debian_image, results
     assert iso["mode"] == "fallback" and FALLBACK_LAYERS <= set(iso["layers"]), iso
 
 
+@pytest.mark.container
 def test_setup_sh_refuses_an_interpreter_of_another_version(gradescope_zip, tmp_path):
     require_container()
     source = tmp_path / "source"

@@ -18,6 +18,7 @@ import pytest
 
 from autograder.assignment import load_assignment
 from autograder.pipeline import grade_notebook
+from needs import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "assignment.toml").is_file())
@@ -34,6 +35,7 @@ EXPECTED = TABLES["07-quantization"]
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def graded_any(tmp_path_factory):
     cache: dict[tuple[str, str], tuple[dict, Path]] = {}
     loaded: dict = {}

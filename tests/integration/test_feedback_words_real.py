@@ -25,6 +25,7 @@ def _grade(tmp_path, assignment07, cells, metadata=None):
     return grade, (out / "feedback.md").read_text(), json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.kernel
 def test_an_r_notebook_is_named_and_its_last_cell_error_is_numbered_once(tmp_path, assignment07):
     cells = [new_markdown_cell("# My work"), new_code_cell("x = 1"), new_raw_cell("notes"),
              new_code_cell("y = 2"), new_markdown_cell("## last"), new_code_cell("1 / 0")]
@@ -43,6 +44,7 @@ def test_an_r_notebook_is_named_and_its_last_cell_error_is_numbered_once(tmp_pat
                                "ZeroDivisionError: division by zero (line 1)")
 
 
+@pytest.mark.kernel
 def test_a_notebook_without_code_earns_nothing(tmp_path, assignment07):
     cells = [new_markdown_cell("# Answers\nx = 1"), new_raw_cell("import numpy"),
              new_markdown_cell("![plot](attachment:p.png)", attachments={"p.png": {"image/png": "iVBORw0KGgo="}})]

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from autograder.hidden_secret import SECRET_ENV, SECRET_FILE, HiddenSecret
+from needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -58,6 +59,7 @@ def _scores(results: dict) -> list[tuple[str, float]]:
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def fronts(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("hidden-secret-fronts")
     files = {}
@@ -158,6 +160,7 @@ with open("secret_reads.json", "w") as f:
 '''
 
 
+@pytest.mark.kernel
 def test_a_notebook_cannot_read_the_secret(tmp_path):
     """The checkout's secret file (the default) and a named one: neither readable from the jail."""
     from autograder import hidden_secret

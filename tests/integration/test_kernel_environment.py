@@ -128,6 +128,7 @@ def _run(tmp_path: Path, cells: list[str]) -> dict:
     return run_submission(path, tmp_path / "ws", limits=limits, probe=None)
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_the_documented_preprocessing_then_static_quantization_runs_in_the_jail(tmp_path):
     modules = needed()

@@ -18,6 +18,7 @@ import pytest
 
 from autograder.measure.context import ArtifactContext
 from autograder.pipeline import grade_notebook
+from needs import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "assignments" / "07-quantization" / "examples" / "reference.ipynb"
@@ -50,6 +51,7 @@ def _sha(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def reference_graded(assignment07, tmp_path_factory):
     base = tmp_path_factory.mktemp("beside-probe")
     grade = grade_notebook(REFERENCE, assignment07, base / "out", workspace=base / "ws")

@@ -47,6 +47,7 @@ def _raised_in_a_call(nb, code):
             f"code cell 8 (cell {code[7] + 1} of the notebook), line {helper_line}")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("breaks", [_syntax_error, _name_error, _raised_in_a_call], ids=lambda f: f.__name__)
 def test_the_feedback_starts_with_the_cause(tmp_path, project_root, assignment07, results_validator, breaks):
     nb, code = _solution(project_root)
@@ -84,6 +85,7 @@ def test_the_feedback_starts_with_the_cause(tmp_path, project_root, assignment07
         assert not KERNEL_NAMES.search(text), KERNEL_NAMES.search(text)
 
 
+@pytest.mark.kernel
 def test_a_kernel_ended_by_sigterm_is_told_the_signal(tmp_path, assignment07):
     """The notebook signals its own kernel (inside the jail): the student reads which signal, not
     "often: it ran out of memory"."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import resource
-import time
 
 import numpy as np
 import onnx
@@ -65,14 +64,13 @@ def test_custom_domain_is_refused(tmp_path):
     assert not r.ok and "com.evil" in r.reason
 
 
-def test_memory_bomb_is_an_invalid_model_within_the_time_limit(tmp_path):
+def test_memory_bomb_is_an_invalid_model_stopped_by_the_memory_limit(tmp_path):
     bomb = factory.hostile_memory_bomb(tmp_path / "bomb.onnx")  # 14.4 GB ConstantOfShape
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.monotonic()
-    r = run(bomb, limits=LoadLimits(timeout_s=30))
-    assert time.monotonic() - start < 30
+    r = run(bomb, limits=LoadLimits(timeout_s=300))     # the memory limit must fire, not this one
     # Either ONNX Runtime reports the failed allocation or the child dies: never the grader.
     assert not r.ok or r.result.get("run_error"), r
+    assert r.ok or "took longer than" not in r.reason, f"the time limit fired, not the memory limit: {r.reason}"
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
     assert grown_mb < 100, f"the grader's own memory grew by {grown_mb:.0f} MB"
 

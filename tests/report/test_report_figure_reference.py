@@ -22,6 +22,7 @@ import pytest
 
 from autograder.pipeline import grade_notebook
 from autograder.report.gradescope_figure import TAG
+from needs import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "assignments" / "07-quantization" / "examples" / "reference.ipynb"
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def graded(assignment07, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference_figure")
     grade = grade_notebook(REFERENCE, assignment07, out)

@@ -7,9 +7,11 @@ from sandbox_helpers import FAST, worker_slot, write_notebook
 
 from autograder.assignment import ExecutionLimits
 from autograder.sandbox import run_submission
+from needs import needs
 
 
 @pytest.fixture
+@needs("kernel")
 def run_cells(tmp_path):
     """Run code cells in the jail; returns ``(record, workspace)``."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
@@ -11,8 +10,10 @@ from autograder.sandbox import execute, procs, run_submission
 from autograder.sandbox.kernel import JailedKernelManager
 
 from sandbox_helpers import FAST, worker_slot, write_notebook
+from waiting import ended
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_kernel_that_cannot_start_is_startup_failed(tmp_path, monkeypatch):
     monkeypatch.setattr(JailedKernelManager, "format_kernel_cmd",
@@ -48,13 +49,15 @@ def test_watchdog_kills_the_process_it_was_given():
 
 
 def test_watchdog_stands_down_when_done():
-    proc = subprocess.Popen(["sleep", "60"])
+    """Told it is done within its 30 s, the watchdog ends without firing (joined, not slept on: a
+    watchdog that ignored ``done`` would fire at 30 s and be caught by the join's wider bound)."""
+    proc = subprocess.Popen(["sleep", "600"])
     try:
-        dog = procs.Watchdog(0.3, lambda: proc.pid)
+        dog = procs.Watchdog(30, lambda: proc.pid)
         dog.start()
         dog.done.set()
-        time.sleep(0.5)
-        assert proc.poll() is None and not dog.fired
+        ended(dog, "the watchdog told it is done")
+        assert not dog.fired and proc.poll() is None, "the watchdog fired after it was told it is done"
     finally:
         proc.kill()
         proc.wait()

@@ -58,6 +58,7 @@ def test_bwrap_command_mounts_only_what_the_kernel_needs(tmp_path):
                    or b.startswith(project + "/reference") for b in bound), bound
 
 
+@pytest.mark.kernel
 def test_forced_fallback_runs_or_says_why(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_JAIL", "fallback")
     try:
@@ -90,6 +91,7 @@ def test_unsafe_no_sandbox_only_when_asked(tmp_path, monkeypatch):
     assert iso["mode"] == "none" and any("UNSAFE" in w for w in iso["warnings"])
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_unsafe_mode_still_runs_with_rlimits(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_JAIL", "none")
@@ -100,6 +102,7 @@ def test_unsafe_mode_still_runs_with_rlimits(tmp_path, monkeypatch):
     assert int((tmp_path / "ws" / "as.txt").read_text()) == FAST.memory_mb * 1024 * 1024
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_concurrent_runs_use_separate_slots(tmp_path):
     results = {}
@@ -132,8 +135,9 @@ def test_workspace_must_be_empty(tmp_path):
         run_submission(nb, ws, limits=ExecutionLimits(), probe=None, slot=worker_slot())
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
-@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids exist only when the grader is root")
+@pytest.mark.root                          # sandbox uids exist only when the grader is root
 def test_leftover_processes_of_the_uid_do_not_block_the_next_run(tmp_path):
     """70 processes of the slot's uid (more than RLIMIT_NPROC) are reaped before the kernel starts."""
     import subprocess

@@ -17,6 +17,7 @@ from autograder.sandbox import detect_isolation
 from autograder.sandbox.users import USER_PREFIX, pids_of_uid
 
 from sandbox_helpers import worker_slot
+from needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +99,7 @@ time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def jail(tmp_path_factory):
     from autograder.sandbox import run_submission
 

@@ -29,6 +29,7 @@ ALLOCATIONS = {
 }
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("allocation", sorted(ALLOCATIONS))
 def test_an_oversized_allocation_raises_memory_error_and_the_kernel_survives(tmp_path, allocation):
     cells = [

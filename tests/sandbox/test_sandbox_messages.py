@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 import zmq
@@ -15,6 +14,7 @@ from autograder.sandbox import execute, run_submission
 from autograder.sandbox.kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, JailedKernelManager
 
 from sandbox_helpers import FAST, worker_slot, write_notebook
+from waiting import returns
 
 SHORT = ExecutionLimits(cell_timeout_s=4, notebook_timeout_s=30, memory_mb=2048, output_cap_kb=256)
 BREAK_JSON = ("import json\n_dumps = json.dumps\n"
@@ -41,10 +41,8 @@ def test_every_socket_to_the_kernel_gives_up_a_blocked_send(tmp_path):
             assert sock.getsockopt(zmq.MAXMSGSIZE) == SOCKET_LIMITS[name][0], name
         shell = zmq.Socket.shadow(sockets["shell"].underlying)   # a blocking send, as in the hang of H2
         shell.setsockopt(zmq.SNDTIMEO, 200)
-        started = time.monotonic()
-        with pytest.raises(zmq.Again):
-            kc.session.send(shell, "execute_request", {"code": ""})
-        assert time.monotonic() - started < 5
+        with pytest.raises(zmq.Again):      # a send without SNDTIMEO would block for ever instead
+            returns(lambda: kc.session.send(shell, "execute_request", {"code": ""}), "a blocked send")
     finally:
         kc.stop_channels()
         km._close_control_socket()
@@ -69,13 +67,12 @@ def test_the_control_socket_does_not_linger_on_requests_to_a_stopped_kernel(tmp_
 
 @pytest.mark.slow
 def test_a_reply_too_big_to_accept_ends_the_run_at_the_cell_limit(run_cells):
-    """A 20 MB exception message: the execute_reply is over the shell socket's cap and dropped."""
-    started = time.monotonic()
+    """A 20 MB exception message: the execute_reply is over the shell socket's cap and dropped, and
+    the cell limit (4 s) ends the run, not the notebook's (30 s) nor the jail's watchdog."""
     rec, _ = run_cells(["raise ValueError('z' * (20 << 20))", "x = 1"], limits=SHORT)
-    wall = time.monotonic() - started
     assert rec["status"] == "timeout" and "larger than the grader accepts" in rec["reason"], rec["reason"]
+    assert "ran into the cell limit" in rec["reason"], rec["reason"]
     assert statuses(rec) == ["timeout", "not_run"]
-    assert wall < SHORT.cell_timeout_s + 20, f"the grader took {wall:.0f} s"
 
 
 @pytest.mark.slow
@@ -102,6 +99,7 @@ def test_malformed_messages_during_the_probe_fail_only_the_probe(run_cells):
     assert rec["probe"] == "failed"
 
 
+@pytest.mark.kernel
 def test_a_bug_of_the_harness_is_still_a_sandbox_error(tmp_path, monkeypatch):
     async def buggy(self, client, pos, budget_s):
         return undefined_name  # noqa: F821 - the bug under test

@@ -9,6 +9,7 @@ from autograder.assignment import ExecutionLimits
 from autograder.probe_format import Arg, ProbeCase, inline_cases, read_probe_result
 from autograder.sandbox import ProbeSpec
 from autograder.sandbox.probe import case_source, finish_source, setup_source
+from needs import needs
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +57,7 @@ FUNCTIONS = ["quantize", "dequantize", "choose_qparams", "not_a_function", "no_s
 
 
 @pytest.fixture(scope="module")
+@needs("kernel")
 def probed(tmp_path_factory):
     from autograder.sandbox import run_submission
 

@@ -352,7 +352,7 @@ def test_a_wide_tree_stops_at_the_entry_cap_and_is_still_removed(place):
     assert os.listdir(wide) == []
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="entries of another uid need a root grader")
+@pytest.mark.root                          # entries of another uid
 def test_in_a_shared_folder_only_the_uids_entries_go_at_any_depth(place):
     base, _ = place
     shared, uid = base / "shm", 64124                  # no process runs as it
