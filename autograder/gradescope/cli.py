@@ -82,9 +82,11 @@ def simulate(
     CPU cgroup) running /autograder/run_autograder. Needs root and cgroup v1; no Docker."""
     import json
 
-    from .container import ContainerUnavailable
-    from .image import ImageBuildError
-    from .simulate import simulate as run_simulation
+    with command_errors():
+        simulator()
+    from .sim.container import ContainerUnavailable
+    from .sim.image import ImageBuildError
+    from .sim.simulate import simulate as run_simulation
 
     with command_errors(ContainerUnavailable, ImageBuildError):
         check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
@@ -102,6 +104,16 @@ def simulate(
         typer.secho("no valid results.json: Gradescope would show \"The autograder failed to execute correctly\"",
                     fg="red", err=True)
         raise typer.Exit(1)
+
+
+def simulator() -> None:
+    """The simulator is an instructor's tool: the wheel in the Gradescope zip leaves it out, so
+    ``gradescope simulate`` there stops with one line instead of a traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__package__}.sim") is None:
+        raise CommandError("gradescope simulate is an instructor's tool and is not in the wheel that ships "
+                           "to Gradescope: run it from a clone of the project (`make setup`)")
 
 
 def check_autograder_zip(path: Path) -> Path:
@@ -132,7 +144,8 @@ def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: 
                      base: str, out: Path | None) -> None:
     """Every argument of ``gradescope simulate``, then whether the container can run here, before
     anything is built or written (exit 2 and one line, like every other command)."""
-    from .container import unavailable_reason
+    simulator()
+    from .sim.container import unavailable_reason
 
     check_autograder_zip(zip_path)
     if Path(submission).is_dir():
