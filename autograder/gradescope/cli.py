@@ -1,4 +1,5 @@
-"""CLI commands ``gradescope build`` (the autograder zip) and ``gradescope run`` (one submission)."""
+"""CLI commands ``gradescope build`` (the autograder zip), ``gradescope run`` (one submission) and
+``gradescope simulate`` (the instructor's rehearsal in a simulated container; not in the zip's wheel)."""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def simulate(
     import json
 
     with command_errors():
-        simulator()
+        require_simulator()
     from .sim.container import ContainerUnavailable
     from .sim.image import ImageBuildError
     from .sim.simulate import simulate as run_simulation
@@ -106,7 +107,7 @@ def simulate(
         raise typer.Exit(1)
 
 
-def simulator() -> None:
+def require_simulator() -> None:
     """The simulator is an instructor's tool: the wheel in the Gradescope zip leaves it out, so
     ``gradescope simulate`` there stops with one line instead of a traceback."""
     import importlib.util
@@ -144,7 +145,7 @@ def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: 
                      base: str, out: Path | None) -> None:
     """Every argument of ``gradescope simulate``, then whether the container can run here, before
     anything is built or written (exit 2 and one line, like every other command)."""
-    simulator()
+    require_simulator()
     from .sim.container import unavailable_reason
 
     check_autograder_zip(zip_path)
