@@ -84,14 +84,13 @@ def simulate(
     import json
 
     with command_errors():
-        require_simulator()
+        check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
+                         out=out)
     from .sim.container import ContainerUnavailable
     from .sim.image import ImageBuildError
     from .sim.simulate import simulate as run_simulation
 
     with command_errors(ContainerUnavailable, ImageBuildError):
-        check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
-                         out=out)
         sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
                              base=base, rebuild=rebuild)
     if out:
@@ -144,7 +143,8 @@ def check_autograder_zip(path: Path) -> Path:
 def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: float, timeout_s: float,
                      base: str, out: Path | None) -> None:
     """Every argument of ``gradescope simulate``, then whether the container can run here, before
-    anything is built or written (exit 2 and one line, like every other command)."""
+    anything is built or written (exit 2 and one line, like every other command); first, that the
+    simulator is here at all."""
     require_simulator()
     from .sim.container import unavailable_reason
 

@@ -53,16 +53,17 @@ def zip_wheel_only(gradescope_zip, world_readable_tmp) -> Path:
     with zipfile.ZipFile(gradescope_zip) as zf:
         wheel_name = json.loads(zf.read("gradescope.json"))["wheel"]
         (opt / wheel_name).write_bytes(zf.read(wheel_name))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--no-compile", "--target", str(opt / "grader"), str(opt / wheel_name)],
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-compile",
+                    "--disable-pip-version-check", "--target", str(opt / "grader"), str(opt / wheel_name)],
                    check=True, capture_output=True, text=True)
     (opt / "venv").symlink_to(sys.prefix)
     for d in [opt, *(p for p in (opt / "grader").rglob("*") if p.is_dir())]:
         d.chmod(0o755)
     probe = ("import autograder, importlib.util as u; print(autograder.__file__); "
              "print(u.find_spec('autograder.gradescope.sim'))")
-    done = subprocess.run([str(opt / "venv" / "bin" / "python"), "-P", "-c", probe], env={**os.environ, "PYTHONPATH": str(opt / "grader")},
-                          capture_output=True, text=True, check=True, cwd=world_readable_tmp)
+    done = subprocess.run([str(opt / "venv" / "bin" / "python"), "-P", "-c", probe], cwd=world_readable_tmp,
+                          env={**os.environ, "PYTHONPATH": str(opt / "grader")}, capture_output=True, text=True,
+                          check=True)
     package, sim = done.stdout.split()
     assert Path(package).is_relative_to(opt / "grader") and sim == "None", done.stdout
     return opt / "venv"
