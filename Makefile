@@ -38,7 +38,7 @@ system-packages:
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt --upgrade pip setuptools
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,dask]'
 	@touch $(STAMP)
 

@@ -1,5 +1,5 @@
 """Gradescope's container: the reference and the slowest legal notebook through the real
-``run_autograder`` in the simulated Gradescope container (autograder/gradescope/container.py),
+``run_autograder`` in the simulated Gradescope container (autograder/gradescope/sim/container.py),
 at Gradescope's defaults (768 MB, 0.5 CPU) and at the recommended settings
 (autograder/gradescope/budget.py), each in a fresh container of the zip's image.
 
@@ -49,7 +49,7 @@ def slowest_notebook(target: Path) -> Path:
 
 
 def _one(image: Any, notebook: Path, memory_mb: int, cpus: float, timeout_s: float) -> dict[str, Any]:
-    from autograder.gradescope.simulate import run_in_image
+    from autograder.gradescope.sim.simulate import run_in_image
 
     sim = run_in_image(image, notebook, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s)
     s = sim.summary()
@@ -62,8 +62,8 @@ def run(cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
     from autograder.assignment import load_assignment
     from autograder.gradescope.budget import budget
     from autograder.gradescope.build import build_zip
-    from autograder.gradescope.image import image_for
-    from autograder.gradescope.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB
+    from autograder.gradescope.sim.image import image_for
+    from autograder.gradescope.sim.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB
 
     assignment = load_assignment("07-quantization", root=ROOT)
     b = budget(assignment)

@@ -9,20 +9,22 @@ local grading uses, so a local regrade of an export equals Gradescope's grade; c
 use, see autograder/hidden_secret.py). Entries are sorted and carry a fixed timestamp, so the same
 tree and secret build the same bytes.
 
-The wheel is written here rather than by a build backend: the package is pure Python, the
-format is small (PEP 427), and this needs neither the network nor a ``build/`` folder in a tree
-others are editing. Its metadata comes from ``pyproject.toml``.
+The wheel is built by ``pip wheel`` with the build backend ``pyproject.toml`` names (setuptools,
+from this environment: no network), from a staged copy of the package in a temporary folder (no
+``build/`` folder in a tree others are editing), with ``SOURCE_DATE_EPOCH`` set, so two builds
+give the same bytes. The staged copy leaves out :data:`INSTRUCTOR_ONLY`: the Gradescope simulator
+(:mod:`autograder.gradescope.sim`) is the instructor's tool and never ships to a student's
+grading container.
 """
 
 from __future__ import annotations
 
-import base64
-import csv
-import fnmatch
-import hashlib
-import io
+import calendar
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,10 @@ from ..assignment import load_assignment, load_toml
 from ..errors import AutograderError
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # the earliest date a zip can hold: reproducible bytes
+SOURCE_DATE_EPOCH = calendar.timegm((*FIXED_DATE, 0, 0, 0))   # the same date for the wheel's entries
+# Folders of the package that are the instructor's tools, left out of the wheel in the zip
+# (relative to the checkout). run_autograder never imports them: a test grades without them.
+INSTRUCTOR_ONLY = ("autograder/gradescope/sim",)
 MANIFEST = "gradescope.json"
 SCRIPTS = ("setup.sh", "run_autograder")           # under gradescope/ in the checkout; mode 0755
 REFERENCE_FILES = ("tolerances.toml",)             # all the grader needs from reference/<id>/
@@ -69,7 +75,7 @@ def _zipinfo(name: str, mode: int = 0o644) -> zipfile.ZipInfo:
     return info
 
 
-def _write_zip(target: Path | io.BytesIO, files: dict[str, tuple[bytes, int]]) -> None:
+def _write_zip(target: Path, files: dict[str, tuple[bytes, int]]) -> None:
     with zipfile.ZipFile(target, "w") as zf:
         for name in sorted(files):
             data, mode = files[name]
@@ -91,69 +97,57 @@ def _tree_files(folder: Path, arc_prefix: str) -> dict[str, tuple[bytes, int]]:
 
 # --------------------------------------------------------------------------------------- wheel
 
-def _record_hash(data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-
-
-def _metadata(project: dict) -> str:
-    lines = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {project['version']}"]
-    if project.get("description"):
-        lines.append(f"Summary: {project['description']}")
-    if project.get("requires-python"):
-        lines.append(f"Requires-Python: {project['requires-python']}")
-    lines += [f"Requires-Dist: {dep}" for dep in project.get("dependencies", [])]
-    for extra, deps in sorted(project.get("optional-dependencies", {}).items()):
-        lines.append(f"Provides-Extra: {extra}")
-        for dep in deps:
-            requirement, _, marker = dep.partition(";")
-            condition = f"extra == '{extra}'"
-            if marker.strip():
-                condition = f"({marker.strip()}) and {condition}"
-            lines.append(f"Requires-Dist: {requirement.strip()}; {condition}")
-    return "\n".join(lines) + "\n"
-
-
-def _package_files(root: Path, package: str, data_globs: list[str]) -> dict[str, bytes]:
-    """Every module of ``package`` plus the files its ``package-data`` globs name."""
-    pkg_dir = root / package
-    files: dict[str, bytes] = {}
-    for path in sorted(pkg_dir.rglob("*")):
-        rel = path.relative_to(pkg_dir).as_posix()
-        if not path.is_file() or "__pycache__" in path.parts or path.suffix in EXCLUDED_SUFFIXES:
+def _stage(root: Path, stage: Path) -> None:
+    """What the wheel is built from: ``pyproject.toml``, its readme, and the package without the
+    :data:`INSTRUCTOR_ONLY` folders and without caches; every file mode 0644, so the wheel's bytes
+    depend on the content alone (not on the checkout's umask or modes)."""
+    project = load_toml(root / "pyproject.toml")["project"]
+    names = ["pyproject.toml"]
+    if isinstance(project.get("readme"), str):
+        names.append(project["readme"])
+    for name in names:
+        (stage / name).write_bytes((root / name).read_bytes())
+    package = root / project["name"]
+    left_out = {root / Path(folder) for folder in INSTRUCTOR_ONLY}
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(root)
+        if any(path == d or d in path.parents for d in left_out) or "__pycache__" in rel.parts \
+                or path.suffix in EXCLUDED_SUFFIXES:
             continue
-        if path.suffix == ".py" or any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(path.name, g)
-                                       for g in data_globs):
-            files[f"{package}/{rel}"] = path.read_bytes()
-    return files
+        if path.is_symlink():
+            raise AutograderError(f"{path} is a symlink; the Gradescope wheel takes regular files only")
+        target = stage / rel
+        if path.is_dir():
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+        elif path.is_file():
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+            target.chmod(0o644)
 
 
 def build_wheel(root: Path) -> tuple[str, bytes]:
-    """A pure-Python wheel of the package described by ``root/pyproject.toml``: (filename, bytes)."""
-    pyproject = load_toml(root / "pyproject.toml")
-    project = pyproject["project"]
-    name, version = project["name"], project["version"]
-    dist = f"{name.replace('-', '_')}-{version}"
-    data_globs = pyproject.get("tool", {}).get("setuptools", {}).get("package-data", {}).get(name, [])
-    files = _package_files(root, name, list(data_globs))
-    info = f"{dist}.dist-info"
-    files[f"{info}/METADATA"] = _metadata(project).encode()
-    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: autograder.gradescope.build\n"
-                              b"Root-Is-Purelib: true\nTag: py3-none-any\n")
-    scripts = project.get("scripts", {})
-    if scripts:
-        body = "".join(f"{k} = {v}\n" for k, v in sorted(scripts.items()))
-        files[f"{info}/entry_points.txt"] = f"[console_scripts]\n{body}".encode()
-    files[f"{info}/top_level.txt"] = f"{name}\n".encode()
-    record = io.StringIO()
-    writer = csv.writer(record, lineterminator="\n")
-    for arc in sorted(files):
-        writer.writerow([arc, _record_hash(files[arc]), len(files[arc])])
-    writer.writerow([f"{info}/RECORD", "", ""])
-    files[f"{info}/RECORD"] = record.getvalue().encode()
-    buf = io.BytesIO()
-    _write_zip(buf, {arc: (data, 0o644) for arc, data in files.items()})
-    return f"{dist}-py3-none-any.whl", buf.getvalue()
+    """The wheel of the package described by ``root/pyproject.toml``, built by ``pip wheel`` with
+    this environment's build backend (no network, no build isolation) from a staged copy without
+    the instructor's tools; ``SOURCE_DATE_EPOCH`` fixes its timestamps. (filename, bytes)."""
+    with tempfile.TemporaryDirectory(prefix="autograder-wheel-") as tmp:
+        stage, out = Path(tmp) / "src", Path(tmp) / "dist"
+        stage.mkdir()
+        _stage(root, stage)
+        env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH), "PYTHONDONTWRITEBYTECODE": "1",
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
+             "--check-build-dependencies", "--wheel-dir", str(out), str(stage)],
+            env=env, cwd=tmp, capture_output=True, text=True,
+            umask=0o022)    # the modes of the files setuptools writes: not the caller's umask
+        wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
+        if done.returncode != 0 or len(wheels) != 1:
+            backend = ", ".join(load_toml(root / "pyproject.toml")["build-system"]["requires"])
+            raise AutograderError(
+                f"`pip wheel` could not build the Gradescope wheel (exit {done.returncode}). It builds with "
+                f"this environment's {backend} and no network; `make setup` installs it:\n"
+                f"{(done.stdout + done.stderr)[-3000:]}")
+        return wheels[0].name, wheels[0].read_bytes()
 
 
 # ----------------------------------------------------------------------------------------- zip

@@ -1,4 +1,5 @@
-"""CLI commands ``gradescope build`` (the autograder zip) and ``gradescope run`` (one submission)."""
+"""CLI commands ``gradescope build`` (the autograder zip), ``gradescope run`` (one submission) and
+``gradescope simulate`` (the instructor's rehearsal in a simulated container; not in the zip's wheel)."""
 
 from __future__ import annotations
 
@@ -82,13 +83,14 @@ def simulate(
     CPU cgroup) running /autograder/run_autograder. Needs root and cgroup v1; no Docker."""
     import json
 
-    from .container import ContainerUnavailable
-    from .image import ImageBuildError
-    from .simulate import simulate as run_simulation
-
-    with command_errors(ContainerUnavailable, ImageBuildError):
+    with command_errors():
         check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
                          out=out)
+    from .sim.container import ContainerUnavailable
+    from .sim.image import ImageBuildError
+    from .sim.simulate import simulate as run_simulation
+
+    with command_errors(ContainerUnavailable, ImageBuildError):
         sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
                              base=base, rebuild=rebuild)
     if out:
@@ -102,6 +104,16 @@ def simulate(
         typer.secho("no valid results.json: Gradescope would show \"The autograder failed to execute correctly\"",
                     fg="red", err=True)
         raise typer.Exit(1)
+
+
+def require_simulator() -> None:
+    """The simulator is an instructor's tool: the wheel in the Gradescope zip leaves it out, so
+    ``gradescope simulate`` there stops with one line instead of a traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__package__}.sim") is None:
+        raise CommandError("gradescope simulate is an instructor's tool and is not in the wheel that ships "
+                           "to Gradescope: run it from a clone of the project (`make setup`)")
 
 
 def check_autograder_zip(path: Path) -> Path:
@@ -131,8 +143,10 @@ def check_autograder_zip(path: Path) -> Path:
 def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: float, timeout_s: float,
                      base: str, out: Path | None) -> None:
     """Every argument of ``gradescope simulate``, then whether the container can run here, before
-    anything is built or written (exit 2 and one line, like every other command)."""
-    from .container import unavailable_reason
+    anything is built or written (exit 2 and one line, like every other command); first, that the
+    simulator is here at all."""
+    require_simulator()
+    from .sim.container import unavailable_reason
 
     check_autograder_zip(zip_path)
     if Path(submission).is_dir():

@@ -35,7 +35,7 @@ from ..report import markdown as md
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
 from ..sandbox.notebook import MAX_NOTEBOOK_BYTES
-from .cgroups import own_limits
+from .container_limits import own_limits
 
 DEFAULT_ROOT = Path("/autograder")
 MANIFEST = "gradescope.json"                    # written by gradescope.build into the zip

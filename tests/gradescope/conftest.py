@@ -37,7 +37,7 @@ def gradescope_image(gradescope_zip):
     from container_testlib import require_container
 
     require_container()
-    from autograder.gradescope.image import image_for
+    from autograder.gradescope.sim.image import image_for
 
     with image_for(gradescope_zip, base="host") as image:
         yield image

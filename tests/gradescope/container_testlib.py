@@ -18,7 +18,7 @@ FALLBACK_LAYERS = {"rlimits", "no_new_privs", "clearenv", "landlock", "seccomp"}
 def require_container() -> None:
     """Skip (with the reason) where the simulated container cannot run: not root, no cgroup v1.
     `make setup` installs what it needs (python3-seccomp, util-linux) on a Debian machine."""
-    from autograder.gradescope.container import unavailable_reason
+    from autograder.gradescope.sim.container import unavailable_reason
 
     why = unavailable_reason()
     if why:

@@ -4,8 +4,10 @@ does, reproducible bytes, and the shipped shell scripts and Dockerfile.
 
 from __future__ import annotations
 
+import ast
 import email.parser
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -14,9 +16,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from typer.testing import CliRunner
 
-from autograder.gradescope.build import build_wheel, build_zip
+from autograder.gradescope.build import INSTRUCTOR_ONLY, build_wheel, build_zip
 
 from gradescope_testlib import ASSIGNMENT
 
@@ -35,7 +39,7 @@ def fake_checkout(tmp_path) -> Path:
     notebooks, example submissions, tests, caches, non-package files."""
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "gradescope", root / "gradescope")
-    for name in ("pyproject.toml", "constraints.txt"):
+    for name in ("pyproject.toml", "constraints.txt", "README.md"):
         shutil.copy(ROOT / name, root / name)
     pkg = root / "autograder"
     (pkg / "sub" / "__pycache__").mkdir(parents=True)
@@ -44,6 +48,10 @@ def fake_checkout(tmp_path) -> Path:
     (pkg / "sub" / "schema.json").write_text("{}")
     (pkg / "sub" / "notes.txt").write_text("not package data")
     (pkg / "sub" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    (pkg / "gradescope" / "sim" / "deep").mkdir(parents=True)        # the instructor's tools
+    for name in ("gradescope/__init__.py", "gradescope/run.py", "gradescope/sim/__init__.py",
+                 "gradescope/sim/container.py", "gradescope/sim/profile.json", "gradescope/sim/deep/__init__.py"):
+        (pkg / name).write_text("{}" if name.endswith(".json") else "")
     (root / "tests").mkdir()
     (root / "tests" / "test_x.py").write_text("def test(): pass\n")
     a = root / "assignments" / "demo"
@@ -74,13 +82,56 @@ def test_zip_holds_exactly_the_grader_side_files(fake_checkout, tmp_path):
         "gradescope.json", "hidden-data.secret", "reference/demo/tolerances.toml", "run_autograder", "setup.sh"])
 
 
-def test_wheel_holds_modules_and_package_data_only(fake_checkout):
+def test_wheel_holds_modules_and_package_data_only_and_no_instructor_tool(fake_checkout):
     name, data = build_wheel(fake_checkout)
     assert name == "autograder-0.1.0-py3-none-any.whl"
     wheel = tmp_wheel = fake_checkout / name
     tmp_wheel.write_bytes(data)
-    assert [n for n in names(wheel) if not n.startswith("autograder-0.1.0.dist-info/")] == [
-        "autograder/__init__.py", "autograder/sub/__init__.py", "autograder/sub/schema.json"]
+    assert sorted(n for n in names(wheel) if not n.startswith("autograder-0.1.0.dist-info/")) == [
+        "autograder/__init__.py", "autograder/gradescope/__init__.py", "autograder/gradescope/run.py",
+        "autograder/sub/__init__.py", "autograder/sub/schema.json"]
+
+
+def _scramble(tree: Path, seed: int) -> None:
+    """The same content with other modes and timestamps (another clone, another umask, later)."""
+    for i, path in enumerate(sorted(p for p in tree.rglob("*") if p.is_file())):
+        path.chmod((0o600, 0o644, 0o755, 0o664)[(i + seed) % 4])
+        os.utime(path, (1_700_000_000 + 86_400 * seed + i, 1_700_000_000 + 86_400 * seed + i))
+
+
+def test_wheel_bytes_depend_on_the_content_alone(fake_checkout, tmp_path):
+    other = tmp_path / "elsewhere" / "clone"
+    shutil.copytree(fake_checkout, other)
+    _scramble(fake_checkout / "autograder", 1)
+    _scramble(other / "autograder", 2)
+    name, first = build_wheel(fake_checkout)
+    old_umask = os.umask(0o002)
+    try:
+        again_name, again = build_wheel(other)
+    finally:
+        os.umask(old_umask)
+    assert (again_name, again) == (name, first)
+    (other / "autograder" / "sub" / "__init__.py").write_text("CHANGED = True\n")
+    assert build_wheel(other)[1] != first, "a change of content must change the wheel"
+    wheel = tmp_path / name
+    wheel.write_bytes(first)
+    with zipfile.ZipFile(wheel) as zf:
+        assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}   # SOURCE_DATE_EPOCH
+        modes = {(i.external_attr >> 16) & 0o777 for i in zf.infolist() if not i.filename.endswith("/RECORD")}
+    assert modes == {0o644}        # whatever the checkout's modes and the caller's umask
+
+
+def test_a_missing_build_backend_is_one_clear_error(fake_checkout):
+    """An environment without the build backend pyproject.toml asks for: the build stops and says
+    what is missing (no network fetch, no half-built zip)."""
+    from autograder.errors import AutograderError
+
+    pyproject = fake_checkout / "pyproject.toml"
+    text = pyproject.read_text()
+    assert 'requires = ["setuptools>=' in text
+    pyproject.write_text(text.replace('requires = ["setuptools>=', 'requires = ["setuptools>=9999,>=', 1))
+    with pytest.raises(AutograderError, match=r"could not build the Gradescope wheel.*setuptools>=9999"):
+        build_wheel(fake_checkout)
 
 
 def test_real_zip_has_scripts_wheel_pins_and_assignment(gradescope_zip):
@@ -123,13 +174,15 @@ def test_wheel_metadata_matches_pyproject(gradescope_zip):
         entry_points = zf.read(f"{info}/entry_points.txt").decode()
         modules = {n for n in zf.namelist() if n.endswith(".py")}
     assert metadata["Version"] == project["version"]
-    assert metadata["Requires-Python"] == project["requires-python"]
-    plain = [d for d in metadata.get_all("Requires-Dist") if "extra ==" not in d]
-    assert plain == project["dependencies"]
+    assert SpecifierSet(metadata["Requires-Python"]) == SpecifierSet(project["requires-python"])
+    plain = [Requirement(d) for d in metadata.get_all("Requires-Dist") if "extra ==" not in d]
+    assert plain == [Requirement(d) for d in project["dependencies"]]
     assert "autograder = autograder.cli:main" in entry_points
-    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py")
-                if "__pycache__" not in p.parts}
-    assert modules == expected
+    instructor_only = tuple(f"{folder}/" for folder in INSTRUCTOR_ONLY)
+    every = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py") if "__pycache__" not in p.parts}
+    left_out = {m for m in every if m.startswith(instructor_only)}
+    assert "autograder/gradescope/sim/container.py" in left_out and "autograder/gradescope/run.py" not in left_out
+    assert modules == every - left_out
     assert not [m for m in modules if m.startswith("tests/")]
 
 
@@ -180,3 +233,41 @@ def test_cli_build_writes_the_zip_and_rejects_unknown_assignments(tmp_path):
     bad = CliRunner().invoke(app, ["gradescope", "build", "no-such-assignment", "-o", str(tmp_path / "n.zip")])
     assert bad.exit_code == 2 and "no assignment 'no-such-assignment'" in bad.output
     assert not (tmp_path / "n.zip").exists()
+
+
+
+def _imports(path: Path, package: str) -> list[tuple[str, bool]]:
+    """(absolute module name, at module level?) for every module an import statement in ``path``
+    (a module of ``package``) may load: ``from .a import b`` names both ``pkg.a`` and ``pkg.a.b``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    top_level = {id(node) for node in tree.body}
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            parent = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            base = ".".join(part for part in (parent, node.module) if part)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [(name, id(node) in top_level) for name in names]
+    return found
+
+
+@pytest.mark.parametrize("folder", INSTRUCTOR_ONLY)
+def test_only_the_simulate_command_reaches_the_instructor_tools(folder):
+    """No module of the wheel imports an instructor's tool, except the ``gradescope simulate``
+    command, lazily (inside the command): importing the grader never needs one."""
+    tool = folder.replace("/", ".")
+    reaching: dict[str, list[tuple[str, bool]]] = {}
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.as_posix().startswith(tuple(f"{f}/" for f in INSTRUCTOR_ONLY)):
+            continue
+        package = ".".join(rel.parent.parts)
+        hits = [(m, top) for m, top in _imports(path, package) if m == tool or m.startswith(f"{tool}.")]
+        if hits:
+            reaching[rel.as_posix()] = hits
+    assert set(reaching) == {"autograder/gradescope/cli.py"}, reaching
+    assert not [m for m, top in reaching["autograder/gradescope/cli.py"] if top], "a module-level import"

@@ -1,4 +1,4 @@
-"""The simulated Gradescope container itself (autograder/gradescope/container.py): what the
+"""The simulated Gradescope container itself (autograder/gradescope/sim/container.py): what the
 grader inside holds and cannot do, as in Docker with its defaults. Each case is one short shell
 or Python run in a real container; no notebook."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from container_testlib import require_container
 
-from autograder.gradescope import docker_profile
-from autograder.gradescope.cgroups import own_limits
-from autograder.gradescope.container import ContainerSpec, run_container
+from autograder.gradescope.sim import docker_profile
+from autograder.gradescope.container_limits import own_limits
+from autograder.gradescope.sim.container import ContainerSpec, run_container
 from needs import needs
 
 PROBE = r'''

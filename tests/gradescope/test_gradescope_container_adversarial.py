@@ -30,7 +30,7 @@ from container_testlib import FALLBACK_LAYERS, ROOT
 
 from autograder.assignment import load_assignment
 from autograder.gradescope.budget import budget
-from autograder.gradescope.container import STATE_PARENT, run_container
+from autograder.gradescope.sim.container import STATE_PARENT, run_container
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from container_testlib import EXAMPLES, EXPECTED, FALLBACK_LAYERS, check_scores
 
 from autograder.assignment import load_assignment
 from autograder.gradescope.budget import budget
-from autograder.gradescope.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB, run_in_image
+from autograder.gradescope.sim.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB, run_in_image
 
 pytestmark = pytest.mark.slow
 PROTECTED = ("reference/07-quantization/tolerances.toml", "assignments/07-quantization/rubric.toml")

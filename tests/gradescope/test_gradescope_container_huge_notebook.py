@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.notebook import MAX_NOTEBOOK_BYTES
-from autograder.gradescope.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB, run_in_image
+from autograder.gradescope.sim.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB, run_in_image
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "07-quantization"

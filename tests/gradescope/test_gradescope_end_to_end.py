@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -26,7 +27,7 @@ PROTECTED = (f"reference/{ASSIGNMENT}/tolerances.toml", f"assignments/{ASSIGNMEN
 
 def run_autograder(root: Path, timeout: float = 600, **extra_env: str) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRADER_ROOT", "AUTOGRADER_JAIL")}
-    env.update(GRADESCOPE_ROOT=str(root), AUTOGRADER_VENV=sys.prefix, **extra_env)
+    env.update({"GRADESCOPE_ROOT": str(root), "AUTOGRADER_VENV": sys.prefix, **extra_env})
     done = subprocess.run([str(root / "source" / "run_autograder")], env=env, cwd=root,
                           capture_output=True, text=True, timeout=timeout)
     log = done.stdout + done.stderr
@@ -40,6 +41,32 @@ def sim_root(gradescope_zip, world_readable_tmp) -> Path:
     for d in (root, root / "submission", root / "results"):
         d.chmod(0o755)                      # as open as Gradescope may leave them
     return root
+
+
+@pytest.fixture
+def zip_wheel_only(gradescope_zip, world_readable_tmp) -> Path:
+    """``/opt/autograder`` as setup.sh lays it out, with the grader's package installed from the
+    zip's wheel alone into ``grader/`` (the venv beside it is this checkout's, for its libraries):
+    the instructor's simulator does not exist there. Returns the venv path for AUTOGRADER_VENV."""
+    opt = world_readable_tmp / "opt"
+    opt.mkdir()
+    with zipfile.ZipFile(gradescope_zip) as zf:
+        wheel_name = json.loads(zf.read("gradescope.json"))["wheel"]
+        (opt / wheel_name).write_bytes(zf.read(wheel_name))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-compile",
+                    "--disable-pip-version-check", "--target", str(opt / "grader"), str(opt / wheel_name)],
+                   check=True, capture_output=True, text=True)
+    (opt / "venv").symlink_to(sys.prefix)
+    for d in [opt, *(p for p in (opt / "grader").rglob("*") if p.is_dir())]:
+        d.chmod(0o755)
+    probe = ("import autograder, importlib.util as u; print(autograder.__file__); "
+             "print(u.find_spec('autograder.gradescope.sim'))")
+    done = subprocess.run([str(opt / "venv" / "bin" / "python"), "-P", "-c", probe], cwd=world_readable_tmp,
+                          env={**os.environ, "PYTHONPATH": str(opt / "grader")}, capture_output=True, text=True,
+                          check=True)
+    package, sim = done.stdout.split()
+    assert Path(package).is_relative_to(opt / "grader") and sim == "None", done.stdout
+    return opt / "venv"
 
 
 def submit(root: Path, *notebooks: Path, names: tuple[str, ...] = ()) -> None:
@@ -92,6 +119,39 @@ def test_untouched_notebook_gets_a_low_valid_score(sim_root, results_validator):
     assert results["score"] < 50
     assert {t["tags"][0] for t in results["tests"]} >= {"quantize", "dynamic_model", "static_model"}
     assert "leaderboard" not in results
+
+
+def test_the_zips_wheel_alone_writes_a_valid_result(sim_root, zip_wheel_only, results_validator):
+    (sim_root / "submission" / "answers.txt").write_text("42")
+    results, log = run_autograder(sim_root, timeout=120, AUTOGRADER_VENV=str(zip_wheel_only))
+    results_validator(results)
+    assert results["score"] == 0.0 and "No notebook" in results["output"] and "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_the_zips_wheel_alone_grades_a_notebook_without_the_simulator(sim_root, zip_wheel_only, results_validator):
+    """What ships to Gradescope grades on its own: the simulator is absent, so any import of it on
+    the grading path would turn this run into the grader's own failure."""
+    submit(sim_root, EXAMPLES / "untouched.ipynb")
+    results, log = run_autograder(sim_root, AUTOGRADER_VENV=str(zip_wheel_only))
+    results_validator(results)
+    assert "Traceback" not in log and "grader_error" not in json.dumps(results), log[-3000:]
+    assert results["extra_data"]["execution"]["status"] == "completed"
+    assert {t["tags"][0] for t in results["tests"]} >= {"quantize", "dynamic_model", "static_model"}
+    assert results["score"] < 50
+
+
+def test_simulate_in_the_zips_wheel_is_one_line_saying_it_is_the_instructors_tool(gradescope_zip, zip_wheel_only,
+                                                                                   tmp_path):
+    nb = tmp_path / "a.ipynb"
+    nb.write_text(nbformat.writes(nbformat.v4.new_notebook()))
+    done = subprocess.run([str(zip_wheel_only / "bin" / "python"), "-P", "-m", "autograder.cli", "gradescope",
+                           "simulate", str(gradescope_zip), str(nb)],
+                          env={**os.environ, "PYTHONPATH": str(zip_wheel_only.parent / "grader")},
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "instructor's tool" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def require_jail(jail: str, monkeypatch) -> None:

@@ -18,9 +18,9 @@ import pytest
 
 from container_testlib import EXAMPLES, FALLBACK_LAYERS, require_container
 
-from autograder.gradescope.container import ContainerSpec, run_container
-from autograder.gradescope.image import image_for, unpack_zip
-from autograder.gradescope.simulate import run_in_image
+from autograder.gradescope.sim.container import ContainerSpec, run_container
+from autograder.gradescope.sim.image import image_for, unpack_zip
+from autograder.gradescope.sim.simulate import run_in_image
 from needs import needs
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from autograder.cli import app
-from autograder.gradescope import container, simulate
+from autograder.gradescope.sim import container, simulate
 
 
 @pytest.fixture

@@ -1,15 +1,10 @@
-"""Memory and CPU limits of a container, as Docker sets them: cgroup v1's memory and cpu
-controllers (``memory.limit_in_bytes``, ``cpu.cfs_quota_us`` of ``cpu.cfs_period_us``).
+"""Memory and CPU limits of a simulated container, as Docker sets them: cgroup v1's memory and
+cpu controllers (``memory.limit_in_bytes``, ``cpu.cfs_quota_us`` of ``cpu.cfs_period_us``).
 
-Two sides:
-
-- :class:`ContainerCgroup`, the host's side (root, rw cgroups): make a cgroup per controller
-  under the one this process is in, set the limits, put the container's first process in it,
-  read its peak memory, OOM kills and CPU time, and remove it afterwards.
-- :func:`own_limits`, the container's side: what the grader can read of its own container
-  (``/sys/fs/cgroup`` is mounted read-only inside Docker, but readable): the memory limit and
-  the number of OOM kills, on cgroup v1 or v2. ``gradescope run`` uses it to tell a student that
-  the container ran out of memory.
+:class:`ContainerCgroup` is the host's side (root, rw cgroups): make a cgroup per controller
+under the one this process is in, set the limits, put the container's first process in it, read
+its peak memory, OOM kills and CPU time, and remove it afterwards. What the grader reads of its
+own container from inside is :mod:`autograder.gradescope.container_limits`.
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 NAME_PREFIX = "autograder-container-"
-UNLIMITED = 1 << 62        # v1 reports "no limit" as a page-rounded 2**63 - 1
 
 
 class CgroupError(Exception):
@@ -194,28 +188,3 @@ class ContainerCgroup:
                             pass
                     time.sleep(0.05)
 
-
-# --------------------------------------------------------------------------- inside a container
-
-def own_limits(root: Path = CGROUP_ROOT) -> dict:
-    """The memory limit (MB) and OOM-kill count of the cgroup this process is in, as far as it can
-    see them (v1: ``memory/``; v2: the unified tree); {} when neither is readable."""
-    try:
-        if (root / "memory" / "memory.limit_in_bytes").is_file():      # v1 (Docker binds its own cgroup here)
-            mem = root / "memory"
-            limit = int(_read(mem / "memory.limit_in_bytes"))
-            oom = re.search(r"^oom_kill (\d+)", _read(mem / "memory.oom_control"), re.M)
-            kills = int(oom.group(1)) if oom else None
-        elif (root / "memory.max").is_file():                            # v2 with a cgroup namespace
-            raw = _read(root / "memory.max")
-            limit = UNLIMITED if raw == "max" else int(raw)
-            oom = re.search(r"^oom_kill (\d+)", _read(root / "memory.events"), re.M)
-            kills = int(oom.group(1)) if oom else None
-        else:
-            return {}
-    except (OSError, ValueError):
-        return {}
-    out: dict = {"oom_kills": kills}
-    if limit < UNLIMITED:
-        out["memory_limit_mb"] = limit // (1024 * 1024)
-    return out

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import AutograderError
-from ..tree_walk import remove_tree   # the container's files: what run_autograder left
+from ...errors import AutograderError
+from ...tree_walk import remove_tree   # the container's files: what run_autograder left
 from .cgroups import CgroupStats
 from .container import STATE_PARENT, run_container
 from .image import DEFAULT_CACHE, Image, fresh_autograder_dir, image_for

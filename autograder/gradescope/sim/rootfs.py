@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import AutograderError
+from ...errors import AutograderError
 
 MAX_AGE_S = 7 * 24 * 3600
 HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")

@@ -2,7 +2,7 @@
 rules of the default seccomp profile (moby ``profiles/seccomp/default.json``), for a container
 that holds exactly those capabilities.
 
-Self-contained (standard library only): :mod:`autograder.gradescope.container_init` loads it by
+Self-contained (standard library only): :mod:`autograder.gradescope.sim.container_init` loads it by
 path under Debian's ``/usr/bin/python3``, whose ``seccomp`` module (package ``python3-seccomp``,
 libseccomp's own bindings) compiles the rules.
 

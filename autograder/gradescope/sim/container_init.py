@@ -1,5 +1,5 @@
 """The first process of a simulated Docker container: file system, then Docker's restrictions,
-then the container's command. Run by :mod:`autograder.gradescope.container` as
+then the container's command. Run by :mod:`autograder.gradescope.sim.container` as
 
     unshare --mount --pid --fork --uts --ipc --propagation private --kill-child \\
         /usr/bin/python3 -I container_init.py CONFIG_JSON

@@ -2,7 +2,7 @@
 
 Like the Dockerfile, it unpacks the autograder zip to ``/autograder/source``, installs
 ``run_autograder`` at ``/autograder/run_autograder`` and runs ``setup.sh`` once as root, here in
-a :mod:`container <autograder.gradescope.container>` with Docker's restrictions and no memory or
+a :mod:`container <autograder.gradescope.sim.container` with Docker's restrictions and no memory or
 CPU limit (as ``docker build`` runs its steps). ``setup.sh`` gets ``--python /usr/bin/python3``:
 uv's Python download is the one step that cannot run here (nothing but the package registries
 can be reached), so Debian's Python of the pinned version stands in.
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import AutograderError
+from ...errors import AutograderError
 from . import rootfs as rootfs_mod
 from .container import ContainerSpec, run_container
 

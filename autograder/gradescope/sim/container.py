@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import AutograderError
-from ..tree_walk import remove_tree   # the container's files: what run_autograder left
+from ...errors import AutograderError
+from ...tree_walk import remove_tree   # the container's files: what run_autograder left
 from . import container_init, docker_profile
 from .cgroups import CgroupError, CgroupStats, ContainerCgroup, current_v1_paths, v1_mounts
 
