@@ -2,17 +2,24 @@
 
 ``python grade_child.py NOTEBOOK OUT WORKSPACE SLOT CELL_TIMEOUT_S NOTEBOOK_TIMEOUT_S [LIMITS_JSON]``
 prints one JSON line ``{"maxrss_kb": ..., "score": ...}`` (LIMITS_JSON: more ``[execution]`` limits). Used by the output-flood tests: the grader's
-memory must not follow what the kernel prints. ``ru_maxrss`` of RUSAGE_SELF counts this process
-only (the kernel and the ONNX child are other processes).
+memory must not follow what the kernel prints. ``VmHWM`` of /proc/self/status counts this process
+only (the kernel and the ONNX child are other processes); ``ru_maxrss`` would not: Linux keeps the
+spawning test worker's peak across exec.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import resource
 import sys
 from pathlib import Path
+
+
+def peak_kb() -> int:
+    """This process's own peak resident memory in kB (VmHWM: the high-water mark of its own address
+    space, not one inherited across exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 
 def main(argv: list[str]) -> int:
@@ -33,7 +40,7 @@ def main(argv: list[str]) -> int:
     except SandboxUnavailableError as e:   # the caller skips: this machine has no such jail
         print(json.dumps({"unavailable": str(e)}))
         return 0
-    print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "score": grade["score"]}))
+    print(json.dumps({"maxrss_kb": peak_kb(), "score": grade["score"]}))
     return 0
 
 

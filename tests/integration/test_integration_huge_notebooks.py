@@ -2,7 +2,7 @@
 command in a fresh process, reads a 60 MB notebook of nested empty lists (over the size cap) and
 one just under the cap (millions of lists: gigabytes once built) through the one bounded reader
 (autograder/sandbox/notebook.py), gives each a zero with a reason for the student, and its own
-peak memory (``ru_maxrss`` of RUSAGE_SELF: the command's process only; the parsing child, the
+peak memory (``VmHWM`` of /proc/self/status: the command's process only; the parsing child, the
 kernel and batch workers are other processes) stays under 300 MB.
 
 Gradescope's ``run`` in the simulated 768 MB container is in
@@ -31,9 +31,12 @@ UNDER = MAX_NOTEBOOK_BYTES - 4096
 REASONS = {OVER: f"more than the {MAX_NOTEBOOK_BYTES:,} allowed", UNDER: "JSON lists"}
 
 WRAPPER = """
-import atexit, resource, sys
+import atexit, sys
 out = sys.argv.pop(1)
-atexit.register(lambda: open(out, "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+# VmHWM, this process's own peak (kB): ru_maxrss would inherit the spawning test worker's peak
+# across exec (Linux keeps the larger of the old and new address space's high-water mark)
+atexit.register(lambda: open(out, "w").write(next(l.split()[1] for l in open("/proc/self/status")
+                                                  if l.startswith("VmHWM:"))))
 sys.argv[0] = "autograder"
 from autograder.cli import main
 main()
