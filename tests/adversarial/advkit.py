@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import socket
@@ -268,6 +269,20 @@ def _runnable_in_the_jail(proc: psutil.Process) -> bool:
     visible = {*jail.SYSTEM_DIRS, *jail.interpreter_paths()}
     visible |= {os.path.realpath(v) for v in visible}
     return any(program == v or program.startswith(v.rstrip("/") + "/") for v in visible)
+
+
+def student_visible(g: Graded) -> str:
+    """results.json, feedback.md and feedback.html, with Markdown/HTML escaping undone (an escaped
+    secret is still one)."""
+    texts = [json.dumps(g.results, ensure_ascii=False), g.feedback]
+    html = g.out / "feedback.html"
+    if html.is_file():
+        texts.append(html.read_text(errors="replace"))
+    whole = "\n".join(texts)
+    whole = re.sub(r"\\(.)", r"\1", whole.replace("\\\\", "\\"))
+    for entity, ch in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&"), ("&#x27;", "'")):
+        whole = whole.replace(entity, ch)
+    return whole
 
 
 def leaks(g: Graded) -> list[str]:

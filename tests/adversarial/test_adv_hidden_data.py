@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advkit import ROOT, TOKEN, require_mode
+from advkit import ROOT, TOKEN, require_mode, student_visible
 from autograder.probe_format import Arg, ProbeCase
 
 pytestmark = pytest.mark.slow
@@ -156,18 +156,6 @@ def _report(g) -> dict:
     return json.loads((g.workspace / "probe_report.json").read_text())
 
 
-def _student_visible(g) -> str:
-    """Everything a student reads, with Markdown/HTML escaping undone (an escaped secret is still one)."""
-    texts = [json.dumps(g.results, ensure_ascii=False), g.feedback]
-    html = g.out / "feedback.html"
-    if html.is_file():
-        texts.append(html.read_text(errors="replace"))
-    whole = "\n".join(texts)
-    whole = re.sub(r"\\(.)", r"\1", whole.replace("\\\\", "\\"))
-    for entity, ch in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&")):
-        whole = whole.replace(entity, ch)
-    return whole
-
 
 # Each attacking call walks the kernel's objects and writes files: ~0.4 s here, 62 calls, several
 # times that on a loaded machine. The probe's budget follows the cell limit (at most 120 s plus a
@@ -194,7 +182,7 @@ def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cell
     assert report[CANARY_CASE.id]["status"] in ("raised", "unconvertible"), report[CANARY_CASE.id]
     first = functions["quantize"]["first_mismatch"]
     assert first["reason"] == "raised" and first["case"] != CANARY_CASE.id, first
-    visible = _student_visible(g)
+    visible = student_visible(g)
     leaked = [what for what, needle in _needles(cases).items() if needle in visible]
     assert not leaked, f"hidden probe data reached results.json/feedback: {leaked}"
     for path in (str(ROOT), str(Path(ROOT).resolve())):

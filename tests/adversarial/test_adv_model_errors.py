@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from advkit import require_mode
+from advkit import require_mode, student_visible
 from autograder.measure.onnx_errors import PREFIX
 
 pytestmark = pytest.mark.slow
@@ -175,18 +175,6 @@ for _p, _b in {blobs!r}.items():
 '''
 
 
-def _student_visible(g) -> str:
-    """results.json, feedback.md, feedback.html, with Markdown/HTML escaping undone."""
-    texts = [json.dumps(g.results, ensure_ascii=False), g.feedback]
-    html = g.out / "feedback.html"
-    if html.is_file():
-        texts.append(html.read_text(errors="replace"))
-    whole = "\n".join(texts)
-    whole = re.sub(r"\\(.)", r"\1", whole.replace("\\\\", "\\"))
-    for entity, ch in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&"), ("&#x27;", "'")):
-        whole = whole.replace(entity, ch)
-    return whole
-
 
 def test_hidden_rows_never_reach_the_student_through_a_models_errors(grade_cells, jail_check, jail_mode,
                                                                    assignment07, hidden):
@@ -197,7 +185,7 @@ def test_hidden_rows_never_reach_the_student_through_a_models_errors(grade_cells
     measured = g.measurements.get("models", {})
     fp32 = json.dumps(measured.get("fp32", {}))
     assert f"{PREFIX}: a `Gather` index out of range" in fp32, fp32[:600]
-    visible = _student_visible(g)
+    visible = student_visible(g)
     assert PREFIX in visible, "the student is told why the model could not be measured"
     renderings = {**hidden_renderings(hidden.X_test), **hidden_renderings(hidden.X_edge)}
     for where, text in (("results.json/feedback.md/feedback.html", visible),
