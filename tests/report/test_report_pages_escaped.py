@@ -67,7 +67,7 @@ def _parse(page: str) -> _Page:
 
 def _summary(out: Path, word: str) -> str:
     """A batch whose every text field a submission or a file controls holds ``word``."""
-    names = [f"a{word}", f"b{word}", f"c{word}", f"d{word}"]
+    names = [f"{c}{word}".replace("\0", "") for c in "abcd"]   # folder names: a file name holds no NUL
     ids = [f"q{word}", f"r{word}"]
     rubric = {"checks": [{"id": ids[0], "title": f"title {word}", "points": 2,
                           "parts": [{"name": f"part {word}", "measure": "m.size", "op": "<=", "value": 5}]},
