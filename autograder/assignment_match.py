@@ -26,7 +26,6 @@ import re
 import stat
 import zipfile
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -35,7 +34,7 @@ from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
 from .sandbox.notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
-                               read_notebook_bytes)
+                               read_each, read_notebook_bytes)
 
 METADATA_KEY = DECLARED_AT["autograder"][0]   # notebook metadata written by `autograder build`: {"assignment": id}
 SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide
@@ -189,22 +188,11 @@ def files_facts(paths: Iterable[Path]) -> dict[Path, NotebookFacts]:
 
 
 def _read_all(items: Iterable[Path | tuple[str, bytes]]) -> list[NotebookFacts]:
-    """Facts of each item (a path, or a name and bytes), read by ``os.cpu_count()`` children at a
-    time; at most that many items' bytes are held at once."""
+    """Facts of each item (a path, or a name and bytes), read a few at a time (:func:`read_each`)."""
     def one(item: Path | tuple[str, bytes]) -> NotebookFacts:
         return notebook_facts(item) if isinstance(item, Path) else notebook_facts_of(*item)
 
-    width = max(1, min(8, os.cpu_count() or 1))
-    facts: list[NotebookFacts] = []
-    with ThreadPoolExecutor(width) as pool:
-        chunk: list[Path | tuple[str, bytes]] = []
-        for item in items:
-            chunk.append(item)
-            if len(chunk) == width:
-                facts.extend(pool.map(one, chunk))
-                chunk = []
-        facts.extend(pool.map(one, chunk))
-    return facts
+    return read_each(one, items)
 
 
 def _folder_notebooks(root: Path, limit: int) -> Iterable[Path]:

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -137,10 +135,10 @@ def _skeleton(code: str) -> str:
 
 
 def all_code_cells(paths: list[Path]) -> list[list[tuple[int, str]]]:
-    """:func:`code_cells` of each path, in order, read a few at a time: each read is a child process
-    (the bounded reader), so a class's notebooks are read by as many children as there are cores."""
-    with ThreadPoolExecutor(max(1, min(8, os.cpu_count() or 1))) as pool:
-        return list(pool.map(code_cells, paths))
+    """:func:`code_cells` of each path, in order, read a few at a time (each read is a child)."""
+    from ..sandbox.notebook import read_each
+
+    return read_each(code_cells, paths)
 
 
 def own_code(notebook: Path | list[tuple[int, str]], starter_cells: set[str]) -> _Code:

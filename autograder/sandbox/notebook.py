@@ -21,8 +21,11 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
@@ -152,6 +155,27 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
     declared = result.get("declared") if isinstance(result.get("declared"), dict) else {}
     return LoadedNotebook(code, int(result["total"]), language if isinstance(language, str) else None,
                           {str(k): v for k, v in declared.items() if isinstance(v, str)})
+
+
+_Item = TypeVar("_Item")
+_Read = TypeVar("_Read")
+
+
+def read_each(read: Callable[[_Item], _Read], items: Iterable[_Item]) -> list[_Read]:
+    """``read(item)`` for each item, in order, by as many reader children at a time as there are
+    cores (at most 8): each read is a child process, the threads only wait for them. At most that
+    many items are taken from ``items`` at once (an item may hold a notebook's bytes)."""
+    width = max(1, min(8, os.cpu_count() or 1))
+    results: list[_Read] = []
+    with ThreadPoolExecutor(width) as pool:
+        chunk: list[_Item] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == width:
+                results.extend(pool.map(read, chunk))
+                chunk = []
+        results.extend(pool.map(read, chunk))
+    return results
 
 
 def stripped_notebook(cells: list[CodeCell]) -> nbformat.NotebookNode:
