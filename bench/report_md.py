@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore
+from . import bench_cpu_budget, bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore
 from .common import GiB
 from .format import SECTION_TITLES  # the document's sections, in order (re-exported)
 from .format import goals_table
@@ -64,6 +64,8 @@ def render(data: dict[str, Any]) -> str:
     lines += bench_dask.section(data.get("dask"))
     if "gradescope" in cfg.get("only", []) or data.get("gradescope"):
         lines += bench_gradescope.section(data.get("gradescope"))
+    if "cpu" in cfg.get("only", []) or data.get("cpu"):
+        lines += bench_cpu_budget.section(data.get("cpu"), data.get("machine"))
     notes = data.get("notes") or []
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -91,7 +93,7 @@ def splice(text: str, data: dict[str, Any]) -> str:
     """``text`` (an existing RESULTS.md) with the sections and goal rows of the benchmarks in ``data``
     replaced (or added), the rest kept as it is: one benchmark rerun after a full run.
 
-    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``); each gets a line saying
+    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``, ``cpu``); each gets a line saying
     when it was measured, since the machine section above describes the full run. (The batch's memory per
     submission in flight stays in the memory section of the full run.) A goal row is replaced by the new
     row whose subject matches it up to its first colon, so a goal whose target changed replaces its row.
@@ -99,7 +101,8 @@ def splice(text: str, data: dict[str, Any]) -> str:
     m = data.get("machine", {})
     standalone = (("overhead", SECTION_TITLES[0], bench_overhead.section, bench_overhead.goals),
                   ("batch", SECTION_TITLES[1], bench_otter.section, bench_otter.goals),
-                  ("dask", bench_dask.TITLE, bench_dask.section, bench_dask.goals))
+                  ("dask", bench_dask.TITLE, bench_dask.section, bench_dask.goals),
+                  ("cpu", bench_cpu_budget.TITLE, lambda r: bench_cpu_budget.section(r, m), bench_cpu_budget.goals))
     for name, title, render_section, goals_of in standalone:
         if name not in data.get("config", {}).get("only", []):
             continue

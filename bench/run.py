@@ -10,9 +10,12 @@ run one / two at a time), ``rescore`` (100 stored submissions), ``memory`` (peak
 flight), ``dask`` (``--scheduler local:2`` vs ``-j 2`` on one class; per-task overhead of the
 scheduler path on 1,000 submissions with no execution), ``gradescope`` (the reference and the slowest
 legal notebook in the simulated Gradescope container, at 768 MB / 0.5 CPU and at the recommended
-settings). See bench/README.md for what each figure means.
+settings), ``cpu`` (the CPU budget per stage of a ``-j 1`` batch of examples: the jailed kernel's
+start, cells and probe, the measuring children, the grader's warm-ups, picture and reports, the
+batch's integrity report and summary). See bench/README.md for what each figure means.
 
     .venv/bin/python bench/run.py --only dask --splice   # rerun one benchmark, replace its section in RESULTS.md
+    .venv/bin/python bench/run.py --only cpu --splice    # the CPU budget per stage alone (~5 min)
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (make bench): import the package ``bench`` from the root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
+from bench import bench_cpu_budget, bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
 from bench.common import ROOT, isolation_summary, load_average, log, machine_facts, read_json, write_json  # noqa: E402
 from bench.report_md import all_goals, render, splice  # noqa: E402
 
-BENCHMARKS = ("overhead", "batch", "rescore", "memory", "dask", "gradescope")
+BENCHMARKS = ("overhead", "batch", "rescore", "memory", "dask", "gradescope", "cpu")
 DEFAULT_OUTPUT = ROOT / "bench" / "RESULTS.md"
 
 FULL: dict[str, Any] = {
@@ -50,6 +53,7 @@ FULL: dict[str, Any] = {
     "dask_class_size": 12, "dask_rounds": 3, "dask_examples": None,
     "dask_overhead_tasks": 1000, "dask_overhead_rounds": 3,
     "gradescope_rounds": 3, "gradescope_slow_rounds": 1,
+    "cpu_examples": list(bench_cpu_budget.DEFAULT_EXAMPLES), "cpu_rounds": 3,
 }
 QUICK: dict[str, Any] = {
     **FULL, "mode": "quick",
@@ -61,6 +65,7 @@ QUICK: dict[str, Any] = {
     "dask_class_size": 4, "dask_rounds": 1, "dask_examples": ["untouched"],
     "dask_overhead_tasks": 100, "dask_overhead_rounds": 1,
     "gradescope_rounds": 1, "gradescope_slow_rounds": 0,
+    "cpu_examples": ["untouched"], "cpu_rounds": 1,
 }
 
 
@@ -77,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="rounds of the batch runs (default 2: all five runs once, then the three the goals compare)")
     p.add_argument("--batch-size", type=int, help="submissions per batch (default 20)")
     p.add_argument("--rescore-rounds", type=int, help="rounds of the rescore benchmark (default 5)")
+    p.add_argument("--cpu-rounds", type=int, help="rounds of the CPU budget's -j 1 batch (default 3)")
     p.add_argument("--notebooks", help="comma-separated example names for the overhead benchmark")
     p.add_argument("--no-cli", action="store_true", help="overhead: skip the `autograder grade` CLI variant")
     p.add_argument("--output", type=Path, help=f"the Markdown to write (default {DEFAULT_OUTPUT.relative_to(ROOT)}; "
@@ -106,6 +112,8 @@ def config_from(args: argparse.Namespace) -> dict[str, Any]:
         cfg["batch_size"] = args.batch_size
     if args.rescore_rounds:
         cfg["rescore_rounds"] = args.rescore_rounds
+    if args.cpu_rounds:
+        cfg["cpu_rounds"] = args.cpu_rounds
     if args.notebooks:
         cfg["overhead_notebooks"] = [n.strip() for n in args.notebooks.split(",") if n.strip()]
     if args.no_cli:
@@ -139,6 +147,8 @@ def run_all(cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
         data["memory"] = _guarded(data, "memory", lambda: bench_memory.run(cfg, otter_zip=zip_path, workdir=workdir))
     if "gradescope" in only:
         data["gradescope"] = _guarded(data, "gradescope", lambda: bench_gradescope.run(cfg, workdir=workdir))
+    if "cpu" in only:
+        data["cpu"] = _guarded(data, "cpu", lambda: bench_cpu_budget.run(cfg, workdir=workdir))
     data["machine"]["load_average_end"] = load_average()
     data["elapsed_s"] = time.monotonic() - started
     data["goals"] = all_goals(data)
