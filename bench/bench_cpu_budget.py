@@ -67,7 +67,8 @@ GRADER_ROWS = (
     ("setup", "grader: setup (workspace)"),
     ("execute_rest", "grader: running the jail (jail set-up, nbclient, snapshot, reaping)"),
     ("probe_loop", "grader: the probe (its side: sending, reading back)"),
-    ("warm_ups", "grader: warm-ups (assignment's `prepare`, matplotlib)"),
+    ("warm_ups", "grader: warm-up of the assignment (`prepare`: data sets, imports)"),
+    ("figure_warm_up", "grader: warm-up of the picture (matplotlib)"),
     ("start_children", "grader: starting the measuring children"),
     ("beside_probe", "grader: measuring the models beside the probe (own CPU)"),
     ("other_threads", "grader: other threads"),
@@ -77,20 +78,20 @@ GRADER_ROWS = (
     ("reports", "grader: reports (feedback.md, feedback.html, results.json)"),
     ("children_startup", "measuring children: start-up and imports"),
     ("children_jobs", "measuring children: their jobs (check, run, compare)"),
-    ("other_children", "other child processes (notebook parse, …)"),
+    ("other_children", "other child processes (notebook parse, …; their rusage)"),
 )
 TOTAL_ROWS = (
     ("kernel_total", "**jailed kernel, total**"),
     ("grader_total", "**grader, total** (process + measuring children + other children)"),
-    ("sum", "kernel + grader (cgroups)"),
-    ("total", "all processes (rusage, independent)"),
+    ("sum", "kernel + grader"),
+    ("total", "all processes of the grade (its cgroup, independent)"),
 )
 BATCH_ROWS = (
     ("integrity", "integrity report (`class_integrity`, with its reader children)"),
     ("summary", "summary page (`write_summary`)"),
     ("batch_rest", "the rest of the batch (pool worker's start, dispatch, cache, gradebook)"),
     ("submissions", "the submissions (sum of their totals)"),
-    ("batch_total", "**the whole batch** (rusage of the batch's process and its children)"),
+    ("batch_total", "**the whole batch** (its cgroup: every process of the batch)"),
 )
 THREAD_ROWS = {"autograder-warm-ups": "warm_ups", "autograder-warm-workers": "start_children",
                "autograder-measure-artifacts": "beside_probe"}
@@ -114,6 +115,7 @@ class Readings:
     probe_loop: float = 0.0
     judge: float = 0.0
     picture: float = 0.0
+    figure_warm_up: float = 0.0
     children: list[dict[str, Any]] = field(default_factory=list)    # per measuring child: startup, job, used
     live_children: dict[str, tuple[CpuGroup, list[float]]] = field(default_factory=dict)
     hooks_missing: list[str] = field(default_factory=list)
@@ -129,6 +131,7 @@ class Readings:
 _current: Readings | None = None
 _record_dir: Path | None = None
 _batch: dict[str, float] = {}
+_batch_group: CpuGroup | None = None     # the batch's process and everything under it
 
 
 def is_import_only(source: str) -> bool:
@@ -143,8 +146,10 @@ def is_import_only(source: str) -> bool:
     return bool(imports) and not rest
 
 
-def budget_of(r: Readings, total_s: float) -> dict[str, Any]:
-    """The rows of one submission (CPU seconds) from its readings; ``total_s`` from rusage."""
+def budget_of(r: Readings, other_children_s: float) -> dict[str, Any]:
+    """The rows of one submission (CPU seconds) from its readings; ``other_children_s``: what the
+    grading process's reaped children used (``RUSAGE_CHILDREN``; the jailed trees' CPU does not
+    reach it, since their processes are killed inside their namespaces, not waited for)."""
     own = dict(zip([m[0] for m in r.marks], [b - a for (_, a), (_, b) in zip(r.marks, r.marks[1:])]))
     threads = dict(r.threads)
     kernel = r.kernel_s()
@@ -160,21 +165,23 @@ def budget_of(r: Readings, total_s: float) -> dict[str, Any]:
     thread_sum = sum(threads.get(k, 0.0) for k in ("warm_ups", "start_children", "beside_probe", "other_threads"))
     judge_stage = own.get("judge", 0.0)
     self_total = r.marks[-1][1] - r.marks[0][1] if len(r.marks) > 1 else 0.0
-    process_total = r.process.seconds() if r.process is not None else None
+    total = r.process.seconds() if r.process is not None else None     # everything, the kernel's included
     startup = sum(c["startup"] for c in r.children)
     jobs = sum(c["job"] for c in r.children)
+    warm_ups = threads.get("warm_ups", 0.0)
     rows.update({
         "setup": own.get("setup"), "execute_rest": execute - thread_sum - r.probe_loop, "probe_loop": r.probe_loop,
-        "warm_ups": threads.get("warm_ups", 0.0), "start_children": threads.get("start_children", 0.0),
+        "warm_ups": warm_ups - r.figure_warm_up, "figure_warm_up": r.figure_warm_up,
+        "start_children": threads.get("start_children", 0.0),
         "beside_probe": threads.get("beside_probe", 0.0), "other_threads": threads.get("other_threads", 0.0),
         "measure": own.get("measure"), "judge": r.judge, "picture": r.picture,
         "reports": judge_stage - r.judge - r.picture,
         "children_startup": startup, "children_jobs": jobs,
-        "other_children": None if process_total is None else process_total - self_total,
+        "other_children": other_children_s,
     })
-    grader = None if process_total is None else process_total + startup + jobs
+    grader = self_total + startup + jobs + other_children_s
     rows.update({"kernel_total": kernel if r.kernel is not None else None, "grader_total": grader,
-                 "sum": None if grader is None or r.kernel is None else kernel + grader, "total": total_s})
+                 "sum": None if r.kernel is None else kernel + grader, "total": total})
     return {"name": r.name, "rows": rows, "children": r.children, "hooks_missing": r.hooks_missing}
 
 
@@ -238,8 +245,9 @@ def _grade_notebook(original: Any) -> Any:
         r = Readings(Path(notebook).stem)
         r.hooks_missing = list(_missing)
         hierarchy, _ = cpu_accounting.available()
-        if hierarchy is not None:
-            r.kernel, r.process = CpuGroup("kernel", hierarchy), CpuGroup("grader", hierarchy)
+        if hierarchy is not None:    # the kernel's and the children's groups under the grade's: all counted
+            r.process = CpuGroup("grade", under=_batch_group) if _batch_group else CpuGroup("grade", hierarchy)
+            r.kernel = CpuGroup("kernel", under=r.process)
             r.process.enter()
         caller = kwargs.pop("on_stage", None)
 
@@ -249,24 +257,24 @@ def _grade_notebook(original: Any) -> Any:
                 caller(name)
 
         _current = r
-        total0 = self_seconds() + children_seconds()
+        children0 = children_seconds()
         r.marks.append(("setup", self_seconds()))
         try:
             return original(notebook, assignment, out_dir, on_stage=on_stage, **kwargs)
         finally:
             r.marks.append(("end", self_seconds()))
-            total = self_seconds() + children_seconds() - total0
+            other_children = children_seconds() - children0
             for label, (group, _) in list(r.live_children.items()):   # never closed: count what it used
                 r.children.append({"startup": group.seconds(), "job": 0.0, "used": False})
                 group.remove()
                 r.live_children.pop(label)
-            result = budget_of(r, total)
+            result = budget_of(r, other_children)
             _current = None
             if r.process is not None:
                 r.process.leave()
-                r.process.remove()
-            if r.kernel is not None:
-                r.kernel.remove()
+            for group in (r.kernel, r.process):
+                if group is not None:
+                    group.remove()
             if _record_dir is not None:
                 (_record_dir / f"{os.getpid()}-{time.monotonic_ns()}.json").write_text(json.dumps(result))
     return wrapper
@@ -288,7 +296,7 @@ def _jailed_command(original: Any) -> Any:
         hierarchy, _ = cpu_accounting.available()
         if jailed is None or r is None or hierarchy is None:
             return jailed      # unjailed: the child is counted with the grader's other children
-        group = CpuGroup("measure", hierarchy)
+        group = CpuGroup("measure", under=r.process) if r.process is not None else CpuGroup("measure", hierarchy)
         r.live_children[str(job_dir)] = (group, [])
         return cpu_accounting.join_prefix(group) + list(jailed)
     return wrapper
@@ -374,7 +382,7 @@ def instrumented(record_dir: Path) -> Iterator[list[str]]:
     global _record_dir
     from autograder import pipeline
     from autograder.measure import warm_pool, worker_process
-    from autograder.report import integrity, summary
+    from autograder.report import figure, integrity, summary
     from autograder.sandbox import execute, jail
 
     patches = [
@@ -389,6 +397,7 @@ def instrumented(record_dir: Path) -> Iterator[list[str]]:
         (warm_pool, "threading", lambda _: _ThreadingShim()),
         (pipeline, "judge", _time_thread("judge")),
         (pipeline, "_draw_pictures", _time_thread("picture")),
+        (figure, "warm_up", _time_thread("figure_warm_up")),
         (integrity, "class_integrity", _batch_part("integrity")),
         (summary, "write_summary", _batch_part("summary")),
     ]
@@ -420,11 +429,14 @@ HOOKS_WANTED = (
 def make_class(folder: Path, examples: list[str], round_index: int) -> None:
     """One distinct copy of each example (a Markdown cell naming the round): nothing is ever cached."""
     folder.mkdir(parents=True)
-    for name in examples:
+    for i, name in enumerate(examples):
         nb = json.loads((EXAMPLES / f"{name}.ipynb").read_text())
         nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"cpu budget round {round_index}",
                             "id": f"cpubudget{round_index}"})
-        (folder / f"r{round_index}_{name}.ipynb").write_text(json.dumps(nb))
+        # the batch grades in name order: the first one of a round pays the worker's first imports,
+        # so the order turns from one round to the next
+        position = (i - round_index) % len(examples)
+        (folder / f"r{round_index}p{position:02d}_{name}.ipynb").write_text(json.dumps(nb))
 
 
 def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: Path) -> dict[str, Any]:
@@ -436,14 +448,21 @@ def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: 
     make_class(src, examples, round_index)
     records.mkdir()
     _batch.clear()
-    with instrumented(records) as missing:
-        t0 = self_seconds() + children_seconds()
-        summary = run_batch(src, out, assignment=assignment, jobs=1, use_cache=False, progress=False)
-        batch_total = self_seconds() + children_seconds() - t0
+    global _batch_group
+    group = _batch_group = CpuGroup("batch")
+    group.enter()
+    try:
+        with instrumented(records) as missing:
+            summary = run_batch(src, out, assignment=assignment, jobs=1, use_cache=False, progress=False)
+        batch_total = group.seconds()
+    finally:
+        _batch_group = None
+        group.leave()
+        group.remove()
     subs = [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
     for s in subs:
         s["example"] = s["name"].split("_", 1)[1] if "_" in s["name"] else s["name"]
-    sub_total = sum(s["rows"]["total"] for s in subs)
+    sub_total = sum(s["rows"]["total"] or 0.0 for s in subs)
     batch = {"integrity": _batch.get("integrity"), "summary": _batch.get("summary"), "submissions": sub_total,
              "batch_total": batch_total}
     batch["batch_rest"] = batch_total - sub_total - (batch["integrity"] or 0.0) - (batch["summary"] or 0.0)
@@ -504,7 +523,8 @@ CURES = {
                         "for all of a submission's models, pays ONNX Runtime's import once",
     "children_jobs": "fewer or smaller runs of the models (the picture's grid, the hidden set's size), or one child "
                      "for all three models",
-    "warm_ups": "the assignment's data sets and matplotlib loaded once per worker, not once per submission",
+    "warm_ups": "the assignment's data sets and imports loaded once per worker, not once per submission",
+    "figure_warm_up": "matplotlib imported and warmed once per worker, not once per submission",
     "beside_probe": "the reference answers' sessions and data made once per worker",
     "measure": "the assignment's own work after the kernel (functions, RESULTS): the reference's sessions made "
                "once per worker",

@@ -81,14 +81,15 @@ def available() -> tuple[Hierarchy | None, str]:
 
 
 class CpuGroup:
-    """One counting cgroup (see the module's docstring). ``seconds()``: CPU used inside it so far."""
+    """One counting cgroup (see the module's docstring). ``seconds()``: CPU used inside it so far,
+    the groups made ``under`` it included (the counting is hierarchical in v1 ``cpuacct`` and in v2)."""
 
-    def __init__(self, label: str, hierarchy: Hierarchy | None = None) -> None:
-        h = hierarchy or available()[0]
+    def __init__(self, label: str, hierarchy: Hierarchy | None = None, *, under: CpuGroup | None = None) -> None:
+        h = under.hierarchy if under is not None else hierarchy or available()[0]
         if h is None:
             raise OSError(available()[1])
         self.hierarchy = h
-        self.path = h.parent / f"{PREFIX}{os.getpid()}-{label}-{next(_serial)}"
+        self.path = (under.path if under is not None else h.parent) / f"{PREFIX}{os.getpid()}-{label}-{next(_serial)}"
         self.path.mkdir()
         self._left: Path | None = None
 
