@@ -215,7 +215,9 @@ def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[list[str]]:
     for owner, name, make in patches:
         original = getattr(owner, name, None)
         if original is None:
-            missing.append(f"{getattr(owner, '__name__', owner)}.{name}")
+            where = getattr(owner, "__module__", "") + "." + getattr(owner, "__qualname__", "") \
+                if isinstance(owner, type) else getattr(owner, "__name__", "autograder.sandbox.execute.<a class>")
+            missing.append(f"{where}.{name}")
             continue
         saved.append((owner, name, original))
         setattr(owner, name, make(original))
