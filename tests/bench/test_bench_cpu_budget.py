@@ -133,5 +133,6 @@ def test_budget_of_one_notebook_has_every_stage_and_adds_up(tmp_path):
         assert batch[key] is not None and batch[key] >= -EPSILON_S, key
     assert batch["integrity"] > 0, "the integrity report ran"
     assert batch["batch_total"] >= batch["submissions"]
-    leftovers = [p.name for p in hierarchy.parent.iterdir() if p.name.startswith(f"{cpu_accounting.PREFIX}{os.getpid()}-")]
+    ours = f"{cpu_accounting.PREFIX}{os.getpid()}-"
+    leftovers = [p.name for p in hierarchy.parent.iterdir() if p.name.startswith(ours)]
     assert leftovers == [], "every counting cgroup is removed"
