@@ -599,6 +599,12 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
                      "medians: " + "; ".join(f"*{label}* up to {mx:.2f} s (median {md:.2f} s)"
                                              for label, md, mx in first) + ".")
     per_child = {e: result["per_example"][e]["children"] for e in ex}
+    unused = {e: [c[0] for c in children if not c[2]] for e, children in per_child.items()}
+    if any(unused.values()):
+        lines.append("- Measuring children started ahead and never given a job (the notebook wrote no such model), "
+                     "their start-up spent for nothing: " + "; ".join(
+                         f"`{e}` {len(u)} ({sum(u):.2f} s)" for e, u in unused.items() if u)
+                     + ". Starting them once the models exist, or from a template, would save it.")
     lines.append("- Each measuring child, `(start-up, job, used)` in CPU s, from one round: "
                  + "; ".join(f"`{e}` {c}" for e, c in per_child.items()) + ".")
     if result.get("hooks_missing"):

@@ -2,7 +2,7 @@
 
 Every benchmark module (``bench_*.py``) writes its section and its goals with these; ``report_md``
 assembles the document from the benchmark modules. Imports go one way only:
-``run.py`` → ``report_md`` → ``bench_*`` → ``format``, ``common``, ``memory_sampling``.
+``run.py`` → ``report_md`` → ``bench_*`` → ``format``, ``common``, ``memory_sampling``, ``cpu_accounting``.
 
 A goal is a dict ``{"subject", "measured", "target", "unit", "lower_is_better", "met", "fix"}``;
 :func:`goal` builds one, :func:`goal_line` renders it, and :func:`goals_table` is the summary table
