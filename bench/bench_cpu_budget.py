@@ -478,8 +478,9 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
     from autograder.sandbox import detect_isolation
 
     hierarchy, why = cpu_accounting.available()
-    if hierarchy is None:
-        raise RuntimeError(f"the CPU budget cannot be measured here: {why}")
+    if hierarchy is None:    # said in the section, not a failure of the benchmarks (as a non-root run)
+        log(f"cpu budget: not measured: {why}")
+        return {"unavailable": why}
     assignment = load_assignment(ASSIGNMENT_ID)
     examples = list(cfg.get("cpu_examples") or DEFAULT_EXAMPLES)
     rounds = int(cfg.get("cpu_rounds", 3))
@@ -552,6 +553,8 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
     lines = [TITLE, ""]
     if not result:
         return lines + ["Not run.", ""]
+    if result.get("unavailable"):
+        return lines + [f"Not measured on this machine: {result['unavailable']}.", ""]
     ex = result["examples"]
     load = (machine or {}).get("load_average_start")
     lines += [f"CPU seconds (user + system), not wall time: `run_batch -j 1` of {len(ex)} example notebooks, "

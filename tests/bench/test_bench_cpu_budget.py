@@ -61,6 +61,11 @@ def test_section_has_every_stage_and_every_example():
     assert "The largest part of the grader's own CPU" in text
 
 
+def test_section_says_why_nothing_was_measured():
+    lines = budget.section({"unavailable": "cgroups need root"})
+    assert "Not measured on this machine: cgroups need root." in lines
+
+
 def test_section_names_a_missing_hook():
     result = {**fake_result(), "hooks_missing": ["autograder.sandbox.execute._Run._execute"]}
     assert "`autograder.sandbox.execute._Run._execute`" in "\n".join(budget.section(result))
