@@ -248,9 +248,16 @@ def _grade_notebook(original: Any) -> Any:
         r.hooks_missing = list(_missing)
         hierarchy, _ = cpu_accounting.available()
         if hierarchy is not None:    # the kernel's and the children's groups under the grade's: all counted
-            r.process = CpuGroup("grade", under=_batch_group) if _batch_group else CpuGroup("grade", hierarchy)
-            r.kernel = CpuGroup("kernel", under=r.process)
-            r.process.enter()
+            try:
+                r.process = CpuGroup("grade", under=_batch_group) if _batch_group else CpuGroup("grade", hierarchy)
+                r.kernel = CpuGroup("kernel", under=r.process)
+                r.process.enter()
+            except OSError as e:     # graded all the same; its cgroup rows are then missing
+                r.hooks_missing.append(f"a counting cgroup ({e})")
+                for group in (r.kernel, r.process):
+                    if group is not None:
+                        group.remove(timeout_s=0)
+                r.kernel = r.process = None
         caller = kwargs.pop("on_stage", None)
 
         def on_stage(name: str) -> None:
@@ -298,7 +305,10 @@ def _jailed_command(original: Any) -> Any:
         hierarchy, _ = cpu_accounting.available()
         if jailed is None or r is None or hierarchy is None:
             return jailed      # unjailed: the child is counted with the grader's other children
-        group = CpuGroup("measure", under=r.process) if r.process is not None else CpuGroup("measure", hierarchy)
+        try:
+            group = CpuGroup("measure", under=r.process) if r.process is not None else CpuGroup("measure", hierarchy)
+        except OSError:
+            return jailed      # counted with the grader's other children
         r.live_children[str(job_dir)] = (group, [])
         return cpu_accounting.join_prefix(group) + list(jailed)
     return wrapper
@@ -506,7 +516,8 @@ def summarize(runs: list[dict[str, Any]], examples: list[str], *, hierarchy_vers
     every = [s for run_ in runs for s in run_["submissions"]]
     overall = {k: spread([s["rows"].get(k) for s in every]) for k in keys}
     batch = {k: spread([run_["batch"].get(k) for run_ in runs]) for k, _ in BATCH_ROWS}
-    missing = sorted({m for run_ in runs for m in run_.get("hooks_missing", [])})
+    missing = sorted({m for run_ in runs for m in run_.get("hooks_missing", [])}
+                     | {m for s in every for m in s.get("hooks_missing", [])})
     return {"rounds": len(runs), "examples": examples, "per_example": per_example, "overall": overall,
             "batch": batch, "statuses": [run_["statuses"] for run_ in runs], "hooks_missing": missing,
             "cgroup_version": hierarchy_version, "isolation": isolation,
@@ -611,7 +622,8 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
     lines.append("- Each measuring child, `(start-up, job, used)` in CPU s, from one round: "
                  + "; ".join(f"`{e}` {c}" for e, c in per_child.items()) + ".")
     if result.get("hooks_missing"):
-        lines.append("- **Not measured** (the grader's function was not found): "
+        lines.append("- **Not measured** (a patched function of the grader was not found, or a counting cgroup could "
+                     "not be made; their rows are missing or hold the rest): "
                      + ", ".join(f"`{m}`" for m in result["hooks_missing"]) + ".")
     lines.append("- Statuses per round: " + "; ".join(str(s) for s in result["statuses"]) + ".")
     return lines + [""]
