@@ -633,19 +633,3 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     """No goal of its own: the budget explains the other sections' goals."""
     return []
 
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import tempfile
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--examples", default=",".join(DEFAULT_EXAMPLES))
-    args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="cpu-budget-"))
-    try:
-        result = run({"cpu_rounds": args.rounds, "cpu_examples": args.examples.split(",")}, workdir=work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print("\n".join(section(result)))
-    return 0
