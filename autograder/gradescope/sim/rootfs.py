@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ...errors import AutograderError
+from ...safe_files import atomic_replace
 
 MAX_AGE_S = 7 * 24 * 3600
 HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
@@ -46,15 +47,13 @@ def debian_tarball(cache_dir: Path, *, refresh: bool = False) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if tarball.is_file() and not refresh and time.time() - tarball.stat().st_mtime < MAX_AGE_S:
             return tarball
-        tmp = tarball.with_suffix(".tmp.tar")
-        cmd = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(INCLUDE)}", release, str(tmp)]
-        if HOST_SOURCES.is_file():
-            cmd.append(str(HOST_SOURCES))       # the mirror this host already uses
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise RootfsError(f"mmdebstrap failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
-        tmp.replace(tarball)
+        with atomic_replace(tarball) as tmp:      # a name ending in .tar: mmdebstrap writes a tarball
+            cmd = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(INCLUDE)}", release, str(tmp)]
+            if HOST_SOURCES.is_file():
+                cmd.append(str(HOST_SOURCES))       # the mirror this host already uses
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            if proc.returncode != 0:
+                raise RootfsError(f"mmdebstrap failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
     return tarball
 
 
