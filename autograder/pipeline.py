@@ -249,8 +249,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
     absent); by default a temporary one is used and removed.
     """
-    from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
-    from .sandbox.runfolder import make_workspace_folder
+    from .sandbox import make_workspace_folder, prepared_workspace  # nbclient and the jail: loaded only to execute
     from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)
