@@ -106,7 +106,7 @@ class WorkerProcess:
     def __init__(self, limits) -> None:
         self.limits = limits
         self.job_dir = Path(tempfile.mkdtemp(prefix="autograder-model-"))
-        (self.job_dir / LIMITS_FILE).write_text(json.dumps(asdict(limits)))
+        (self.job_dir / LIMITS_FILE).write_text(json.dumps(asdict(limits)), encoding="utf-8")
         cmd, env = _worker_command(self.job_dir), _child_env(str(self.job_dir))
         jailed = _jailed_command(cmd, self.job_dir, env)
         self.jailed = jailed is not None

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from ..safe_files import write_atomic
+
 SECTION = "figure"
 RENDER_VERSION = 3             # bump when the drawing changes: cached pictures are keyed by it
 CACHE_PREFIX = "figure-"

@@ -1,7 +1,7 @@
 """Stage 1, EXECUTE: the student's notebook in a jailed kernel, then the probe in the same kernel.
 
 Public API: code outside this package uses exactly the names of ``__all__``, imported from
-``autograder.sandbox`` (never from a module inside it; tests/package/test_package_layers.py
+``autograder.sandbox`` (never from a module inside it; tests/package/test_package_source_rules.py
 checks every import of the package):
 
 - running a notebook: :class:`ProbeSpec` (the probe's cases, the functions to report and the

@@ -178,7 +178,7 @@ def _v2_delegate(parent: Path) -> str | None:
     missing = [c for c in CONTROLLERS if c not in enabled]
     if missing:
         try:
-            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing), encoding="ascii")
         except OSError as e:   # EBUSY: the grader's own cgroup holds processes (not the root)
             return (f"cgroup v2: cannot enable {missing} for children of {parent} ({e.strerror}); hint: run the "
                     "grader in a cgroup whose controllers are delegated (systemd Delegate=yes)")
@@ -191,7 +191,7 @@ def slot_name(slot: int, pid: int | None = None) -> str:
 
 
 def _write(path: Path, value: str) -> None:
-    with open(path, "w") as f:
+    with open(path, "w", encoding="ascii") as f:
         f.write(value)
 
 

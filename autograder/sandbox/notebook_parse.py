@@ -152,7 +152,7 @@ def declared_language(raw):
 
 def _first_to_be_killed():
     try:
-        with open("/proc/self/oom_score_adj", "w") as f:
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as f:
             f.write("1000")
     except OSError:
         pass

@@ -96,10 +96,10 @@ class ContainerCgroup:
                 cg.dirs[ctrl] = d
             mem = cg.dirs["memory"]
             if memory_mb:
-                (mem / "memory.limit_in_bytes").write_text(str(int(memory_mb) * 1024 * 1024))
+                (mem / "memory.limit_in_bytes").write_text(str(int(memory_mb) * 1024 * 1024), encoding="ascii")
             if cpus:
-                (cg.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-                (cg.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(float(cpus) * PERIOD_US)))
+                (cg.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US), encoding="ascii")
+                (cg.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(float(cpus) * PERIOD_US)), encoding="ascii")
         except OSError as e:
             cg.remove()
             raise CgroupError(f"cannot make the container's cgroups ({e}); the simulation needs root and "
@@ -125,7 +125,7 @@ class ContainerCgroup:
     def attach(self, pid: int) -> None:
         """Put ``pid`` (and so everything it starts) in every cgroup of the container."""
         for d in dict.fromkeys(self.dirs.values()):
-            (d / "cgroup.procs").write_text(str(pid))
+            (d / "cgroup.procs").write_text(str(pid), encoding="ascii")
 
     def sample(self) -> None:
         """Record the unreclaimable memory now (the kernel keeps no high-water mark of it)."""

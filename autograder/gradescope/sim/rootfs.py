@@ -43,7 +43,7 @@ def debian_tarball(cache_dir: Path, *, refresh: bool = False) -> Path:
     release = host_release()
     cache_dir.mkdir(parents=True, exist_ok=True)
     tarball = cache_dir / f"debian-{release}-minbase.tar"
-    with open(cache_dir / f"{tarball.name}.lock", "w") as lock:
+    with open(cache_dir / f"{tarball.name}.lock", "ab") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if tarball.is_file() and not refresh and time.time() - tarball.stat().st_mtime < MAX_AGE_S:
             return tarball
@@ -80,9 +80,9 @@ def separate_system_ids(root: Path) -> None:
     if any(low <= i <= high for i in taken):
         raise RootfsError(f"uids/gids {low}-{high} are in use on this host; the simulation needs them free")
     defs = root / "etc" / "login.defs"
-    text = defs.read_text() if defs.is_file() else ""
+    text = defs.read_text(encoding="utf-8") if defs.is_file() else ""
     for key, value in (("SYS_UID_MIN", low), ("SYS_UID_MAX", high), ("SYS_GID_MIN", low), ("SYS_GID_MAX", high)):
         text, n = re.subn(rf"^#?\s*{key}\s+\d+\s*$", f"{key} {value}", text, flags=re.M)
         if not n:
             text += f"{key} {value}\n"
-    defs.write_text(text)
+    defs.write_text(text, encoding="utf-8")

@@ -4,7 +4,10 @@
   the sandbox names only what ``autograder.sandbox.__all__`` declares, never a module inside it;
 - one atomic writer: ``os.replace`` (or ``Path.replace``) is called in safe_files.atomic_replace
   only; the kernel-side probe's source (a string run in the student's kernel, which imports
-  nothing of the grader, as written there) holds the only other one.
+  nothing of the grader, as written there) holds the only other one;
+- a text file is never written in the locale's encoding: every ``write_text`` and every ``open``
+  in a text mode that writes names its encoding (the grader's own files go through
+  safe_files.write_atomic, UTF-8).
 """
 
 from __future__ import annotations
@@ -149,3 +152,44 @@ def test_the_kernel_side_probe_holds_the_only_other_os_replace_and_says_why():
 ])
 def test_the_replace_check_tells_a_file_replace_from_a_string_replace(source, expected):
     assert len(_replace_calls(ast.parse(source))) == expected
+
+
+# ── no text written in the locale's encoding ──────────────────────────────────────────────────
+
+def _text_writes_without_encoding(tree: ast.Module) -> list[str]:
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f, keywords = node.func, {k.arg for k in node.keywords}
+        if "encoding" in keywords:
+            continue
+        if isinstance(f, ast.Attribute) and f.attr == "write_text":
+            bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+            continue
+        method = f.attr if isinstance(f, ast.Attribute) else None
+        receiver = ast.unparse(f.value) if method else None
+        opener = (isinstance(f, ast.Name) and f.id == "open") or method == "fdopen" or (
+            method == "open" and receiver != "os")                  # os.open takes flags, not a mode
+        at = 0 if method == "open" and receiver not in ("io", "codecs") else 1   # Path.open(mode)
+        mode = node.args[at] if len(node.args) > at else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if opener and isinstance(mode, ast.Constant) and isinstance(mode.value, str) \
+                and set(mode.value) & set("wax+") and "b" not in mode.value:
+            bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return bad
+
+
+def test_every_text_write_names_its_encoding():
+    found = {module: bad for module, _, tree in MODULES if (bad := _text_writes_without_encoding(tree))}
+    assert found == {}, "write text with an explicit encoding (or through safe_files.write_atomic)"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("p.write_text(s)", 1), ("open(p, 'w')", 1), ("os.fdopen(fd, 'w')", 1), ("open(p, mode='a')", 1),
+    ("open(p, 'r+')", 1), ("path.open('x')", 1), ("io.open(p, 'w')", 1), ("(d / 'f').open(mode='a')", 1),
+    ("p.write_text(s, encoding='utf-8')", 0), ("open(p, 'w', encoding='ascii')", 0), ("open(p, 'wb')", 0),
+    ("open(p)", 0), ("open(p, 'r')", 0), ("os.fdopen(fd, 'ab')", 0), ("p.write_bytes(b)", 0),
+    ("os.open(p, os.O_WRONLY)", 0), ("path.open('rb')", 0), ("path.open()", 0),
+])
+def test_the_encoding_check_tells_text_writes_from_the_rest(source, expected):
+    assert len(_text_writes_without_encoding(ast.parse(source))) == expected
