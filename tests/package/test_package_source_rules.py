@@ -5,6 +5,7 @@
 - one atomic writer: ``os.replace`` (or ``Path.replace``) is called in safe_files.atomic_replace
   only; the kernel-side probe's source (a string run in the student's kernel, which imports
   nothing of the grader, as written there) holds the only other one;
+- mounts, cgroups and the process table are read from ``/proc`` by autograder/proc_info.py only;
 - a text file is never written in the locale's encoding: every ``write_text`` and every ``open``
   in a text mode that writes names its encoding (the grader's own files go through
   safe_files.write_atomic, UTF-8).
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,43 @@ def test_every_text_write_names_its_encoding():
 ])
 def test_the_encoding_check_tells_text_writes_from_the_rest(source, expected):
     assert len(_text_writes_without_encoding(ast.parse(source))) == expected
+
+
+# ── one /proc reader ──────────────────────────────────────────────────────────────────────────
+
+PROC_READER = "autograder.proc_info"
+_PROC_FILE = re.compile(r"^/proc/([^/]+/)?(mountinfo|mounts|cgroup|stat|status)$")
+
+
+def _proc_reads(tree: ast.Module) -> list[str]:
+    """Paths of /proc files that proc_info reads (as a string or an f-string), and listings of /proc."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("scandir", "listdir", "iterdir", "glob") and node.args \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/proc":
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+            continue
+        if _PROC_FILE.match(text):
+            found.append(f"{node.lineno}: {text}")
+    return found
+
+
+def test_mounts_cgroups_and_processes_are_read_from_proc_by_proc_info_only():
+    found = {module: reads for module, _, tree in MODULES if module != PROC_READER and (reads := _proc_reads(tree))}
+    assert found == {}, "read it through autograder/proc_info.py"
+    assert _proc_reads(next(tree for module, _, tree in MODULES if module == PROC_READER)), "the check sees nothing"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('open("/proc/self/mountinfo")', 1), ('Path("/proc/self/cgroup").read_text()', 1), ('f"/proc/{pid}/status"', 1),
+    ('f"/proc/{entry.name}/stat"', 1), ('os.scandir("/proc")', 1), ('"/proc/mounts"', 1), ('"/proc/stat"', 1),
+    ('f"/proc/{pid}/fd"', 0), ('"/proc/self/oom_score_adj"', 0), ('"--proc", "/proc"', 0),
+])
+def test_the_proc_check_tells_the_readers_jobs_from_the_rest(source, expected):
+    assert len(_proc_reads(ast.parse(source))) == expected
