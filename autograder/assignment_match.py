@@ -33,8 +33,8 @@ from typing import Iterable, Sequence
 from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
-from .sandbox.notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
-                               read_each, read_notebook_bytes)
+from .sandbox import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
+                      read_each, read_notebook_bytes)
 
 METADATA_KEY = DECLARED_AT["autograder"][0]   # notebook metadata written by `autograder build`: {"assignment": id}
 SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide

@@ -29,7 +29,7 @@ from .report.feedback_html import write_feedback_html
 from .report.figure import SVG_DPI, cache_pictures, figure_problem, figure_section, no_picture_to_show
 from .report.gradescope_figure import PNG_DPI
 from .report.gradescope_results import failure_results_json, results_json
-from .safe_files import write_json_atomic as _write_json
+from .safe_files import write_atomic, write_json_atomic as _write_json
 from .tolerances import public_tolerances_record, tolerances_record, version_drift
 
 EXECUTION_FILE = "execution.json"
@@ -189,7 +189,7 @@ def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = 
     _write_json(out_dir / GRADE_FILE, grade)
     reporting = time.monotonic()
     feedback = feedback_markdown(grade, measurements)
-    (out_dir / FEEDBACK_FILE).write_text(feedback)
+    write_atomic(out_dir / FEEDBACK_FILE, feedback)
     # + the picture, or why there is none (unless nothing could be graded: the short form says why)
     picture = None if no_picture_to_show(grade, measurements) else measurements
     _draw_pictures(picture, out_dir)
@@ -249,8 +249,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
     absent); by default a temporary one is used and removed.
     """
-    from .sandbox import prepared_workspace  # nbclient and the jail: loaded only to execute
-    from .sandbox.runfolder import make_workspace_folder
+    from .sandbox import make_workspace_folder, prepared_workspace  # nbclient and the jail: loaded only to execute
     from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)

@@ -7,8 +7,10 @@ size is checked before and while reading. ``.npz`` files are read with ``allow_p
 and object arrays are refused. Every failure is an :class:`UnsafeFileError` with a message fit to
 show a student.
 
-The grader's own files (stage files, results.json) are written with :func:`write_json_atomic`:
-a reader sees the old file or the whole new one, never a torn one.
+The grader's own files (stage files, results.json, feedback, CSVs, pages, pictures) are written
+with :func:`write_atomic` (:func:`write_json_atomic` for JSON; :func:`atomic_replace` when a tool
+writes the file), the one place that replaces a file:
+a reader sees the old file or the whole new one, never a torn one, and text is always UTF-8.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import os
 import stat
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -173,31 +176,55 @@ def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
 
 # ── writing the grader's own files ──────────────────────────────────────────────────────────
 
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as JSON to ``path`` atomically: a temp file in the same folder, then os.replace.
+@contextmanager
+def atomic_replace(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary file to fill, beside ``path``, that replaces ``path`` when the block ends well.
 
-    A reader (Gradescope, a batch run) sees the old file or the whole new one, never a torn one.
-    A new file is 0644; a replaced one keeps its permission bits.
-    Non-finite floats and numpy values are made plain first (see ``json_safe``).
+    The package's one place that replaces a file. The temporary file has a unique name in the
+    same folder (concurrent writers never share one) and the extension of ``path`` (a tool that
+    picks its format by extension still does); the block writes it (or has a tool write it); it
+    is then fsynced and renamed over ``path``, so a reader sees the old file or the whole new one,
+    never a torn one. If the block or the fsync fails, the temporary file is removed and ``path``
+    is left as it was. A new file is 0644; a replaced one keeps its permission bits. The folder
+    is created when missing.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}")
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, _mode_of(path, default=0o644))
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
-    return path
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` with :func:`atomic_replace`: the old file or the whole new one.
+
+    ``str`` is written as UTF-8 whatever the locale, exactly as given (no newline translation; a
+    lone surrogate, which UTF-8 cannot hold, becomes U+FFFD); ``bytes`` as they are.
+    """
+    payload = scrub(data).encode("utf-8") if isinstance(data, str) else bytes(data)
+    with atomic_replace(path) as tmp, open(tmp, "wb") as f:
+        f.write(payload)
+    return Path(path)
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as JSON (indented, UTF-8, one final newline) to ``path`` with :func:`write_atomic`.
+
+    Non-finite floats and numpy values are made plain first (see ``json_safe``).
+    """
+    return write_atomic(path, json.dumps(json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def _mode_of(path: Path, *, default: int) -> int:

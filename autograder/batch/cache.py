@@ -86,7 +86,7 @@ class ExecutionCache:
                 shutil.copyfile(out_dir / name, tmp / name)
             meta = {"key": key, "status": status, "stored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     **(info or {})}
-            (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+            (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             os.rename(tmp, self.root / key)
             return True
         except OSError:  # another worker published the same key first

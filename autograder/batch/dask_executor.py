@@ -36,6 +36,7 @@ from typing import Any
 from ..assignment import Assignment, load_assignment
 from ..environment import environment_versions
 from ..errors import AutograderError
+from .. import proc_info
 from .executor import WorkerLost
 from .progress import note
 from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, mismatch
@@ -371,18 +372,8 @@ def _sweep_dead_workers(base: Path) -> None:
     """Remove the temporary folders of this machine's Dask workers that died (SIGKILL, OOM)."""
     for folder in base.glob(f"{TMP_PREFIX}*"):
         pid = folder.name[len(TMP_PREFIX):]
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not proc_info.is_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs: not gone, not a zombie, not exiting (its memory already released)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X") and bool(cmdline)
 
 
 def _drain(q: queue.SimpleQueue[Any]) -> list[Any]:

@@ -14,7 +14,6 @@ submission is finished; a re-run skips it):
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from .. import pipeline
 from ..assignment import Assignment
 from ..report.gradescope_results import failure_results_json
-from ..safe_files import write_json_atomic
+from ..safe_files import write_atomic, write_json_atomic
 from .cache import ExecutionCache
 from .worker import STAGE_FILES, SUBMISSION_FILE, WORKER_LOST, Reply, Task, submission_status
 
@@ -43,7 +42,7 @@ def from_reply(task: Task, reply: Reply, cache: ExecutionCache | None, *, alone:
     out = _fresh(task)
     for name in STAGE_FILES:
         if name in reply.files:
-            _write_bytes(out / name, reply.files[name])
+            write_atomic(out / name, reply.files[name])
     record = _record(task, executed=True, slot=reply.slot, error=reply.error)
     record.update(worker=reply.worker, alone=alone, duration_s=reply.duration_s)
     if reply.traceback:
@@ -156,12 +155,6 @@ def _fresh(task: Task) -> Path:
     for name in STAGE_FILES:
         (out / name).unlink(missing_ok=True)
     return out
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _now() -> str:

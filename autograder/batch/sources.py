@@ -37,7 +37,7 @@ from .. import tree_walk
 from ..errors import AutograderError, UnsafeFileError
 from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
-from ..sandbox.notebook import MAX_NOTEBOOK_BYTES   # one submitted notebook: the bounded reader's cap
+from ..sandbox import MAX_NOTEBOOK_BYTES   # one submitted notebook: the bounded reader's cap
 from ..student_text import clean
 
 MiB = 1024 * 1024

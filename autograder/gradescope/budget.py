@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 from ..assignment import Assignment
 from ..measure.onnx_load import LoadLimits
-from ..sandbox import execute
-from ..sandbox.probe_run import probe_budget_s
+from ..sandbox import RECOVER_GRACE_S, STARTUP_TIMEOUT_S, probe_budget_s
 
 # The grader's own work around one notebook at Gradescope's 0.5 CPU (interpreter start, hidden
 # data, judging, reports, kernel shutdown, reaping): the reference spends ~4 s outside its
@@ -59,7 +58,7 @@ def execution_bound_s(assignment: Assignment) -> float:
     """The longest one execution may take: what :mod:`autograder.sandbox.execute` allows."""
     limits = assignment.limits
     probe_s = probe_budget_s(limits, len(assignment.grading.probe_cases()))
-    return execute.STARTUP_TIMEOUT_S + float(limits.notebook_timeout_s) + probe_s + execute.RECOVER_GRACE_S + 10
+    return STARTUP_TIMEOUT_S + float(limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
 
 
 def budget(assignment: Assignment, load_limits: LoadLimits = LoadLimits()) -> Budget:

@@ -32,6 +32,7 @@ from pathlib import Path
 from .. import hidden_secret
 from ..assignment import load_assignment, load_toml
 from ..errors import AutograderError
+from ..safe_files import atomic_replace
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # the earliest date a zip can hold: reproducible bytes
 SOURCE_DATE_EPOCH = calendar.timegm((*FIXED_DATE, 0, 0, 0))   # the same date for the wheel's entries
@@ -188,9 +189,8 @@ def build_zip(assignment_id: str, out: Path, root: Path | None = None) -> BuildR
     files, wheel_name = zip_contents(assignment_id, root)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    _write_zip(tmp, files)
-    tmp.replace(out)
+    with atomic_replace(out) as tmp:
+        _write_zip(tmp, files)
     manifest = json.loads(files[MANIFEST][0])
     return BuildReport(zip_path=out, wheel_name=wheel_name, entries=sorted(files),
                        size_bytes=out.stat().st_size, secret_fingerprint=manifest["hidden_secret"],

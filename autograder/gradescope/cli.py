@@ -89,15 +89,16 @@ def simulate(
     from .sim.container import ContainerUnavailable
     from .sim.image import ImageBuildError
     from .sim.simulate import simulate as run_simulation
+    from ..safe_files import write_atomic, write_json_atomic
 
     with command_errors(ContainerUnavailable, ImageBuildError):
         sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
                              base=base, rebuild=rebuild)
     if out:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "stdout.txt").write_text(sim.stdout)
+        write_atomic(out / "stdout.txt", sim.stdout)
         if sim.results is not None:
-            (out / "results.json").write_text(json.dumps(sim.results, indent=2) + "\n")
+            write_json_atomic(out / "results.json", sim.results)
     typer.echo(sim.stdout.rstrip())
     typer.echo(json.dumps(sim.summary(), indent=2))
     if sim.results is None:

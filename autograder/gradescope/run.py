@@ -34,7 +34,7 @@ from ..notebook_choice import NotebookChoice, choose_notebook, ignored, shown
 from ..report import markdown as md
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
-from ..sandbox.notebook import MAX_NOTEBOOK_BYTES
+from ..sandbox import MAX_NOTEBOOK_BYTES
 from .container_limits import own_limits
 
 DEFAULT_ROOT = Path("/autograder")

@@ -340,7 +340,7 @@ def main(argv: list[str]) -> int:
         result = {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
     except Exception as e:  # a bug of ours or a model that breaks a library: data, not a crash
         result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
-    (job_dir / "result.json").write_text(json.dumps(result))
+    (job_dir / "result.json").write_text(json.dumps(result), encoding="utf-8")
     return 0
 
 

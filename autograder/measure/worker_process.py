@@ -82,15 +82,15 @@ def _worker_command(job_dir: Path) -> list[str]:
 
 def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[str] | None:
     """``cmd`` inside the measuring jail, or None where there is none (rlimits only, as before)."""
-    from ..sandbox import jail
+    from ..sandbox import measure_isolation, worker_command
 
-    iso = jail.measure_isolation()
+    iso = measure_isolation()
     if iso is None:
         return None
     if iso.user is not None:
         os.chown(job_dir, iso.user.uid, iso.user.gid)     # its only writable folder
     package = str(Path(__file__).resolve().parent.parent)  # autograder/, not the repo around it
-    return jail.worker_command(iso, job_dir, [package], cmd, env, WORKER_RLIMITS)
+    return worker_command(iso, job_dir, [package], cmd, env, WORKER_RLIMITS)
 
 
 def _output_tail(err) -> str:
@@ -106,7 +106,7 @@ class WorkerProcess:
     def __init__(self, limits) -> None:
         self.limits = limits
         self.job_dir = Path(tempfile.mkdtemp(prefix="autograder-model-"))
-        (self.job_dir / LIMITS_FILE).write_text(json.dumps(asdict(limits)))
+        (self.job_dir / LIMITS_FILE).write_text(json.dumps(asdict(limits)), encoding="utf-8")
         cmd, env = _worker_command(self.job_dir), _child_env(str(self.job_dir))
         jailed = _jailed_command(cmd, self.job_dir, env)
         self.jailed = jailed is not None
@@ -140,7 +140,7 @@ class WorkerProcess:
         return run
 
     def _result(self) -> WorkerRun:
-        from ..sandbox.procs import stop_jail
+        from ..sandbox import stop_jail
 
         limits = self.limits
         try:
@@ -174,7 +174,7 @@ class WorkerProcess:
         """End the child and remove its folder. An unused one saw no job and is killed at once,
         rather than left to finish its imports and exit (about 0.2 s of wall time and 0.3 s of CPU
         each, for every model a notebook did not write)."""
-        from ..sandbox.procs import stop_jail
+        from ..sandbox import stop_jail
 
         if not self.used and self.proc.poll() is None:
             if not self.jailed:

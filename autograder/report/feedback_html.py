@@ -21,6 +21,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..safe_files import write_atomic
 from ..student_text import clean
 from .figure import clear_cache, figure_problem, figure_section, svg_inline
 from .page_templates import own_markup, render
@@ -88,5 +89,4 @@ def write_feedback_html(out_dir: Path, feedback_md: str, measurements: Mapping[s
     first = feedback_md.split("\n", 1)[0]
     # feedback.md's own title, its Markdown escapes undone (the page escapes it again for HTML)
     title = html.unescape(re.sub(r"\\(.)", r"\1", first[2:])) if first.startswith("# ") else "Feedback"
-    path.write_text(feedback_html(feedback_md, measurements, title=title, cache=Path(out_dir)), encoding="utf-8")
-    return path
+    return write_atomic(path, feedback_html(feedback_md, measurements, title=title, cache=Path(out_dir)))

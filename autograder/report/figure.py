@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from ..safe_files import write_atomic
+
 SECTION = "figure"
 RENDER_VERSION = 3             # bump when the drawing changes: cached pictures are keyed by it
 CACHE_PREFIX = "figure-"
@@ -246,9 +248,7 @@ def _kept(path: Path) -> bool:
 def _keep(path: Path, fmt: str, data: bytes) -> None:
     """``data`` as the cache's only picture of its format."""
     clear_cache(path.parent, fmt)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
 
 
 def clear_cache(cache: Path, fmt: str = "*") -> None:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..safe_files import write_atomic
 from ..student_text import clean
 
 LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status"]
@@ -53,13 +52,7 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
 
 def write_gradebook(path: Path, rows: list[dict[str, Any]], check_ids: list[str]) -> Path:
     """Write gradebook.csv atomically (a spreadsheet open on the old one never sees half a file)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(gradebook_csv(rows, check_ids))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, gradebook_csv(rows, check_ids))
 
 
 def text_cell(value: Any) -> str:

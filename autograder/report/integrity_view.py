@@ -6,14 +6,14 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 from markupsafe import Markup
+
+from ..safe_files import write_atomic
 
 CONTEXT_LINES = 2
 SNIPPET_CHARS = 4000
@@ -85,13 +85,7 @@ def integrity_csv(report: Any) -> str:
 
 
 def write_integrity_csv(path: Path, report: Any) -> Path:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(integrity_csv(report))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, integrity_csv(report))
 
 
 def _cell_list(cells: Iterable[str]) -> str:

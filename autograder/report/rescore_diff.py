@@ -12,11 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..safe_files import write_atomic
 from .gradebook import number_cell, text_cell
 
 COLUMNS = ["name", "submitters", "old_score", "new_score", "change", "checks_moved"]
@@ -71,13 +70,7 @@ def rescore_diff_csv(changes: list[dict[str, Any]]) -> str:
 
 
 def write_rescore_diff(path: Path, changes: list[dict[str, Any]]) -> Path:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(rescore_diff_csv(changes))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, rescore_diff_csv(changes))
 
 
 def _delta(old: Any, new: Any) -> float | None:

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 
 from ..cell_numbers import error_summary, where_of
 from ..judge import OP_TEXT, lookup
+from ..safe_files import write_atomic
 from ..student_text import clean
 from . import summary_charts as charts
 from .nothing_graded import nothing_to_grade
@@ -52,10 +53,7 @@ def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignme
                   batch: dict[str, Any] | None = None, integrity: Any = None) -> Path:
     page = summary_html(rows, out=out, assignment=assignment, rubric=rubric, tolerances=tolerances,
                         warnings=list(warnings), batch=batch or {}, integrity=integrity)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
-    return Path(path)
+    return write_atomic(path, page)
 
 
 def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],

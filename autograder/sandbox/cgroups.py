@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import proc_info
+
 CONTROLLERS = ("memory", "pids", "cpu")
 PIDS_MAX = 1024
 CPU_SHARES_V1 = 1024          # the default weight: every slot the same
@@ -129,34 +131,6 @@ class SlotCgroup:
 
 
 # ------------------------------------------------------------------ detection
-def _mountinfo() -> list[tuple[str, str, str, str]]:
-    """``(mount point, mount options, fstype, super options)`` of every mount."""
-    out = []
-    try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                left, _, right = line.partition(" - ")
-                fields, rfields = left.split(), right.split()
-                if len(fields) > 5 and len(rfields) > 2:
-                    out.append((fields[4].replace("\\040", " "), fields[5], rfields[0], rfields[2]))
-    except OSError:
-        pass
-    return out
-
-
-def _own_paths() -> dict[str, str]:
-    """This process's cgroup per v1 controller, and ``""`` → its v2 path (/proc/self/cgroup)."""
-    own: dict[str, str] = {}
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for c in controllers.split(",") if controllers else [""]:
-                own[c] = path
-    except (OSError, ValueError):
-        pass
-    return own
-
-
 def _writable(path: Path) -> bool:
     return path.is_dir() and os.access(path, os.W_OK)
 
@@ -166,26 +140,26 @@ def available() -> tuple[Hierarchy | None, str]:
     """The hierarchy this grader may use, or ``(None, why not)``."""
     if os.geteuid() != 0:
         return None, "cgroups need root (the grader is not root)"
-    mounts, own = _mountinfo(), _own_paths()
+    mounts, own = proc_info.mounts(), proc_info.own_cgroups()
     v1: dict[str, Path] = {}
-    for point, opts, fstype, super_opts in mounts:
-        if fstype != "cgroup" or "rw" not in opts.split(","):
+    for m in mounts:
+        if m.fstype != "cgroup" or not m.writable:
             continue
         for c in CONTROLLERS:
-            if c in super_opts.split(",") and c in own:
-                parent = Path(point) / own[c].lstrip("/")
+            if c in m.super_options and c in own:
+                parent = Path(m.point) / own[c].lstrip("/")
                 if _writable(parent):
                     v1[c] = parent
     if set(v1) == set(CONTROLLERS):
         return Hierarchy(1, v1), ""
-    for point, opts, fstype, _ in mounts:
-        if fstype != "cgroup2" or "rw" not in opts.split(",") or "" not in own:
+    for m in mounts:
+        if m.fstype != "cgroup2" or not m.writable or "" not in own:
             continue
-        parent = Path(point) / own[""].lstrip("/")
+        parent = Path(m.point) / own[""].lstrip("/")
         why = _v2_delegate(parent)
         if why is None:
             return Hierarchy(2, {c: parent for c in CONTROLLERS}), ""
-        if (Path(point) / "cgroup.controllers").is_file():
+        if (Path(m.point) / "cgroup.controllers").is_file():
             return None, why
     missing = sorted(set(CONTROLLERS) - set(v1))
     return None, (f"no writable cgroup hierarchy for {', '.join(missing)} (/sys/fs/cgroup read-only or "
@@ -204,7 +178,7 @@ def _v2_delegate(parent: Path) -> str | None:
     missing = [c for c in CONTROLLERS if c not in enabled]
     if missing:
         try:
-            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing), encoding="ascii")
         except OSError as e:   # EBUSY: the grader's own cgroup holds processes (not the root)
             return (f"cgroup v2: cannot enable {missing} for children of {parent} ({e.strerror}); hint: run the "
                     "grader in a cgroup whose controllers are delegated (systemd Delegate=yes)")
@@ -217,7 +191,7 @@ def slot_name(slot: int, pid: int | None = None) -> str:
 
 
 def _write(path: Path, value: str) -> None:
-    with open(path, "w") as f:
+    with open(path, "w", encoding="ascii") as f:
         f.write(value)
 
 
@@ -288,7 +262,7 @@ def sweep_stale(hierarchy: Hierarchy | None = None) -> list[Path]:
             if not m or not entry.is_dir(follow_symlinks=False):
                 continue
             pid = int(m.group(1))
-            if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            if pid == os.getpid() or proc_info.pid_exists(pid):
                 continue        # ours, or a live grader's
             try:
                 os.rmdir(entry.path)

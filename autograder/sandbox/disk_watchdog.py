@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import tree_walk
-from .procs import children_of, descendants
-from .users import pids_of_uid
+from ..proc_info import children_of, descendants, pids_of_uid
 
 MiB = 1024 * 1024
 SHM_DIR = "/dev/shm"

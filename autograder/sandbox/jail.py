@@ -385,7 +385,7 @@ def write_site(site_dir: Path) -> Path:
     site_dir.mkdir(mode=0o755, exist_ok=True)
     os.chmod(site_dir, 0o755)
     target = site_dir / "sitecustomize.py"
-    target.write_text(jail_site.source())
+    target.write_text(jail_site.source(), encoding="utf-8")
     os.chmod(target, 0o644)
     return site_dir
 

@@ -31,6 +31,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from ..cell_numbers import cell_where
+from ..safe_files import scrub_strings
 from . import notebook_parse
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
@@ -141,7 +142,7 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
         raise UnreadableNotebook(f"{name} took more than {timeout_s:g} s to read; it is not a notebook "
                                  "the grader can run") from None
     try:
-        result = json.loads(proc.stdout.decode("utf-8"))
+        result = scrub_strings(json.loads(proc.stdout.decode("utf-8")))   # lone surrogates: U+FFFD
         if not isinstance(result, dict):
             raise ValueError("not an object")
     except (UnicodeDecodeError, ValueError):

@@ -56,7 +56,9 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
 
     def write(name, write_to):
         # a fresh file under a name of its own, then renamed over ``name`` (whatever is there,
-        # a symlink included, is replaced, not followed)
+        # a symlink included, is replaced, not followed). The package's one os.replace besides
+        # safe_files.atomic_replace: this runs in the student's kernel, which imports nothing of
+        # the grader (not reachable from the jail, and replaceable by the student's code there)
         fd, tmp = tempfile.mkstemp(prefix=".probe-", dir=out_dir)
         try:
             with os.fdopen(fd, "wb") as f:

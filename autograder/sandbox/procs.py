@@ -7,6 +7,8 @@ import signal
 import subprocess
 import threading
 
+from ..proc_info import children_of
+
 
 class Watchdog(threading.Thread):
     """SIGKILLs the jail's top process (bwrap or the kernel, which we started) after ``timeout_s``."""
@@ -28,38 +30,6 @@ class Watchdog(threading.Thread):
                     os.kill(target, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-
-
-def parents() -> dict[int, list[int]]:
-    """Every process's children, by parent pid (one read of /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2:].split()
-            if len(fields) > 1:
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
-
-
-def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc; empty when it is gone)."""
-    return parents().get(pid, [])
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (one read of /proc)."""
-    children = parents()
-    found, stack = [], [pid]
-    while stack:
-        p = stack.pop()
-        found.append(p)
-        stack.extend(children.get(p, []))
-    return found
 
 
 def stop_jail(proc, timeout_s: float = 5.0) -> None:

@@ -26,6 +26,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import proc_info
 from ..tree_walk import remove_tree
 from .workspace import sweep_stale_mounts
 
@@ -68,7 +69,7 @@ def sweep_stale(folder: Path | None = None) -> list[Path]:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if (pid == os.getpid() or os.path.exists(f"/proc/{pid}") or not stat.S_ISDIR(st.st_mode)
+        if (pid == os.getpid() or proc_info.pid_exists(pid) or not stat.S_ISDIR(st.st_mode)
                 or st.st_uid != os.geteuid()):
             continue
         stale.append(Path(entry.path))

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..proc_info import pids_of_uid
+
 USER_PREFIX = "autograder-sb"
 LOCK_DIR = Path("/run/autograder") if os.path.isdir("/run") else Path("/var/lock/autograder")
 
@@ -63,24 +65,6 @@ def ensure_named_user(name: str) -> SandboxUser:
     if pw.pw_uid == 0 or pw.pw_gid == 0:
         raise SandboxUserError(f"sandbox user {name} has uid/gid 0; refusing to use it")
     return SandboxUser(name, pw.pw_uid, pw.pw_gid)
-
-
-def pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real, effective or saved uid is ``uid`` (from /proc)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"Uid:"):
-                        if str(uid).encode() in line.split()[1:4]:
-                            found.append(int(entry.name))
-                        break
-        except OSError:
-            continue
-    return found
 
 
 def _kill_all_as(user: SandboxUser) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import re
 import stat
 import threading
 import warnings
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
-from .. import tree_walk
+from .. import proc_info, tree_walk
 
 MiB = 1024 * 1024
 WORKSPACE_INODES = tree_walk.MAX_ENTRIES   # files + folders; a graded notebook of assignment 07 makes < 20
@@ -93,43 +92,23 @@ def _umount(path: str) -> None:
             raise OSError(err, f"cannot unmount {path}: {os.strerror(err)}")
 
 
-def _unescape(field: bytes) -> str:
-    """A mountinfo field: spaces, tabs, newlines and backslashes are written as octal escapes."""
-    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), field))
-
-
-def _mounts() -> list[tuple[str, str]]:
-    """``(mount point, source)`` of every mount in this process's namespace."""
-    out = []
-    try:
-        with open("/proc/self/mountinfo", "rb") as f:
-            for line in f:
-                left, _, right = line.partition(b" - ")
-                fields, rfields = left.split(), right.split()
-                if len(fields) > 4 and len(rfields) > 1:
-                    out.append((_unescape(fields[4]), _unescape(rfields[1])))
-    except OSError:
-        pass
-    return out
-
-
 def is_mount_point(path: Path | str) -> bool:
     real = os.path.realpath(path)
-    return any(point == real for point, _ in _mounts())
+    return any(m.point == real for m in proc_info.mounts())
 
 
 def sweep_stale_mounts() -> list[str]:
     """Unmount ``autograder-*-<pid>`` tmpfs mounts whose grader process is gone; returns their paths."""
     swept = []
-    for point, source in _mounts():
-        if not source.startswith(MOUNT_PREFIX):
+    for m in proc_info.mounts():
+        if not m.source.startswith(MOUNT_PREFIX):
             continue
-        pid = source.rsplit("-", 1)[-1]
-        if not pid.isdigit() or int(pid) == os.getpid() or os.path.exists(f"/proc/{pid}"):
+        pid = m.source.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or proc_info.pid_exists(int(pid)):
             continue
         try:
-            _umount(point)
-            swept.append(point)
+            _umount(m.point)
+            swept.append(m.point)
         except OSError:
             continue
     return swept

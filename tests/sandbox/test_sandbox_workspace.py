@@ -15,7 +15,7 @@ import pytest
 
 from autograder.assignment import ExecutionLimits
 from autograder.errors import AutograderError
-from autograder import tree_walk
+from autograder import proc_info, tree_walk
 from autograder.sandbox import disk_watchdog, run_submission, workspace
 from autograder.sandbox.disk_watchdog import DiskWatchdog
 from autograder.sandbox.workspace import (MountError, copy_tree_safely, is_mount_point, mounted_cap,
@@ -29,7 +29,8 @@ as_root = pytest.mark.root                 # mounting a tmpfs needs a root grade
 
 
 def _my_mounts() -> list[str]:
-    return [p for p, src in workspace._mounts() if src.startswith("autograder-") and src.endswith(f"-{os.getpid()}")]
+    return [m.point for m in proc_info.mounts()
+            if m.source.startswith("autograder-") and m.source.endswith(f"-{os.getpid()}")]
 
 
 @pytest.fixture(autouse=True)

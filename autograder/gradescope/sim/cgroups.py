@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ... import proc_info
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
 NAME_PREFIX = "autograder-container-"
@@ -31,29 +33,12 @@ def _read(path: Path) -> str:
 
 def current_v1_paths() -> dict[str, str]:
     """controller → this process's cgroup path in that v1 hierarchy (from /proc/self/cgroup)."""
-    paths: dict[str, str] = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _id, controllers, path = line.split(":", 2)
-        for c in controllers.split(","):
-            if c:
-                paths[c] = path
-    return paths
+    return {c: path for c, path in proc_info.own_cgroups().items() if c}
 
 
 def v1_mounts() -> dict[str, Path]:
     """controller → the folder its v1 hierarchy is mounted at (cpu and cpuacct may share one)."""
-    mounts: dict[str, Path] = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        fstype, _src, opts = (post.split() + ["", "", ""])[:3]
-        if fstype != "cgroup":
-            continue
-        mountpoint = Path(pre.split()[4])
-        for opt in opts.split(","):
-            if opt in ("memory", "cpu", "cpuacct", "pids", "cpuset", "devices", "freezer", "blkio") \
-                    or opt.startswith("name="):
-                mounts.setdefault(opt, mountpoint)
-    return mounts
+    return {c: Path(m.point) for c, m in proc_info.cgroup_v1_mounts().items()}
 
 
 @dataclass
@@ -111,10 +96,10 @@ class ContainerCgroup:
                 cg.dirs[ctrl] = d
             mem = cg.dirs["memory"]
             if memory_mb:
-                (mem / "memory.limit_in_bytes").write_text(str(int(memory_mb) * 1024 * 1024))
+                (mem / "memory.limit_in_bytes").write_text(str(int(memory_mb) * 1024 * 1024), encoding="ascii")
             if cpus:
-                (cg.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-                (cg.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(float(cpus) * PERIOD_US)))
+                (cg.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US), encoding="ascii")
+                (cg.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(float(cpus) * PERIOD_US)), encoding="ascii")
         except OSError as e:
             cg.remove()
             raise CgroupError(f"cannot make the container's cgroups ({e}); the simulation needs root and "
@@ -130,7 +115,7 @@ class ContainerCgroup:
                 continue
             for d in root.rglob(f"{NAME_PREFIX}*"):
                 m = re.match(rf"{NAME_PREFIX}(\d+)-", d.name)
-                if m and not Path(f"/proc/{m.group(1)}").exists():
+                if m and not proc_info.pid_exists(int(m.group(1))):
                     try:
                         if not _read(d / "cgroup.procs"):
                             d.rmdir()
@@ -140,7 +125,7 @@ class ContainerCgroup:
     def attach(self, pid: int) -> None:
         """Put ``pid`` (and so everything it starts) in every cgroup of the container."""
         for d in dict.fromkeys(self.dirs.values()):
-            (d / "cgroup.procs").write_text(str(pid))
+            (d / "cgroup.procs").write_text(str(pid), encoding="ascii")
 
     def sample(self) -> None:
         """Record the unreclaimable memory now (the kernel keeps no high-water mark of it)."""

@@ -72,7 +72,7 @@ def bind(source, target, read_only, recursive=False):
     else:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if not os.path.exists(target):
-            open(target, "a").close()
+            open(target, "ab").close()
     mount(source, target, None, MS_BIND | (MS_REC if recursive else 0))
     if read_only:
         remount_read_only(target)

@@ -108,7 +108,7 @@ def unpack_zip(zip_path: Path, target: Path) -> None:
 
 @contextmanager
 def _lock(path: Path, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
-    with open(path, "a") as f:
+    with open(path, "ab") as f:
         flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB)
         try:
             fcntl.flock(f, flags)
@@ -133,7 +133,7 @@ def image_for(zip_path: Path, *, base: str = "host", cache_dir: Path = DEFAULT_C
     key = image_key(zip_path, base)
     image = Image(key, images / key, base)
     lock_path = images / f"{key}.lock"
-    with open(lock_path, "a") as lock:
+    with open(lock_path, "ab") as lock:
         # shared while in use (others may use it too); exclusive only to build it
         fcntl.flock(lock, fcntl.LOCK_SH)
         if rebuild or not (image.folder / "image.json").is_file():
@@ -191,7 +191,7 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
         shutil.copy2(autograder / "run_autograder", image.folder / "run_autograder")
     (image.folder / "image.json").write_text(json.dumps({
         "key": image.key, "base": image.base, "zip": str(zip_path), "built_s": round(time.monotonic() - started, 1),
-        "setup_python": SETUP_PYTHON}, indent=2) + "\n")
+        "setup_python": SETUP_PYTHON}, indent=2) + "\n", encoding="utf-8")
 
 
 def _evict(images: Path) -> None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ...errors import AutograderError
+from ...safe_files import atomic_replace
 
 MAX_AGE_S = 7 * 24 * 3600
 HOST_SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
@@ -42,19 +43,17 @@ def debian_tarball(cache_dir: Path, *, refresh: bool = False) -> Path:
     release = host_release()
     cache_dir.mkdir(parents=True, exist_ok=True)
     tarball = cache_dir / f"debian-{release}-minbase.tar"
-    with open(cache_dir / f"{tarball.name}.lock", "w") as lock:
+    with open(cache_dir / f"{tarball.name}.lock", "ab") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if tarball.is_file() and not refresh and time.time() - tarball.stat().st_mtime < MAX_AGE_S:
             return tarball
-        tmp = tarball.with_suffix(".tmp.tar")
-        cmd = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(INCLUDE)}", release, str(tmp)]
-        if HOST_SOURCES.is_file():
-            cmd.append(str(HOST_SOURCES))       # the mirror this host already uses
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise RootfsError(f"mmdebstrap failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
-        tmp.replace(tarball)
+        with atomic_replace(tarball) as tmp:      # a name ending in .tar: mmdebstrap writes a tarball
+            cmd = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(INCLUDE)}", release, str(tmp)]
+            if HOST_SOURCES.is_file():
+                cmd.append(str(HOST_SOURCES))       # the mirror this host already uses
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            if proc.returncode != 0:
+                raise RootfsError(f"mmdebstrap failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
     return tarball
 
 
@@ -81,9 +80,9 @@ def separate_system_ids(root: Path) -> None:
     if any(low <= i <= high for i in taken):
         raise RootfsError(f"uids/gids {low}-{high} are in use on this host; the simulation needs them free")
     defs = root / "etc" / "login.defs"
-    text = defs.read_text() if defs.is_file() else ""
+    text = defs.read_text(encoding="utf-8") if defs.is_file() else ""
     for key, value in (("SYS_UID_MIN", low), ("SYS_UID_MAX", high), ("SYS_GID_MIN", low), ("SYS_GID_MAX", high)):
         text, n = re.subn(rf"^#?\s*{key}\s+\d+\s*$", f"{key} {value}", text, flags=re.M)
         if not n:
             text += f"{key} {value}\n"
-    defs.write_text(text)
+    defs.write_text(text, encoding="utf-8")

@@ -72,7 +72,7 @@ def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRAD
     try:
         root = fresh_autograder_dir(image, work)
         _place_submission(submission, root / "submission")
-        (root / "submission_metadata.json").write_text(json.dumps(metadata or {"id": 1}))
+        (root / "submission_metadata.json").write_text(json.dumps(metadata or {"id": 1}), encoding="utf-8")
         spec = image.container_spec(memory_mb, cpus)
         spec.binds.append((str(root), "/autograder", "rw"))
         run = run_container(spec, ["/autograder/run_autograder"], cwd="/autograder", timeout_s=timeout_s, env=env)

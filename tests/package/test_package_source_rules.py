@@ -1,0 +1,237 @@
+"""Rules of the package's source, checked over every module of autograder/ (tests may break them):
+
+- the jail's layer is used through its declared API: outside autograder/sandbox/, an import of
+  the sandbox names only what ``autograder.sandbox.__all__`` declares, never a module inside it;
+- one atomic writer: ``os.replace`` (or ``Path.replace``) is called in safe_files.atomic_replace
+  only; the kernel-side probe's source (a string run in the student's kernel, which imports
+  nothing of the grader, as written there) holds the only other one;
+- mounts, cgroups and the process table are read from ``/proc`` by autograder/proc_info.py only;
+- a text file is never written in the locale's encoding: every ``write_text`` and every ``open``
+  in a text mode that writes names its encoding (the grader's own files go through
+  safe_files.write_atomic, UTF-8).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import autograder
+import autograder.sandbox
+
+PACKAGE = Path(autograder.__file__).resolve().parent
+SANDBOX = "autograder.sandbox"
+KERNEL_SIDE_REPLACE = {("autograder.sandbox.probe", "SETUP_BODY")}   # (module, name of the source string)
+
+
+def _modules() -> list[tuple[str, Path, ast.Module]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found.append((name, path, ast.parse(path.read_text(encoding="utf-8"), str(path))))
+    return found
+
+
+MODULES = _modules()
+
+
+def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` names (relative levels resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    package = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
+    base = ".".join(package[:len(package) - (node.level - 1)])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def sandbox_imports_past_the_api(module: str, path: Path, tree: ast.Module) -> list[str]:
+    """Where ``module`` reaches into the sandbox past its ``__all__``: ``line: what``."""
+    declared = set(autograder.sandbox.__all__)
+    bad, aliases = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith(SANDBOX + "."):
+                    bad.append(f"{node.lineno}: import {a.name}")
+                elif a.name == SANDBOX and a.asname:
+                    aliases.add(a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(module, path, node)
+            if target.startswith(SANDBOX + "."):
+                bad.append(f"{node.lineno}: from {target} import ...")
+            elif target == SANDBOX:
+                bad += [f"{node.lineno}: from {SANDBOX} import {a.name}" for a in node.names if a.name not in declared]
+            elif target == "autograder":
+                aliases |= {a.asname or a.name for a in node.names if a.name == "sandbox"}
+    for node in ast.walk(tree):          # sandbox.<name> through the package object
+        if isinstance(node, ast.Attribute) and node.attr not in declared and (
+                (isinstance(node.value, ast.Name) and node.value.id in aliases)
+                or ast.unparse(node.value) == SANDBOX):
+            bad.append(f"{node.lineno}: {ast.unparse(node)}")
+    return bad
+
+
+@pytest.mark.parametrize("module, path, tree", [m for m in MODULES if not (m[0] + ".").startswith(SANDBOX + ".")],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_outside_the_sandbox_only_its_declared_api_is_imported(module, path, tree):
+    assert sandbox_imports_past_the_api(module, path, tree) == [], \
+        f"{module} imports past autograder.sandbox's __all__ (add the name to sandbox/__init__.py)"
+
+
+def test_the_declared_api_exists_and_the_check_catches_every_way_past_it():
+    for name in autograder.sandbox.__all__:
+        assert hasattr(autograder.sandbox, name), name
+    probe = Path(PACKAGE / "report" / "x.py")
+    cases = {"from ..sandbox.notebook import read_each": 1, "from ..sandbox import jail": 1,
+             "from ..sandbox import read_each, execute": 1, "import autograder.sandbox.procs": 1,
+             "from autograder.sandbox.workspace import prepared_workspace": 1,
+             "def f():\n    from ..sandbox.jail import worker_command": 1,
+             "from .. import sandbox\nsandbox.jail.worker_command()": 1,
+             "import autograder.sandbox as sb\nsb.procs.stop_jail()": 1,
+             "import autograder.sandbox\nautograder.sandbox.execute.STARTUP_TIMEOUT_S": 1,
+             "from .. import sandbox\nsandbox.read_each()": 0, "from .sandbox import x": 0,
+             "from ..sandbox import read_each, stop_jail": 0, "from autograder.sandbox import run_submission": 0,
+             "from ..measure.sandbox_thing import x": 0}
+    for source, expected in cases.items():
+        found = sandbox_imports_past_the_api("autograder.report.x", probe, ast.parse(source))
+        assert len(found) == expected, (source, found)
+
+
+# ── one atomic writer ─────────────────────────────────────────────────────────────────────────
+
+def _replace_calls(tree: ast.Module) -> list[tuple[int, str]]:
+    """``os.replace(...)`` and ``<path>.replace(one argument)`` (a str's or bytes' replace takes two,
+    datetime's takes keywords), and ``from os import replace``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace":
+            f = node.func
+            if isinstance(f.value, ast.Name) and f.value.id == "os":
+                found.append((node.lineno, "os.replace"))
+            elif len(node.args) == 1 and not node.keywords and not isinstance(f.value, ast.Constant):
+                found.append((node.lineno, f"{ast.unparse(f.value)}.replace"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name == "replace" for a in node.names):
+            found.append((node.lineno, "from os import replace"))
+    return found
+
+
+def _enclosing_function(tree: ast.Module, line: int) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
+            return node.name
+    return None
+
+
+def _strings_with_replace(module: str, tree: ast.Module) -> set[tuple[str, str]]:
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if "os.replace(" in node.value.value:
+                found |= {(module, t.id) for t in node.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def test_os_replace_is_called_in_the_atomic_writer_only():
+    calls = {(module, _enclosing_function(tree, line), what)
+             for module, _, tree in MODULES for line, what in _replace_calls(tree)}
+    assert calls == {("autograder.safe_files", "atomic_replace", "os.replace")}
+
+
+def test_the_kernel_side_probe_holds_the_only_other_os_replace_and_says_why():
+    strings = set().union(*(_strings_with_replace(module, tree) for module, _, tree in MODULES))
+    assert strings == KERNEL_SIDE_REPLACE
+    from autograder.sandbox import probe
+    assert "imports nothing of\n        # the grader" in probe.SETUP_BODY
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("os.replace(a, b)", 1), ("tmp.replace(path)", 1), ("Path(t).replace(out)", 1), ("from os import replace", 1),
+    ("text.replace('a', 'b')", 0), ("now.replace(microsecond=0)", 0), ("'x'.replace(y)", 0),
+])
+def test_the_replace_check_tells_a_file_replace_from_a_string_replace(source, expected):
+    assert len(_replace_calls(ast.parse(source))) == expected
+
+
+# ── no text written in the locale's encoding ──────────────────────────────────────────────────
+
+def _text_writes_without_encoding(tree: ast.Module) -> list[str]:
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f, keywords = node.func, {k.arg for k in node.keywords}
+        if "encoding" in keywords:
+            continue
+        if isinstance(f, ast.Attribute) and f.attr == "write_text":
+            bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+            continue
+        method = f.attr if isinstance(f, ast.Attribute) else None
+        receiver = ast.unparse(f.value) if method else None
+        opener = (isinstance(f, ast.Name) and f.id == "open") or method == "fdopen" or (
+            method == "open" and receiver != "os")                  # os.open takes flags, not a mode
+        at = 0 if method == "open" and receiver not in ("io", "codecs") else 1   # Path.open(mode)
+        mode = node.args[at] if len(node.args) > at else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if opener and isinstance(mode, ast.Constant) and isinstance(mode.value, str) \
+                and set(mode.value) & set("wax+") and "b" not in mode.value:
+            bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return bad
+
+
+def test_every_text_write_names_its_encoding():
+    found = {module: bad for module, _, tree in MODULES if (bad := _text_writes_without_encoding(tree))}
+    assert found == {}, "write text with an explicit encoding (or through safe_files.write_atomic)"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("p.write_text(s)", 1), ("open(p, 'w')", 1), ("os.fdopen(fd, 'w')", 1), ("open(p, mode='a')", 1),
+    ("open(p, 'r+')", 1), ("path.open('x')", 1), ("io.open(p, 'w')", 1), ("(d / 'f').open(mode='a')", 1),
+    ("p.write_text(s, encoding='utf-8')", 0), ("open(p, 'w', encoding='ascii')", 0), ("open(p, 'wb')", 0),
+    ("open(p)", 0), ("open(p, 'r')", 0), ("os.fdopen(fd, 'ab')", 0), ("p.write_bytes(b)", 0),
+    ("os.open(p, os.O_WRONLY)", 0), ("path.open('rb')", 0), ("path.open()", 0),
+])
+def test_the_encoding_check_tells_text_writes_from_the_rest(source, expected):
+    assert len(_text_writes_without_encoding(ast.parse(source))) == expected
+
+
+# ── one /proc reader ──────────────────────────────────────────────────────────────────────────
+
+PROC_READER = "autograder.proc_info"
+_PROC_FILE = re.compile(r"^/proc/([^/]+/)?(mountinfo|mounts|cgroup|stat|status)$")
+
+
+def _proc_reads(tree: ast.Module) -> list[str]:
+    """Paths of /proc files that proc_info reads (as a string or an f-string), and listings of /proc."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("scandir", "listdir", "iterdir", "glob") and node.args \
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/proc":
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+            continue
+        if _PROC_FILE.match(text):
+            found.append(f"{node.lineno}: {text}")
+    return found
+
+
+def test_mounts_cgroups_and_processes_are_read_from_proc_by_proc_info_only():
+    found = {module: reads for module, _, tree in MODULES if module != PROC_READER and (reads := _proc_reads(tree))}
+    assert found == {}, "read it through autograder/proc_info.py"
+    assert _proc_reads(next(tree for module, _, tree in MODULES if module == PROC_READER)), "the check sees nothing"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('open("/proc/self/mountinfo")', 1), ('Path("/proc/self/cgroup").read_text()', 1), ('f"/proc/{pid}/status"', 1),
+    ('f"/proc/{entry.name}/stat"', 1), ('os.scandir("/proc")', 1), ('"/proc/mounts"', 1), ('"/proc/stat"', 1),
+    ('f"/proc/{pid}/fd"', 0), ('"/proc/self/oom_score_adj"', 0), ('"--proc", "/proc"', 0),
+])
+def test_the_proc_check_tells_the_readers_jobs_from_the_rest(source, expected):
+    assert len(_proc_reads(ast.parse(source))) == expected
