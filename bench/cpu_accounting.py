@@ -9,7 +9,8 @@ process joins it by writing its pid to ``cgroup.procs``: the benchmark moves its
 stays counted after the processes exit, so a group is read once its processes are gone and then
 removed. Needs root and a writable hierarchy; :func:`available` says why not otherwise.
 
-Bottom layer of bench/ (beside ``common``): imports nothing of the grader.
+Bottom layer of bench/ (beside ``common``): of the grader it imports only ``autograder.proc_info``,
+the one reader of ``/proc``'s mount and cgroup tables.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder import proc_info   # the one reader of /proc's mount and cgroup tables (standard library only)
 
 PREFIX = "autograder-bench-"      # never the grader's own ``autograder-<pid>-sb<slot>`` pattern
 JOIN_SCRIPT = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 112; shift; n=$((n-1)); done; '
@@ -34,47 +37,20 @@ class Hierarchy:
     parent: Path          # this process's own cgroup in it: the groups are made below it
 
 
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per v1 controller, and ``""`` → its v2 path."""
-    own: dict[str, str] = {}
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for c in controllers.split(",") if controllers else [""]:
-                own[c] = path
-    except (OSError, ValueError):
-        pass
-    return own
-
-
-def _mounts() -> list[tuple[str, str, str]]:
-    """``(mount point, fstype, super options)`` of every mount."""
-    out = []
-    try:
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            left, _, right = line.partition(" - ")
-            fields, rfields = left.split(), right.split()
-            if len(fields) > 4 and len(rfields) > 2:
-                out.append((fields[4].replace("\\040", " "), rfields[0], rfields[2]))
-    except OSError:
-        pass
-    return out
-
-
 @functools.lru_cache(maxsize=1)
 def available() -> tuple[Hierarchy | None, str]:
     """Where CPU groups can be made here, or ``(None, why not)``."""
     if os.geteuid() != 0:
         return None, "counting the jail's CPU needs cgroups, and cgroups need root"
-    own = _own_cgroups()
-    for point, fstype, opts in _mounts():
-        if fstype == "cgroup" and "cpuacct" in opts.split(",") and "cpuacct" in own:
-            parent = Path(point) / own["cpuacct"].lstrip("/")
-            if (parent / "cpuacct.usage").is_file() and os.access(parent, os.W_OK):
-                return Hierarchy(1, parent), ""
-    for point, fstype, _ in _mounts():
-        if fstype == "cgroup2" and "" in own:
-            parent = Path(point) / own[""].lstrip("/")
+    own, table = proc_info.own_cgroups(), proc_info.mounts()
+    v1 = proc_info.cgroup_v1_mounts(table).get("cpuacct")
+    if v1 is not None and "cpuacct" in own:
+        parent = Path(v1.point) / own["cpuacct"].lstrip("/")
+        if (parent / "cpuacct.usage").is_file() and os.access(parent, os.W_OK):
+            return Hierarchy(1, parent), ""
+    for m in table:
+        if m.fstype == "cgroup2" and "" in own:
+            parent = Path(m.point) / own[""].lstrip("/")
             if parent.is_dir() and os.access(parent, os.W_OK):
                 return Hierarchy(2, parent), ""
     return None, "no writable cpuacct (cgroup v1) or cgroup v2 hierarchy"
@@ -116,11 +92,11 @@ class CpuGroup:
         self.procs.write_text(str(os.getpid()))
 
     def _own_path(self) -> Path:
-        own = _own_cgroups().get("cpuacct" if self.hierarchy.version == 1 else "", "/")
-        point = next((p for p, fstype, opts in _mounts()
-                      if (self.hierarchy.version == 1 and fstype == "cgroup" and "cpuacct" in opts.split(","))
-                      or (self.hierarchy.version == 2 and fstype == "cgroup2")), None)
-        return Path(point) / own.lstrip("/") if point else self.hierarchy.parent
+        own = proc_info.own_cgroups().get("cpuacct" if self.hierarchy.version == 1 else "", "/")
+        table = proc_info.mounts()
+        mount = (proc_info.cgroup_v1_mounts(table).get("cpuacct") if self.hierarchy.version == 1
+                 else next((m for m in table if m.fstype == "cgroup2"), None))
+        return Path(mount.point) / own.lstrip("/") if mount else self.hierarchy.parent
 
     def leave(self) -> None:
         if self._left is not None:
