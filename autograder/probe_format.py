@@ -88,6 +88,15 @@ class ResultLimits:
 
 
 RESULT_LIMITS = ResultLimits()
+# the bound a result broke, as the probe names it ("limit" in its error), in the grader's words
+LIMIT_WORDS = {
+    "depth": f"nested more than {RESULT_LIMITS.depth} deep",
+    "leaves": f"more than {RESULT_LIMITS.leaves:,} values",
+    "strings": f"more than {RESULT_LIMITS.string_bytes:,} bytes of strings",
+    "encoded": f"its JSON encoding is more than {RESULT_LIMITS.encoded_bytes:,} bytes",
+    "int": "an int beyond 64 bits",
+    "total": "all results of the probe together are too large",
+}
 INT_MIN, INT_MAX = -2**63, 2**64 - 1  # what NumPy holds as int64 or uint64
 
 

@@ -58,7 +58,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..probe_format import UNSET as UNSET_VALUE
-from ..probe_format import Arg, CaseOutput, ProbeCase, array_view
+from ..probe_format import LIMIT_WORDS, Arg, CaseOutput, ProbeCase, array_view
 from ..student_text import mask
 from . import failure
 
@@ -537,9 +537,10 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
         return _fact(False, "raised", want, f"raised {err.get('type', 'an exception')}: {err.get('message', '')}",
                      "raised " + failure.error_account(output))
     if output.status != "ok":
-        err = (output.error or {}).get("message", "")
-        return _fact(False, "type", want, f"a result the probe could not read ({err})",
-                     f"returned a result the grader cannot read ({mask(err)})")
+        err = output.error or {}
+        why = LIMIT_WORDS.get(err.get("limit")) or mask(err.get("message", ""))
+        return _fact(False, "type", want, f"a result the probe could not read ({err.get('message', '')})",
+                     f"returned a result the grader does not accept ({why})")
     if legacy:
         parts = [replace(p, value=np.asarray(p.value)) for p in parts]
         return _compare_arrays(parts, is_tuple, want, output, tolerance or FLOAT32_ROUNDING)

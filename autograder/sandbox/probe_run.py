@@ -35,7 +35,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from .. import safe_files
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
-from ..probe_format import (OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
+from ..probe_format import (LIMIT_WORDS, OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
                             decode_result, inline_cases)
 from ..student_text import mask
 from .probe import case_source, finish_source, setup_source
@@ -141,6 +141,8 @@ class ProbeRun:
         # made while the call held hidden inputs: masked on the way in (autograder.student_text)
         if isinstance(rec.get("error"), dict):
             kept["error"] = {k: mask(rec["error"].get(k, ""), cap) for k, cap in ERROR_CAPS.items()}
+            if rec["error"].get("limit") in LIMIT_WORDS:      # which bound: the grader words it (compare)
+                kept["error"]["limit"] = rec["error"]["limit"]
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
@@ -151,8 +153,10 @@ class ProbeRun:
         if rec["status"] == "ok":
             why = self._unusable_result(rec.get("value"), mine, index)
             if why:
-                self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                    "type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}}
+                error = {"type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}
+                if why == LIMIT_WORDS["total"]:
+                    error["limit"] = "total"
+                self.report["cases"][case.id] = {"status": "unconvertible", "error": error}
                 return
             kept["value"] = rec["value"]
         self.report["cases"][case.id] = kept
@@ -164,14 +168,14 @@ class ProbeRun:
     def _unusable_result(self, node: Any, arrays: dict[str, np.ndarray], index: int) -> str | None:
         """Why a call's result cannot be kept (its encoding checked again, the total bound), or None."""
         if len(arrays) + len(self.outputs) > OUTPUTS_MAX_ENTRIES:
-            return f"more than {OUTPUTS_MAX_ENTRIES:,} arrays in all results"
+            return LIMIT_WORDS["total"]
         try:
             decode_result(node, arrays, index)
         except (ResultError, RecursionError) as e:
             return str(e)
         size = len(json.dumps(node))
         if self._encoded + size > ENCODINGS_MAX_BYTES:
-            return f"all results together hold more than {ENCODINGS_MAX_BYTES // MiB} MiB"
+            return LIMIT_WORDS["total"]
         self._encoded += size
         return None
 
