@@ -16,8 +16,8 @@ from hypothesis.extra import numpy as hnp
 from probe_in_process import probe_in_process
 
 from autograder.measure.compare import compare_output
-from autograder.probe_format import (RESULT_LIMITS, Arg, ProbeCase, ResultError, ResultLimits, array_view,
-                                     decode_result)
+from autograder.probe_format import (FILE_MAX_BYTES, RESULT_LIMITS, STRINGS_MAX_BYTES, STRINGS_MAX_ITEMS, Arg,
+                                     ProbeCase, ResultError, ResultLimits, array_view, check_cases, decode_result)
 
 
 def test_a_dict_result_with_strings_and_a_file(ws):
@@ -236,3 +236,64 @@ def test_a_forged_record_makes_the_case_unconvertible(ws):
     run = ProbeRun([case], ["f"], "RESULTS", ExecutionLimits(), str(ws), ws)
     run._read_case(0, case)
     assert run.report["cases"]["c"]["status"] == "unconvertible" and run.outputs == {}
+
+
+# ---------------------------------------------------------------- arguments
+
+@pytest.mark.parametrize("name", ["model.onnx", "a", "M-1_b.bin", "x" * 100])
+def test_a_plain_file_name_is_accepted(name):
+    assert Arg.file(b"", name).value == (name, b"")
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", ".hidden", "a/b", "../m.onnx", "/etc/passwd", "a\\b", "a\x00b",
+                                  "x" * 101, "mödel.onnx", "a b", "-", 3, None])
+def test_a_file_name_that_is_not_a_plain_name_is_refused(name):
+    with pytest.raises(ValueError if isinstance(name, str) else (ValueError, TypeError)):
+        Arg.file(b"data", name)
+
+
+def test_arguments_are_bounded():
+    with pytest.raises(ValueError, match="at most"):
+        Arg.file(bytes(FILE_MAX_BYTES + 1), "big.bin")
+    with pytest.raises(ValueError, match="at most"):
+        Arg.strings(["a"] * (STRINGS_MAX_ITEMS + 1))
+    with pytest.raises(ValueError, match="at most"):
+        Arg.strings(["é" * (STRINGS_MAX_BYTES // 2 + 1)])
+    with pytest.raises(TypeError):
+        Arg.strings(["a", 1])
+    with pytest.raises(TypeError):
+        Arg.file("not bytes", "a.txt")
+    two = Arg.file(bytes(FILE_MAX_BYTES), "a.bin")
+    with pytest.raises(ValueError, match="more than"):
+        check_cases([ProbeCase("c", "f", (two, two))])
+    with pytest.raises(ValueError, match="named alike"):
+        check_cases([ProbeCase("c", "f", (Arg.file(b"1", "m"),), {"other": Arg.file(b"2", "m")})])
+
+
+def test_the_plugin_refuses_cases_the_probe_cannot_send(tmp_path):
+    """A lesson whose cases cannot be sent fails when its cases are read (build, every front end)."""
+    from autograder.assignment import load_assignment
+    from autograder.errors import AssignmentError
+
+    folder = tmp_path / "assignments" / "files-01"
+    (folder / "grading").mkdir(parents=True)
+    (folder / "assignment.toml").write_text('id = "files-01"\n')
+    (folder / "grading" / "__init__.py").write_text(
+        "from autograder.probe_format import Arg, ProbeCase\n"
+        "def probe_cases():\n"
+        "    f = Arg.file(b'x', 'm.onnx')\n"
+        "    return [ProbeCase('c', 'count_ops', (f,), {'again': f})]\n"
+        "def measure(ctx):\n    return {}\n")
+    (tmp_path / "reference" / "files-01").mkdir(parents=True)
+    with pytest.raises(AssignmentError, match="files-01/grading: probe case 'c': two file arguments are named alike"):
+        load_assignment("files-01", tmp_path).grading.probe_cases()
+
+
+def test_file_and_strings_arguments_are_described_without_their_content():
+    from autograder.measure.compare import describe_call
+    from autograder.measure.failure import describe_arguments
+
+    case = ProbeCase("c", "count_ops", (Arg.file(b"secret-bytes", "hidden.onnx"), Arg.strings(["Conv", "Gelu"])))
+    told = describe_arguments(case, ("path", "names"))
+    assert told == "path a str (the path of a file), names a list of 2 str"
+    assert "secret" not in describe_call(case) and "hidden.onnx" in describe_call(case)
