@@ -226,7 +226,8 @@ def _plain(a: Any, arrays: dict[str, np.ndarray]) -> dict:
     raise TypeError(f"unknown probe argument kind {a.kind!r}")
 
 
-def _case_bytes(c: ProbeCase) -> int:
+def case_bytes(c: ProbeCase) -> int:
+    """The bytes of a case's array and file arguments (what its cell carries, before base64)."""
     size = 0
     for a in (*c.args, *c.kwargs.values()):
         if isinstance(a, Arg) and a.kind == "file":
@@ -243,7 +244,7 @@ def check_cases(cases: list[ProbeCase]) -> None:
     if len(set(ids)) != len(ids):
         raise ValueError("probe case ids must be unique")
     for c in cases:
-        if _case_bytes(c) > CASE_MAX_BYTES:
+        if case_bytes(c) > CASE_MAX_BYTES:
             raise ValueError(f"probe case {c.id!r}: its arguments hold more than {CASE_MAX_BYTES:,} bytes")
         names = [a.value[0] for a in (*c.args, *c.kwargs.values()) if isinstance(a, Arg) and a.kind == "file"]
         if len(set(names)) != len(names):

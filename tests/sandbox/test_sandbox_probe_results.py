@@ -297,3 +297,22 @@ def test_file_and_strings_arguments_are_described_without_their_content():
     told = describe_arguments(case, ("path", "names"))
     assert told == "path a str (the path of a file), names a list of 2 str"
     assert "secret" not in describe_call(case) and "hidden.onnx" in describe_call(case)
+
+
+def test_all_results_together_are_bounded(ws, monkeypatch):
+    """Past the grader's bound on all results' encodings, a call is unconvertible and says so."""
+    monkeypatch.setattr("autograder.sandbox.probe_run.ENCODINGS_MAX_BYTES", 200)
+    out = probe_in_process(ws, {"f": lambda: {"text": "x" * 120}},
+                           [ProbeCase("first", "f"), ProbeCase("second", "f")]).cases
+    assert out["first"].status == "ok"
+    assert out["second"].status == "unconvertible"
+    assert compare_output({"text": "x"}, out["second"])["account"] == \
+        "returned a result the grader does not accept (all results of the probe together are too large)"
+
+
+def test_the_probe_budget_counts_the_bytes_its_cells_carry():
+    from autograder.assignment import ExecutionLimits
+    from autograder.sandbox.probe_run import PAYLOAD_S_PER_MIB, probe_budget_s
+
+    limits = ExecutionLimits()
+    assert probe_budget_s(limits, 3, 8 * 1024 * 1024) - probe_budget_s(limits, 3) == pytest.approx(8 * PAYLOAD_S_PER_MIB)
