@@ -76,7 +76,7 @@ def same(a, b) -> bool:
     if isinstance(a, (np.ndarray, np.generic)):
         return a.dtype == b.dtype and np.shape(a) == np.shape(b) and np.asarray(a).tobytes() == np.asarray(b).tobytes()
     if isinstance(a, float):
-        return a == b or (a != a and b != b) if a == a or b != b else False
+        return a == b or (a != a and b != b)
     return a == b
 
 
