@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -29,10 +30,6 @@ from .errors import AssignmentError
 from .grading_plugin import GradingPlugin, load_plugin
 from .project import project_root as project_root
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Parse a TOML file; parsed once per content version (rescoring reads the same rubric and

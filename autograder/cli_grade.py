@@ -11,6 +11,7 @@ import typer
 from .cli_checks import (EXIT_INTERRUPTED, check_empty_or_absent, check_file, check_grading_files, check_notebook,
                          check_out_dir, command_errors, create_out_dir)
 from .errors import AssignmentError, SandboxUnavailableError
+from .grade_options import GradeOptions
 from .student_text import clean
 
 ASSIGNMENT_HELP = ("Assignment id (a folder under assignments/). Default: the only one, else the one the "
@@ -48,8 +49,8 @@ def grade(
         create_out_dir(out)
     try:
         with command_errors(SandboxUnavailableError):
-            grade_ = grade_notebook(notebook, a, out, workspace=workspace, tolerances=tolerances,
-                                    unsafe_no_sandbox=unsafe_no_sandbox)
+            options = GradeOptions(tolerances=tolerances, unsafe_no_sandbox=unsafe_no_sandbox)
+            grade_ = grade_notebook(notebook, a, out, options=options, workspace=workspace)
     except KeyboardInterrupt:   # Ctrl-C or SIGTERM: the pipeline removed what this grade wrote
         if created:
             _remove_if_empty(out)

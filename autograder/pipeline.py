@@ -19,6 +19,7 @@ from typing import Any, Callable
 from . import hidden_secret
 from .assignment import Assignment
 from .errors import SandboxUnavailableError
+from .grade_options import GradeOptions
 from .judge import judge
 from .measure.context import ArtifactContext, MeasureContext
 from .measure.onnx_load import LoadLimits
@@ -167,22 +168,22 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     return measurements
 
 
-def rejudge(out_dir: Path, assignment: Assignment, *, tolerances: Path | None = None,
-            rubric: Path | None = None, execution_time: float | None = None,
-            timings: dict[str, float] | None = None) -> dict[str, Any]:
-    """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed.
+def rejudge(out_dir: Path, assignment: Assignment, *, options: GradeOptions = GradeOptions(),
+            execution_time: float | None = None, timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed; judged with
+    ``options``' tolerances and rubric.
 
     ``grade_notebook`` also judges from the file it just wrote, not from the dict in memory, so
     a first grade and any later ``rescore`` judge exactly the same (JSON-normalised) data.
     """
     judging = time.monotonic()
     measurements = json.loads((out_dir / MEASUREMENTS_FILE).read_text())
-    limits = assignment.tolerances(tolerances)
-    grade = judge(assignment.rubric(rubric), limits, measurements)
+    limits = assignment.tolerances(options.tolerances)
+    grade = judge(assignment.rubric(options.rubric), limits, measurements)
     if execution_time is None:
         execution_time = measurements.get("execution", {}).get("duration_s")
     # for the instructor: which tolerances judged, and whether the versions still match theirs
-    grade["tolerances"] = tolerances_record(assignment.tolerances_path, tolerances, limits)
+    grade["tolerances"] = tolerances_record(assignment.tolerances_path, options.tolerances, limits)
     grade["version_drift"] = version_drift(limits, measurements.get("environment"))
     if timings is not None:  # where a first grade's time went (a rescore has none)
         grade["timings"] = {**timings, "judge_s": round(time.monotonic() - judging, 3)}
@@ -241,13 +242,13 @@ def _remove_unfinished(out_dir: Path, kept: set[str], created: bool) -> None:
 
 
 def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
-                   workspace: Path | None = None, unsafe_no_sandbox: bool = False,
-                   tolerances: Path | None = None, rubric: Path | None = None, slot: int = 0,
+                   options: GradeOptions = GradeOptions(), workspace: Path | None = None, slot: int = 0,
                    on_stage: StageCallback | None = None) -> dict[str, Any]:
-    """Grade ``notebook`` into ``out_dir``; returns the grade (grade.json's content).
+    """Grade ``notebook`` into ``out_dir`` as ``options`` say; returns the grade (grade.json's content).
 
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
-    absent); by default a temporary one is used and removed.
+    absent); by default a temporary one is used and removed. ``slot``: the sandbox slot this
+    process holds (a batch worker's); ``on_stage``: called with each stage's name as it starts.
     """
     from .sandbox import make_workspace_folder, prepared_workspace  # nbclient and the jail: loaded only to execute
     from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
@@ -281,9 +282,10 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         # a workspace the caller keeps is copied back out of it
         with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
             execute_and_measure(Path(notebook), assignment, out_dir, workspace,
-                                unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_stage=stage, timings=overlapped)
+                                unsafe_no_sandbox=options.unsafe_no_sandbox, slot=slot, on_stage=stage,
+                                timings=overlapped)
         stage("judge")
-        return rejudge(out_dir, assignment, tolerances=tolerances, rubric=rubric,
+        return rejudge(out_dir, assignment, options=options,
                        execution_time=time.monotonic() - started, timings={**_stage_seconds(marks), **overlapped})
     except SandboxUnavailableError as e:
         _write_json(out_dir / RESULTS_FILE, failure_results_json(

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..cli_checks import EXIT_INTERRUPTED, CommandError, check_file, check_out_dir, check_source, command_errors
 from ..errors import SandboxUnavailableError
+from ..grade_options import GradeOptions
 
 CALIBRATED_HELP = ("Judge with the assignment's calibrated tolerances and its own rubric, dropping an override "
                    "an earlier run or rescore of OUT kept.")
@@ -61,10 +62,10 @@ def batch(
         a = resolve_assignment(assignment, notebooks, what=f"the notebooks of {source}")
         tolerances = check_file(tolerances, what="--tolerances")
         try:
-            summary = run_batch(source, out, assignment=a, jobs=jobs or None, unsafe_no_sandbox=unsafe_no_sandbox,
+            options = GradeOptions(tolerances=tolerances, unsafe_no_sandbox=unsafe_no_sandbox)
+            summary = run_batch(source, out, assignment=a, options=options, jobs=jobs or None, scheduler=scheduler,
                                 progress=progress, cache_dir=cache_dir, use_cache=not no_cache,
-                                tolerances=tolerances, allow_empty=allow_empty,
-                                scheduler=scheduler, calibrated=calibrated)
+                                allow_empty=allow_empty, calibrated=calibrated)
         except KeyboardInterrupt:
             typer.secho(f"interrupted: finished submissions are kept in {out}; run the same command again to resume",
                         fg="yellow", err=True)
@@ -103,7 +104,8 @@ def rescore(
             raise CommandError(f"{out} is not a folder: give the --out folder of a batch run")
         tolerances = check_file(tolerances, what="--tolerances")
         rubric = check_file(rubric, what="--rubric")
-        summary = rescore_batch(out, tolerances=tolerances, rubric=rubric, partial=partial, calibrated=calibrated)
+        summary = rescore_batch(out, options=GradeOptions(tolerances=tolerances, rubric=rubric), partial=partial,
+                                calibrated=calibrated)
     for warning in summary.version_drift:
         typer.secho(f"warning: {warning}", fg="yellow")
     typer.echo(summary.grading_note)

@@ -137,8 +137,7 @@ def _stamp(out: Path, record: dict[str, Any]) -> dict[str, Any]:
 def _judge(task: Task, out: Path, assignment: Assignment) -> str | None:
     """rejudge on the client; the error text (and a failure results.json) when it raises."""
     try:
-        pipeline.rejudge(out, assignment, tolerances=Path(task.tolerances) if task.tolerances else None,
-                         rubric=Path(task.rubric) if task.rubric else None)
+        pipeline.rejudge(out, assignment, options=task.options)
         return None
     except Exception as e:  # noqa: BLE001 - one submission's failure never stops the batch
         write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(

@@ -26,7 +26,7 @@ import contextlib
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from .executor import make_executor
 from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
 from .cache import ExecutionCache, cache_key, sha256_bytes
 from ..errors import AssignmentError, AutograderError
+from ..grade_options import GradeOptions
 from ..safe_files import write_json_atomic
 from ..tolerances import version_drift
 from .grading_files import grading_files
@@ -107,11 +108,13 @@ class BatchSummary:
         return counts
 
 
-def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | None = None,
-              unsafe_no_sandbox: bool = False, progress: bool = True, cache_dir: Path | None = None,
-              use_cache: bool = True, tolerances: Path | None = None, rubric: Path | None = None,
-              allow_empty: bool = False, scheduler: str | None = None, calibrated: bool = False) -> BatchSummary:
-    """Grade every submission of ``source`` into ``out``; resumable, cached, never aborted by one failure.
+def run_batch(source: Path, out: Path, *, assignment: Assignment, options: GradeOptions = GradeOptions(),
+              jobs: int | None = None, scheduler: str | None = None, progress: bool = True,
+              cache_dir: Path | None = None, use_cache: bool = True, allow_empty: bool = False,
+              calibrated: bool = False) -> BatchSummary:
+    """Grade every submission of ``source`` into ``out`` as ``options`` say; resumable, cached, never
+    aborted by one failure. The tolerances and rubric that judge follow ``grading_files`` (an
+    override an earlier run kept applies, ``calibrated`` drops it).
 
     Everything the instructor gave is checked before anything is written; a source with no
     notebook raises ``EmptyBatchError`` unless ``allow_empty``. A batch that fails or is
@@ -125,9 +128,9 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
     if previous is not None and previous.get("assignment") != assignment.id:
         raise BatchError(f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
                          f"'{assignment.id}': use another --out folder")
-    files = grading_files(out, previous, tolerances, rubric, calibrated=calibrated)
-    tolerances, rubric = files.tolerances, files.rubric
-    validate_grading(assignment, tolerances, rubric)
+    files = grading_files(out, previous, options.tolerances, options.rubric, calibrated=calibrated)
+    options = replace(options, tolerances=files.tolerances, rubric=files.rubric)
+    validate_grading(assignment, options)
     created = not out.exists()
     existed = {p.name for p in out.iterdir()} if out.is_dir() else set()
     try:
@@ -142,14 +145,14 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         _remove_unused(out, created, existed)
         raise
     cache_root = None if not use_cache else Path(cache_dir).resolve() if cache_dir else out / CACHE_DIR
-    tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, tolerances, rubric, unsafe_no_sandbox)
-    limits = assignment.tolerances(tolerances)
+    tasks = _make_tasks(discovery.submissions, out, assignment, cache_root, options)
+    limits = assignment.tolerances(options.tolerances)
     drift = version_drift(limits, assignment.environment())
     batch = {
         "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
         "fingerprint": assignment.fingerprint(), "environment": assignment.environment_fingerprint(),
         "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
-        "tolerances": str(tolerances or ""), "rubric": str(rubric or ""), "warnings": discovery.warnings,
+        "tolerances": str(options.tolerances or ""), "rubric": str(options.rubric or ""), "warnings": discovery.warnings,
         "tolerances_used": files.record(assignment, limits), "version_drift": drift,
         "executor": scheduler or f"local pool -j {jobs or 'auto'}",
         "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
@@ -164,7 +167,7 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, jobs: int | No
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)
         raise
-    rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, discovery.warnings)
+    rows, integrity = _finish(out, assignment, tasks, options, discovery.warnings)
     write_json_atomic(out / BATCH_FILE, {**batch, "state": "finished", "finished_at": _now()})
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=len(records),
                         skipped=len(tasks) - len(todo), executed=sum(bool(r.get("executed")) for r in records),
@@ -198,12 +201,12 @@ def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
                 shutil.rmtree(out)
 
 
-def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = None,
-            partial: bool = False, calibrated: bool = False) -> BatchSummary:
+def rescore(out: Path, *, options: GradeOptions = GradeOptions(), partial: bool = False,
+            calibrated: bool = False) -> BatchSummary:
     """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing.
 
-    Judges with the tolerances and rubric given, else those the batch last used (an override is
-    kept), else, or with ``calibrated``, the assignment's own (``grading_files``).
+    Judges with the tolerances and rubric of ``options``, else those the batch last used (an
+    override is kept), else, or with ``calibrated``, the assignment's own (``grading_files``).
     Refuses, before writing anything, a batch with ungraded submissions unless ``partial``.
     Writes ``rescore-diff.csv`` (every submission whose score changed) beside the gradebook.
     """
@@ -215,9 +218,9 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     if batch is None:
         raise BatchError(f"{out / BATCH_FILE} is missing or unreadable: give the --out folder of a batch run")
     assignment = _batch_assignment(batch)
-    files = grading_files(out, batch, tolerances, rubric, calibrated=calibrated)
-    tolerances, rubric = files.tolerances, files.rubric
-    validate_grading(assignment, tolerances, rubric)
+    files = grading_files(out, batch, options.tolerances, options.rubric, calibrated=calibrated)
+    options = replace(options, tolerances=files.tolerances, rubric=files.rubric)
+    validate_grading(assignment, options)
     tasks = [task_from_json(t) for t in batch.get("submissions", [])]
     ungraded = [t.name for t in tasks if not (out / t.name / SUBMISSION_FILE).is_file()]
     if ungraded and not partial:
@@ -229,13 +232,13 @@ def rescore(out: Path, *, tolerances: Path | None = None, rubric: Path | None = 
     before = read_scores(out, [t.name for t in tasks])
     rescored = 0
     for task in tasks:
-        rescored += _rescore_one(out / task.name, assignment, tolerances, rubric)
-    limits = assignment.tolerances(tolerances)
-    write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(tolerances or ""),
-                                         "rubric": str(rubric or ""),
+        rescored += _rescore_one(out / task.name, assignment, options)
+    limits = assignment.tolerances(options.tolerances)
+    write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(options.tolerances or ""),
+                                         "rubric": str(options.rubric or ""),
                                          "tolerances_used": files.record(assignment, limits)})
     warnings = list(batch.get("warnings", []))
-    rows, integrity = _finish(out, assignment, tasks, rubric, tolerances, warnings)
+    rows, integrity = _finish(out, assignment, tasks, options, warnings)
     diff = score_changes(before, read_scores(out, [t.name for t in tasks]), rows)
     write_rescore_diff(out / RESCORE_DIFF_FILE, diff)
     return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=rescored, warnings=warnings,
@@ -252,14 +255,14 @@ def read_batch_file(out: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def validate_grading(assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> None:
+def validate_grading(assignment: Assignment, options: GradeOptions) -> None:
     """Fail loudly, before any submission, on a broken rubric or tolerances file (instructor input)."""
     from ..cli_checks import check_grading_files
 
-    for path in (tolerances, rubric):
+    for path in (options.tolerances, options.rubric):
         if path is not None and not path.is_file():
             raise BatchError(f"{path} does not exist")
-    check_grading_files(assignment, tolerances, rubric)
+    check_grading_files(assignment, options.tolerances, options.rubric)
 
 
 def is_finished(out: Path, task: Task) -> bool:
@@ -320,7 +323,7 @@ def check_ids(rubric: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
 # ── helpers ─────────────────────────────────────────────────────────────────────────────────
 
 def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache_root: Path | None,
-                tolerances: Path | None, rubric: Path | None, unsafe: bool) -> list[Task]:
+                options: GradeOptions) -> list[Task]:
     a_fp, env_fp = assignment.fingerprint(), assignment.environment_fingerprint()
     tasks = []
     facts = files_facts(Path(sub.notebook) for sub in submissions if sub.notebook is not None)  # bounded reader
@@ -339,18 +342,17 @@ def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache
                           problem=problem, sha256=sha, key=key, out_dir=str(out / sub.name),
                           origin=sub.origin, submitters=sub.submitters,
                           cache_dir=str(cache_root) if cache_root else None,
-                          tolerances=str(tolerances) if tolerances else None,
-                          rubric=str(rubric) if rubric else None, unsafe_no_sandbox=unsafe))
+                          options=options))
     return tasks
 
 
-def _rescore_one(sub: Path, assignment: Assignment, tolerances: Path | None, rubric: Path | None) -> bool:
+def _rescore_one(sub: Path, assignment: Assignment, options: GradeOptions) -> bool:
     record = _read_json(sub / SUBMISSION_FILE)
     if not isinstance(record, dict) or not (sub / pipeline.MEASUREMENTS_FILE).is_file():
         return False
     error = None
     try:
-        pipeline.rejudge(sub, assignment, tolerances=tolerances, rubric=rubric)
+        pipeline.rejudge(sub, assignment, options=options)
     except Exception as e:  # noqa: BLE001 - one submission's failure is its row's
         error = f"{type(e).__name__}: {e}"[:2000]
     record["status"], record["reason"] = submission_status(sub, error)
@@ -359,22 +361,22 @@ def _rescore_one(sub: Path, assignment: Assignment, tolerances: Path | None, rub
     return True
 
 
-def _finish(out: Path, assignment: Assignment, tasks: list[Task], rubric_path: Path | None,
-            tolerances_path: Path | None, warnings: list[str]) -> tuple[list[dict[str, Any]], Any]:
+def _finish(out: Path, assignment: Assignment, tasks: list[Task], options: GradeOptions,
+            warnings: list[str]) -> tuple[list[dict[str, Any]], Any]:
     """gradebook.csv, integrity.csv and summary.html from the submissions' files (runs nothing)."""
     from ..report.gradebook import write_gradebook
     from ..report.integrity import class_integrity
     from ..report.integrity_view import write_integrity_csv
     from ..report.summary import write_summary
 
-    rubric = assignment.rubric(rubric_path)
+    rubric = assignment.rubric(options.rubric)
     rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
     write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
     notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
     integrity = class_integrity(notebooks, assignment)
     write_integrity_csv(out / INTEGRITY_FILE, integrity)
     write_summary(out / SUMMARY_FILE, rows, out=out, assignment=assignment, rubric=rubric,
-                  tolerances=assignment.tolerances(tolerances_path), warnings=warnings,
+                  tolerances=assignment.tolerances(options.tolerances), warnings=warnings,
                   batch=read_batch_file(out) or {}, integrity=integrity)
     return rows, integrity
 

@@ -3,8 +3,9 @@
 Only bytes travel between the batch (the client) and a worker, whatever the engine:
 
 - a ``Job`` holds the notebook's bytes, the assignment's id and fingerprint, the client's package
-  versions, and a custom rubric or tolerances file when the instructor gave one (trusted files,
-  read only by the judge on the worker, never placed where the notebook runs);
+  versions, the grade's options (``GradeOptions``), and a custom rubric or tolerances file when the
+  instructor gave one, as bytes (trusted files, read only by the judge on the worker, never placed
+  where the notebook runs);
 - ``grade_job`` runs on the worker (a local pool process or a Dask worker): it refuses a job
   whose versions or assignment differ from its own, then runs ``pipeline.grade_notebook`` in a
   private temporary folder and returns a ``Reply`` with the stage files' bytes;
@@ -26,7 +27,7 @@ import socket
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from .. import pipeline
 from ..assignment import Assignment, load_assignment
 from ..environment import environment_versions
 from ..errors import AutograderError, SandboxUnavailableError
+from ..grade_options import GradeOptions
 
 SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
@@ -64,9 +66,7 @@ class Task:
     origin: str = ""
     submitters: list[dict[str, str]] = field(default_factory=list)
     cache_dir: str | None = None
-    tolerances: str | None = None
-    rubric: str | None = None
-    unsafe_no_sandbox: bool = False
+    options: GradeOptions = GradeOptions()   # batch.json keeps its fields beside the others (task_to_json)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Job:
     assignment: str
     fingerprint: str                       # Assignment.fingerprint() on the client
     versions: dict[str, str]               # environment_versions() on the client
-    unsafe_no_sandbox: bool = False
+    options: GradeOptions = GradeOptions()  # without paths: the files below travel instead
     tolerances: bytes | None = None        # a custom tolerances.toml (instructor's, trusted)
     rubric: bytes | None = None            # a custom rubric.toml (instructor's, trusted)
 
@@ -99,12 +99,13 @@ class Reply:
 
 
 def make_job(task: Task, assignment_id: str, fingerprint: str) -> Job:
-    """The job of ``task``: its notebook's bytes read now, on the client."""
+    """The job of ``task``: its notebook's and its grading files' bytes read now, on the client."""
+    options = task.options
     return Job(name=task.name, notebook=Path(task.notebook or "").read_bytes(), assignment=assignment_id,
                fingerprint=fingerprint, versions=dict(environment_versions()),
-               unsafe_no_sandbox=task.unsafe_no_sandbox,
-               tolerances=Path(task.tolerances).read_bytes() if task.tolerances else None,
-               rubric=Path(task.rubric).read_bytes() if task.rubric else None)
+               options=replace(options, tolerances=None, rubric=None),
+               tolerances=options.tolerances.read_bytes() if options.tolerances else None,
+               rubric=options.rubric.read_bytes() if options.rubric else None)
 
 
 def worker_label() -> str:
@@ -145,12 +146,11 @@ def grade_job(job: Job, assignment: Assignment, *, slot: int = 0, loaded_fingerp
     try:
         notebook = tmp / f"{job.name}.ipynb"
         notebook.write_bytes(job.notebook)
-        tolerances = _write(tmp / "tolerances.toml", job.tolerances)
-        rubric = _write(tmp / "rubric.toml", job.rubric)
+        options = replace(job.options, tolerances=_write(tmp / "tolerances.toml", job.tolerances),
+                          rubric=_write(tmp / "rubric.toml", job.rubric))
         out = tmp / "out"
         try:
-            pipeline.grade_notebook(notebook, assignment, out, slot=slot, unsafe_no_sandbox=job.unsafe_no_sandbox,
-                                    tolerances=tolerances, rubric=rubric)
+            pipeline.grade_notebook(notebook, assignment, out, options=options, slot=slot)
         except SandboxUnavailableError as e:
             reply.fatal, reply.fatal_kind = str(e), FATAL_SANDBOX
             return reply
@@ -177,11 +177,16 @@ def submission_status(out: Path, error: str | None) -> tuple[str, str | None]:
 
 
 def task_from_json(data: dict[str, Any]) -> Task:
-    return Task(**{k: data[k] for k in Task.__dataclass_fields__ if k in data})
+    return Task(**{k: data[k] for k in Task.__dataclass_fields__ if k in data and k != "options"},
+                options=GradeOptions.from_json(data))
 
 
 def task_to_json(task: Task) -> dict[str, Any]:
-    return asdict(task)
+    """A task as batch.json holds it: its options' fields beside its own (``tolerances``, ``rubric``,
+    ``unsafe_no_sandbox``), as before options were one value."""
+    data = asdict(task)
+    del data["options"]
+    return {**data, **task.options.to_json()}
 
 
 def _write(path: Path, data: bytes | None) -> Path | None:

@@ -30,6 +30,7 @@ from typing import Any
 from ..assignment import Assignment, load_assignment
 from ..assignment_match import mismatch_reason, notebook_facts_of
 from ..errors import AssignmentError, UnsafeFileError
+from ..grade_options import GradeOptions
 from ..notebook_choice import NotebookChoice, choose_notebook, ignored, shown
 from ..report import markdown as md
 from ..report.gradescope_results import failure_results_json
@@ -220,7 +221,8 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
         notebook = private_dir / Path(choice.chosen).name
         notebook.write_bytes(data)
         out = private_dir / "out"
-        grade = pipeline.grade_notebook(notebook, assignment, out, workspace=Path(ws) / "work")
+        # the assignment's own tolerances and rubric, and always the jail: a student's container has no flags
+        grade = pipeline.grade_notebook(notebook, assignment, out, options=GradeOptions(), workspace=Path(ws) / "work")
         results = json.loads((out / pipeline.RESULTS_FILE).read_text())
         measurements_file = out / pipeline.MEASUREMENTS_FILE
         measurements = json.loads(measurements_file.read_text()) if measurements_file.is_file() else {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -17,11 +18,6 @@ from autograder.authoring.build import build_assignment, build_notebooks, stale_
 from autograder.authoring.calibrate import round_outward, tolerance_specs
 from autograder.judge import validate_rubric
 from autograder.probe_format import CaseOutput, ProbeResult
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "03-export-parity"

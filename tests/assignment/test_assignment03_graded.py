@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -18,11 +19,6 @@ import pytest
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 from needs import needs
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.slow
 

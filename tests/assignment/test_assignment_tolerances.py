@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 
 import nbformat
 import pytest
@@ -12,11 +13,6 @@ import pytest
 from autograder.authoring.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
                                   tolerance_specs)
 from autograder.judge import lookup
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 
 @pytest.fixture(scope="module")

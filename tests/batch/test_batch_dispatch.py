@@ -17,6 +17,7 @@ from autograder.batch import run_batch
 from autograder.batch.dispatch import run_tasks
 from autograder.batch.executor import WorkerLost
 from autograder.batch.worker import Job, Reply, grade_job
+from autograder.grade_options import GradeOptions
 
 
 def cache_entries(cache: Path) -> dict[str, dict[str, Any]]:
@@ -108,7 +109,7 @@ def tasks_of(tmp_path, fake_assignment, names: dict[str, dict]) -> list:
     for name, fake in names.items():
         write_notebook(src / f"{name}.ipynb", **fake)
     found = discover(src, tmp_path / "staged")
-    return _make_tasks(found.submissions, tmp_path / "out", fake_assignment, None, None, None, False)
+    return _make_tasks(found.submissions, tmp_path / "out", fake_assignment, None, GradeOptions())
 
 
 def test_an_engine_that_already_retried_a_lost_job_gets_worker_lost_at_once(tmp_path, fake_assignment, exec_log):

@@ -8,6 +8,7 @@ import json
 import pytest
 from batchkit import GOOD, write_notebook
 
+from autograder.grade_options import GradeOptions
 from autograder.batch import rescore, run_batch
 from autograder.batch.run import PartialBatchError
 from autograder.tolerances import file_sha256, merge_tolerances
@@ -32,7 +33,7 @@ def diff_rows(out):
 def test_a_partial_override_changes_only_its_keys_and_is_recorded_everywhere(tmp_path, graded):
     override = tmp_path / "size-only.toml"
     override.write_text("[size]\nratio_max = 0.28\n")             # drift and functions keep their values
-    summary = rescore(graded, tolerances=override)
+    summary = rescore(graded, options=GradeOptions(tolerances=override))
 
     changed = {"size.ratio_max": {"calibrated": 0.35, "value": 0.28}}
     grade = json.loads((graded / "alice" / "grade.json").read_text())
@@ -56,7 +57,7 @@ def test_a_partial_override_changes_only_its_keys_and_is_recorded_everywhere(tmp
 def test_rescore_writes_the_scores_that_changed_with_the_checks_that_moved(tmp_path, graded):
     override = tmp_path / "strict.toml"
     override.write_text("[size]\nratio_max = 0.28\n[drift]\nmax_abs_dp_max = 0.03\n")
-    rescore(graded, tolerances=override)
+    rescore(graded, options=GradeOptions(tolerances=override))
     rows = diff_rows(graded)
     assert [(r["name"], r["old_score"], r["new_score"], r["change"]) for r in rows] == [
         ("alice", "35", "20", "-15"), ("carol", "35", "20", "-15")]
@@ -80,7 +81,7 @@ def test_a_plain_rescore_keeps_the_last_override_until_told_to_go_back(tmp_path,
     files["loose"].write_text("[size]\nratio_max = 0.40\n")
     expected = None
     for given, calibrated in steps:
-        summary = rescore(graded, tolerances=files[given] if given else None, calibrated=calibrated)
+        summary = rescore(graded, options=GradeOptions(tolerances=files[given] if given else None), calibrated=calibrated)
         expected = files[given] if given else None if calibrated else expected
         how = "given" if given else "calibrated" if expected is None else "kept"
         batch = json.loads((graded / "batch.json").read_text())
@@ -101,7 +102,7 @@ def test_a_kept_override_that_is_gone_is_an_error_not_a_silent_return(tmp_path, 
 
     strict = tmp_path / "strict.toml"
     strict.write_text("[size]\nratio_max = 0.28\n")
-    rescore(graded, tolerances=strict)
+    rescore(graded, options=GradeOptions(tolerances=strict))
     strict.unlink()
     before = (graded / "gradebook.csv").read_bytes()
     for again in (lambda: rescore(graded), lambda: run_batch(tmp_path / "src", graded, assignment=fake_assignment,
@@ -110,7 +111,7 @@ def test_a_kept_override_that_is_gone_is_an_error_not_a_silent_return(tmp_path, 
             again()
     assert (graded / "gradebook.csv").read_bytes() == before
     with pytest.raises(GradingFilesError, match="give one of them"):
-        rescore(graded, tolerances=tmp_path / "other.toml", calibrated=True)
+        rescore(graded, options=GradeOptions(tolerances=tmp_path / "other.toml"), calibrated=True)
     assert rescore(graded, calibrated=True).diff, "the calibrated values judge again"
 
 

@@ -14,6 +14,7 @@ import pytest
 import tomli_w
 from batchkit import make_export_zip, read_gradebook
 
+from autograder.grade_options import GradeOptions
 from autograder.assignment import load_assignment, load_toml
 from autograder.batch import rescore, run_batch
 from needs import needs
@@ -92,7 +93,7 @@ def test_real_rescore_executes_nothing(graded, assignment, tmp_path, monkeypatch
     part_points = next(p["points"] for c in assignment.rubric()["checks"] for p in c.get("parts", [])
                        if p.get("measure") == "models.int8_dynamic.size.ratio")
 
-    rescore(out, tolerances=tight)
+    rescore(out, options=GradeOptions(tolerances=tight))
     book = {r["name"]: r for r in read_gradebook(out)}
     assert float(book["submission_1"]["score"]) == 100 - part_points
     assert float(book["submission_2"]["score"]) == 100 - part_points

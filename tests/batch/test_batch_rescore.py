@@ -7,6 +7,7 @@ import json
 import pytest
 from batchkit import GOOD, RUBRIC_TOML, make_export_zip, notebook_json, read_gradebook, write_notebook
 
+from autograder.grade_options import GradeOptions
 from autograder.batch import BatchError, rescore, run_batch
 from autograder.errors import AssignmentError
 
@@ -54,7 +55,7 @@ def test_rescore_with_stricter_tolerances_changes_scores_without_executing(tmp_p
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
 
-    summary = rescore(graded, tolerances=strict)
+    summary = rescore(graded, options=GradeOptions(tolerances=strict))
 
     assert scores(graded) == {"alice": ("20", "5", "0", "ok"), "bob": ("25", "10", "10", "ok"),
                               "carol": ("0", "0", "0", "kernel_died"), "dave": ("0", "", "", "grader_error")}
@@ -82,7 +83,7 @@ def test_rescore_with_another_rubric(tmp_path, graded, monkeypatch):
     execution["parts"][0]["points"] += 10  # "completed" now weighs 13
     rubric = tmp_path / "rubric.toml"
     rubric.write_text(tomli_w.dumps(data))
-    rescore(graded, rubric=rubric)
+    rescore(graded, options=GradeOptions(rubric=rubric))
     book = {r["name"]: r for r in read_gradebook(graded)}
     assert (book["alice"]["score"], book["alice"]["max_score"], book["alice"]["execution"]) == ("45", "45", "15")
     assert (book["carol"]["score"], book["carol"]["execution"]) == ("0", "0")
@@ -97,11 +98,11 @@ def test_rescore_refuses_a_broken_tolerances_file_before_touching_anything(tmp_p
         bad = tmp_path / "bad.toml"
         bad.write_text(text)
         with pytest.raises(AssignmentError, match=why):
-            rescore(graded, tolerances=bad)
+            rescore(graded, options=GradeOptions(tolerances=bad))
     assert (graded / "alice" / "grade.json").read_bytes() == grade
     assert not (graded / "rescore-diff.csv").exists()
     with pytest.raises(BatchError, match="does not exist"):
-        rescore(graded, tolerances=tmp_path / "missing.toml")
+        rescore(graded, options=GradeOptions(tolerances=tmp_path / "missing.toml"))
 
 
 def test_rescore_needs_a_batch_folder(tmp_path):
@@ -118,7 +119,7 @@ def test_rescore_keeps_unreadable_zeros_and_export_metadata(tmp_path, fake_assig
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
     forbid_execution(monkeypatch)
-    rescore(out, tolerances=strict)
+    rescore(out, options=GradeOptions(tolerances=strict))
     book = read_gradebook(out)
     assert [(r["name"], r["submitters"], r["sids"], r["score"], r["status"]) for r in book] == [
         ("submission_1", "Ada", "1", "20", "ok"), ("submission_2", "Bo", "", "0", "unreadable")]
@@ -128,7 +129,7 @@ def test_rescore_keeps_unreadable_zeros_and_export_metadata(tmp_path, fake_assig
 def test_a_later_run_judges_new_submissions_with_the_rescored_tolerances(tmp_path, graded, fake_assignment):
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
-    rescore(graded, tolerances=strict)
+    rescore(graded, options=GradeOptions(tolerances=strict))
     write_notebook(tmp_path / "src" / "late.ipynb", **GOOD)   # submitted after the rescore
     run_batch(tmp_path / "src", graded, assignment=fake_assignment, jobs=1, progress=False)
     book = scores(graded)

@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from autograder import pipeline
+from autograder.grade_options import GradeOptions
 from autograder.gradescope import run as gradescope
 from autograder.report.gradescope_results import results_json
 
@@ -171,7 +172,7 @@ def test_grader_works_on_a_private_copy_and_a_fresh_workspace_outside_the_root(r
     assert call["workspace_parent_mode"] == 0o711, "the sandbox uid passes through, without listing"
     assert not call["workspace_existed"]
     assert not call["notebook"].exists() and not workspace.parent.exists(), "temp folders are removed"
-    assert call["kwargs"].get("unsafe_no_sandbox", False) is False
+    assert call["kwargs"]["options"] == GradeOptions(), "the jail, the assignment's own tolerances and rubric"
 
 
 def test_source_and_results_folders_are_closed_to_other_users(root, fake):
