@@ -50,6 +50,7 @@ from ..assignment import Assignment, load_toml
 from ..errors import AssignmentError
 from ..grading_plugin import CalibrationContext
 from ..hidden_secret import HiddenSecret
+from ..safe_files import write_atomic
 
 CALIBRATION_FILE = "calibration.toml"
 # tolerances.toml's header; {example} is an override of one of that file's own keys
@@ -335,5 +336,5 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
     path = Path(output) if output else assignment.tolerances_path
     path.parent.mkdir(parents=True, exist_ok=True)
     prov = provenance(assignment, runs, params, hidden_secrets, config, solution, time.monotonic() - started, scores)
-    path.write_text(render_tolerances(derived, prov), encoding="utf-8")
+    write_atomic(path, render_tolerances(derived, prov))   # a grade never reads half a file
     return path
