@@ -52,6 +52,51 @@ def validate(kind: str, data: Any, source: str | None = None) -> None:
         raise ContractError(f"{source or kind}: {json_path(path)}: {message} (schema: {kind}.schema.json)")
 
 
+def knows_path(kind: str, path: str) -> bool:
+    """Whether the dotted ``path`` (``execution.first_error.where``) can name a value in a file of
+    ``kind``: False when a closed table of the schema has no such key, or a value of the schema
+    has no parts; True through any part the schema leaves open (an assignment's sections)."""
+    top = schema(kind)
+    return _knows(top, path.split("."), _registry().resolver(base_uri=top["$id"]))
+
+
+def _knows(node: Any, segments: list[str], resolver: Any) -> bool:
+    if not segments or node is True or node is False:
+        return node is not False
+    flat = _flat(node, resolver)
+    for n, r in flat:
+        branches = n.get("oneOf", []) + n.get("anyOf", [])
+        if branches:
+            return any(_knows(b, segments, r) for b in branches)
+    key, rest = segments[0], segments[1:]
+    for n, r in flat:
+        if key in n.get("properties", {}):
+            return _knows(n["properties"][key], rest, r)
+    for n, r in flat:
+        if "items" in n and key.lstrip("-").isdigit():
+            return _knows(n["items"], rest, r)
+    for n, r in flat:
+        if "additionalProperties" in n:
+            return _knows(n["additionalProperties"], rest, r)
+    if any(n.get("unevaluatedProperties") is False or "enum" in n or "const" in n for n, _ in flat):
+        return False
+    types = {t for n, _ in flat for t in ([n["type"]] if isinstance(n.get("type"), str) else n.get("type", []))}
+    return not types or bool(types & {"object", "array"})
+
+
+def _flat(node: Any, resolver: Any) -> list[tuple[dict[str, Any], Any]]:
+    """``node`` with what its ``$ref`` and ``allOf`` bring in, each with the resolver to read it by."""
+    if not isinstance(node, dict):
+        return []
+    out = [(node, resolver)]
+    if "$ref" in node:
+        resolved = resolver.lookup(node["$ref"])
+        out += _flat(resolved.contents, resolved.resolver)
+    for member in node.get("allOf", []):
+        out += _flat(member, resolver)
+    return out
+
+
 def json_path(path: list[str | int]) -> str:
     """``$.cells[3].status``."""
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)

@@ -10,7 +10,10 @@ key. The shape is the schema's (``autograder/schemas/rubric.schema.json``, throu
 - a ``tolerance`` key resolves to a value of tolerances.toml (a number, or a table with a
   ``value``), and a threshold is of the kind its op needs (a number for ``<=``, a list for ``in``);
 - a ``message`` or ``hint`` template has only known formats and no lone brace
-  (:func:`autograder.grade_text.template_problem`).
+  (:func:`autograder.grade_text.template_problem`);
+- a path (``measure``, ``requires``, a template's placeholder) into the core's sections of
+  measurements.json (``execution``, ``assignment``, ``environment``) names one of their fields
+  (:func:`autograder.contracts.knows_path`); an assignment's own sections are its to define.
 
 ``threshold(part, tolerances)`` is the value a part is judged against, for the judge.
 """
@@ -21,10 +24,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .contracts import ContractError, first_problem, validate
+from .contracts import ContractError, first_problem, knows_path, validate
 from .dotted import is_number, lookup
 from .errors import AssignmentError
-from .grade_text import template_problem
+from .grade_text import TEMPLATE_FIELDS, placeholders, template_problem
 
 OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
 ORDERING_OPS = ("<=", "<", ">=", ">")
@@ -44,16 +47,23 @@ def validate_rubric(rubric: Any, tolerances: Any) -> tuple[list[dict], list[dict
     for check in checks:
         where = f"rubric check '{check['id']}'"
         _new_id(check["id"], seen)
+        requires = check.get("requires", [])
+        for path in [requires] if isinstance(requires, str) else requires:
+            _check_path(path, f"{where}: requires")
         names: set[str] = set()
         for part in check["parts"]:
             part_where = f"{where} part '{part['name']}'"
             if part["name"] in names:
                 raise AssignmentError(f"{part_where}: duplicate part name within the check")
             names.add(part["name"])
+            _check_path(part["measure"], f"{part_where}: measure")
             for key in ("message", "hint"):
                 template = template_problem(part.get(key, ""))
                 if template is not None:
                     raise AssignmentError(f"{part_where} {key}: {template}")
+                for name in placeholders(part.get(key, "")):
+                    if name not in TEMPLATE_FIELDS and not name.startswith("tolerances."):
+                        _check_path(name, f"{part_where} {key}: placeholder")
             _check_threshold(part["op"], threshold(part, tolerances, part_where), part_where)
         total = math.fsum(p["points"] for p in check["parts"])
         if not math.isfinite(check["points"]) or abs(check["points"] - total) > _POINTS_EPS:
@@ -92,6 +102,14 @@ def _check_threshold(op: str, value: Any, where: str) -> None:
         raise AssignmentError(f"{where}: op {op} needs a number, got {value!r}")
     if op == "in" and not isinstance(value, list):
         raise AssignmentError(f"{where}: op in needs a list, got {value!r}")
+
+
+def _check_path(path: str, what: str) -> None:
+    """A path into the core's sections of measurements.json must name one of their fields (a
+    typo there would fail every student's part as "missing"); an assignment's sections are open."""
+    if not knows_path("measurements", path):
+        raise AssignmentError(f"{what} '{path}' is not a field of measurements.json "
+                              "(autograder/schemas/measurements.schema.json)")
 
 
 def _new_id(cid: str, seen: set[str]) -> None:

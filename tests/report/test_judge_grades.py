@@ -73,11 +73,11 @@ def test_grade_from_no_measurements_is_a_zero_with_reasons(measurements):
 def test_grade_requires_blocks_every_part_even_ones_that_would_pass():
     rubric = copy.deepcopy(RUBRIC)
     dyn = next(c for c in rubric["checks"] if c["id"] == "dynamic_model")
-    dyn["requires"] = ["models.fp32.interface_ok", "execution.probe_report"]
+    dyn["requires"] = ["models.fp32.interface_ok", "functions.probe_report"]
     grade = judge(rubric, TOLERANCES, MEASUREMENTS)
     parts = check(grade, "dynamic_model")["parts"]
     assert [p["passed"] for p in parts] == [False, False, False]
-    assert {p["reason"] for p in parts} == {"measurement missing: execution.probe_report"}
+    assert {p["reason"] for p in parts} == {"measurement missing: functions.probe_report"}
 
 
 def test_grade_requires_reports_the_section_error():

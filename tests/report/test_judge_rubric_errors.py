@@ -66,6 +66,14 @@ BAD_RUBRICS = [
     ("typo in a part key", _rubric({**_good_part(), "tolerence": "x"}), {}, ["unknown key(s) tolerence"]),
     ("typo in a check key", _rubric(visiblity="hidden"), {}, ["unknown key(s) visiblity"]),
     ("requires not a path", _rubric(requires=3), {}, ["requires must be a dotted path"]),
+    # a path into the core's sections names a field of measurements.schema.json (lesson sections are open)
+    ("misspelt execution field", _rubric(_good_part(measure="execution.cells_erored")), {},
+     ["part 'p': measure 'execution.cells_erored'", "not a field of measurements.json"]),
+    ("below a leaf of the core", _rubric(_good_part(measure="execution.status.code")), {}, ["execution.status.code"]),
+    ("unknown assignment field", _rubric(requires="assignment.name"), {}, ["check 'c': requires 'assignment.name'"]),
+    ("the cells are not in measurements", _rubric(_good_part(measure="execution.cells.0.status")), {}, ["execution.cells"]),
+    ("placeholder into the core", _rubric(_good_part(hint="{execution.first_eror.where}")), {},
+     ["part 'p' hint: placeholder 'execution.first_eror.where'"]),
     ("requires an empty path", _rubric(requires=["a", ""]), {}, ["requires must be a dotted path"]),
     ("unknown template format", _rubric(_good_part(message="{measured:pct}")), {}, ["unknown format ':pct'"]),
     ("template not a string", _rubric(_good_part(hint=["a"])), {}, ["part 'p'", "hint must be a string"]),
@@ -100,3 +108,11 @@ def test_validate_rubric_does_not_modify_the_rubric():
     rubric = copy.deepcopy(RUBRIC)
     validate_rubric(rubric, TOLERANCES)
     assert rubric == RUBRIC
+
+
+@pytest.mark.parametrize("path", ["execution.completed", "execution.ran", "execution.cells_errored",
+                                  "execution.first_error.where", "execution.definitions.quantize.status",
+                                  "execution.isolation.layers.0", "assignment.id", "environment.onnxruntime",
+                                  "models.int8_dynamic.quality.accuracy_drop", "anything_a_lesson_measures.x.0"])
+def test_paths_into_the_core_fields_or_a_lesson_section_are_accepted(path):
+    validate_rubric(_rubric(_good_part(measure=path), requires=path), {})
