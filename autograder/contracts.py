@@ -5,7 +5,8 @@ the core's envelope, lesson sections open), ``grade`` (grade.json), ``rubric`` (
 loaded), ``tolerances`` (tolerances.toml, or an override file) and ``batch`` (a batch's
 batch.json). ``validate(kind, data, source)`` raises ``ContractError`` naming the file, the JSON
 path and what is wrong; ``first_problem`` gives the same without raising, for a caller that
-names the place its own way (the rubric names a check and a part).
+names the place its own way (the rubric names a check and a part); ``knows_path`` whether a
+dotted path (``execution.first_error.where``) names a field a schema allows.
 
 A schema may say what a failing keyword means in its own words: ``"x-errors": {"required":
 "…"}`` beside the keyword (``{value}`` is the offending value, ``{key}`` its key).
@@ -13,6 +14,7 @@ A schema may say what a failing keyword means in its own words: ``"x-errors": {"
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import cache
 from importlib.resources import files
@@ -33,14 +35,15 @@ class ContractError(AutograderError):
 
 
 def schema(kind: str) -> dict[str, Any]:
-    """The schema of ``kind`` (one of ``KINDS``) as a dict."""
-    return json.loads(_schema_text(kind))
+    """The schema of ``kind`` (one of ``KINDS``) as a dict of its own."""
+    return copy.deepcopy(_schema(kind))
 
 
 def first_problem(kind: str, data: Any) -> tuple[list[str | int], str] | None:
     """``(path, message)`` of the first place where ``data`` breaks the schema, or None."""
     for error in _validator(kind).iter_errors(data):
-        return list(error.absolute_path), describe(error)
+        error = _inner(error)
+        return list(error.absolute_path), _describe(error, kind)
     return None
 
 
@@ -56,7 +59,7 @@ def knows_path(kind: str, path: str) -> bool:
     """Whether the dotted ``path`` (``execution.first_error.where``) can name a value in a file of
     ``kind``: False when a closed table of the schema has no such key, or a value of the schema
     has no parts; True through any part the schema leaves open (an assignment's sections)."""
-    top = schema(kind)
+    top = _schema(kind)
     return _knows(top, path.split("."), _registry().resolver(base_uri=top["$id"]))
 
 
@@ -97,12 +100,27 @@ def _flat(node: Any, resolver: Any) -> list[tuple[dict[str, Any], Any]]:
     return out
 
 
+def _inner(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """For "none of the choices fit" (``oneOf``/``anyOf`` without words of its own), the deepest
+    error of a choice of the right type, so the message names the key inside
+    (``$.first_error.cell``, not "first_error must be null"); the error itself when no choice
+    has the value's type."""
+    while (error.validator in ("oneOf", "anyOf") and error.context
+           and error.validator not in error.schema.get("x-errors", {})):
+        depth = len(error.absolute_path)
+        closer = [e for e in error.context if not (e.validator == "type" and len(e.absolute_path) == depth)]
+        if not closer:
+            break
+        error = max(closer, key=lambda e: len(e.absolute_path))
+    return error
+
+
 def json_path(path: list[str | int]) -> str:
     """``$.cells[3].status``."""
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, file_kind: str) -> str:
     """One error in an instructor's words: the schema's own ``x-errors`` text, else by keyword."""
     key = next((str(p) for p in reversed(error.absolute_path) if isinstance(p, str)), "value")
     value = _short(error.instance)
@@ -110,8 +128,9 @@ def describe(error: jsonschema.ValidationError) -> str:
     if error.validator in own:
         return str(own[error.validator]).format(value=value, key=key)
     kind, expected = error.validator, error.validator_value
-    if kind == "additionalProperties" and isinstance(error.instance, dict):
-        known = sorted(error.schema.get("properties", {}))
+    if kind in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
+        flat = _flat(error.schema, _registry().resolver(base_uri=_schema(file_kind)["$id"]))
+        known = sorted({k for n, _ in flat for k, v in n.get("properties", {}).items() if v is not False})
         extra = sorted(k for k in error.instance if k not in known)
         return f"unknown key(s) {', '.join(extra)} (known: {', '.join(known)})"
     if kind == "required":
@@ -143,15 +162,15 @@ def _short(value: Any) -> str:
 
 
 @cache
-def _schema_text(kind: str) -> str:
+def _schema(kind: str) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"no contract named {kind!r} (known: {', '.join(KINDS)})")
-    return files(__package__).joinpath("schemas", f"{kind}.schema.json").read_text(encoding="utf-8")
+    return json.loads(files(__package__).joinpath("schemas", f"{kind}.schema.json").read_text(encoding="utf-8"))
 
 
 @cache
 def _validator(kind: str) -> jsonschema.Draft202012Validator:
-    loaded = schema(kind)
+    loaded = _schema(kind)
     jsonschema.Draft202012Validator.check_schema(loaded)
     return jsonschema.Draft202012Validator(loaded, registry=_registry())
 
@@ -160,4 +179,4 @@ def _validator(kind: str) -> jsonschema.Draft202012Validator:
 def _registry() -> Registry:
     """Every shipped schema under its ``$id``, so one may refer to another (measurements'
     ``execution`` is execution.json's record)."""
-    return Registry().with_resources((s["$id"], DRAFT202012.create_resource(s)) for s in map(schema, KINDS))
+    return Registry().with_resources((s["$id"], DRAFT202012.create_resource(s)) for s in map(_schema, KINDS))
