@@ -9,7 +9,8 @@ import pytest
 from judge_report_fixtures import MEASUREMENTS, RUBRIC, TOLERANCES
 
 from autograder.errors import AssignmentError
-from autograder.judge import judge, validate_rubric
+from autograder.judge import judge
+from autograder.rubric import validate_rubric
 
 
 def _good_part(**changes):
