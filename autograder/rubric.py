@@ -20,6 +20,7 @@ key. The shape is the schema's (``autograder/schemas/rubric.schema.json``, throu
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -33,10 +34,34 @@ OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
 ORDERING_OPS = ("<=", "<", ">=", ">")
 NO_THRESHOLD_OPS = ("is_true", "is_false")
 _POINTS_EPS = 1e-9
+_VALID: set[str] = set()    # JSON texts of (rubric, tolerances) pairs found valid
+_VALID_KEPT = 16
 
 
 def validate_rubric(rubric: Any, tolerances: Any) -> tuple[list[dict], list[dict]]:
-    """Check the rubric (and its tolerances) and resolve every tolerance; returns (checks, manual)."""
+    """Check the rubric (and its tolerances) and resolve every tolerance; returns (checks, manual).
+
+    A pair already found valid is not checked again (the judge calls this for every grade, and a
+    batch or a rescore judges hundreds with the same two files): it is remembered by its JSON text,
+    never by identity, so a changed rubric is always checked."""
+    key = _key(rubric, tolerances)
+    if key is None or key not in _VALID:
+        _check(rubric, tolerances)
+        if key is not None:
+            if len(_VALID) >= _VALID_KEPT:
+                _VALID.clear()
+            _VALID.add(key)
+    return rubric["checks"], rubric.get("manual", [])
+
+
+def _key(rubric: Any, tolerances: Any) -> str | None:
+    try:
+        return json.dumps([rubric, tolerances], sort_keys=True)
+    except (TypeError, ValueError):   # not plain JSON (a TOML date, say): checked every time
+        return None
+
+
+def _check(rubric: Any, tolerances: Any) -> None:
     _check_tolerances(tolerances)
     problem = first_problem("rubric", rubric)
     if problem is not None:
@@ -71,7 +96,6 @@ def validate_rubric(rubric: Any, tolerances: Any) -> tuple[list[dict], list[dict
                                   "make them equal")
     for item in manual:
         _new_id(item["id"], seen)
-    return checks, manual
 
 
 def threshold(part: Mapping[str, Any], tolerances: Mapping[str, Any], where: str = "rubric") -> Any:

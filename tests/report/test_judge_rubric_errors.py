@@ -117,3 +117,26 @@ def test_validate_rubric_does_not_modify_the_rubric():
                                   "models.int8_dynamic.quality.accuracy_drop", "anything_a_lesson_measures.x.0"])
 def test_paths_into_the_core_fields_or_a_lesson_section_are_accepted(path):
     validate_rubric(_rubric(_good_part(measure=path), requires=path), {})
+
+
+def test_a_rubric_found_valid_and_then_changed_is_checked_again():
+    rubric = _rubric()
+    validate_rubric(rubric, {})
+    rubric["checks"][0]["parts"][0]["op"] = "=<"       # the same dict, now broken
+    with pytest.raises(AssignmentError, match="unknown op '=<'"):
+        validate_rubric(rubric, {})
+    rubric["checks"][0]["parts"][0]["op"] = "<="
+    with pytest.raises(AssignmentError, match="tolerances.toml"):
+        validate_rubric(rubric, {"t": {"x": None}})    # a valid rubric with other, broken tolerances
+
+
+def test_a_valid_pair_is_checked_once_however_often_it_judges(monkeypatch):
+    import autograder.rubric as rubric_module
+
+    calls = []
+    check = rubric_module._check
+    monkeypatch.setattr(rubric_module, "_check", lambda *a: calls.append(1) or check(*a))
+    rubric = _rubric(_good_part(measure="m.unique_to_this_test"))
+    for _ in range(3):
+        judge(rubric, TOLERANCES, MEASUREMENTS)
+    assert len(calls) == 1
