@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from judge_report_fixtures import MEASUREMENTS, RUBRIC, TOLERANCES
 
 from autograder.errors import AssignmentError
@@ -140,3 +142,57 @@ def test_a_valid_pair_is_checked_once_however_often_it_judges(monkeypatch):
     for _ in range(3):
         judge(rubric, TOLERANCES, MEASUREMENTS)
     assert len(calls) == 1
+
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(allow_nan=True), st.text(max_size=6),
+                 st.sampled_from(["<=", "in", "is_true", "m.x", "execution.completed", "execution.nope", "{measured}",
+                                  "{", "t.x", "percent", "visible"]),
+                 st.lists(st.sampled_from(["a", "m.x", ""]), max_size=2))
+_DELETE = object()
+_THRESHOLDS = {"<=": {"value": 1.0}, ">": {"tolerance": "t.x"}, "in": {"value": ["int8"]}, "==": {"value": "x"},
+               "is_true": {}, "is_false": {}}
+
+
+def _mutated(entry, changes):
+    entry = dict(entry)
+    for key, value in changes:
+        if value is _DELETE:
+            entry.pop(key, None)
+        else:
+            entry[key] = value
+    return entry
+
+
+def _changes(keys):
+    return st.lists(st.tuples(st.sampled_from(keys), _ANY | st.just(_DELETE)), max_size=2) | st.just([])
+
+
+_PART = st.builds(lambda name, op, points, measure, changes: _mutated(
+    {"name": name, "measure": measure, "op": op, "points": points, **_THRESHOLDS[op]}, changes),
+    name=st.sampled_from(["a", "b"]), op=st.sampled_from(sorted(_THRESHOLDS)), points=st.integers(0, 5),
+    measure=st.sampled_from(["m.x", "execution.completed", "functions.f.groups.g"]),
+    changes=_changes(["name", "measure", "op", "value", "tolerance", "points", "format", "message", "hint", "typo"]))
+
+
+def _check(cid, parts, changes):
+    points = sum(p["points"] for p in parts if isinstance(p, dict) and isinstance(p.get("points"), int))
+    return _mutated({"id": cid, "title": "T", "points": points, "parts": parts}, changes)
+
+
+_CHECK = st.builds(_check, cid=st.sampled_from(["c", "d"]), parts=st.lists(_PART, min_size=1, max_size=3),
+                   changes=_changes(["id", "title", "points", "visibility", "requires", "description", "parts", "typo"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(checks=st.lists(_CHECK, max_size=3) | _ANY, manual=st.none() | st.lists(_ANY | _PART, max_size=2),
+       tolerances=st.fixed_dictionaries({"t": st.fixed_dictionaries({"x": st.floats(0, 2) | _ANY})}) | _ANY)
+def test_any_rubric_is_accepted_or_refused_with_an_assignment_error(checks, manual, tolerances):
+    """Schema first, then the semantic checks: whatever the shape, never a KeyError or a TypeError."""
+    rubric = {"checks": checks} if manual is None else {"checks": checks, "manual": manual}
+    try:
+        validated, _ = validate_rubric(rubric, tolerances)
+    except AssignmentError as e:
+        assert str(e).startswith(("rubric", "tolerances.toml")), str(e)
+    else:
+        assert validated is checks
+        judge(rubric, tolerances, MEASUREMENTS)
