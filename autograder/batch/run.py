@@ -17,7 +17,11 @@ and ``OUT/batch.json`` (the assignment and the submissions, so that ``rescore`` 
   given or ``calibrated`` goes back to the assignment's own (``grading_files``, the one rule).
 
 ``rescore(OUT)`` re-judges every submission from its stored measurements.json (new tolerances or
-rubric), runs nothing, and rewrites results, gradebook and summary.
+rubric), runs nothing, and rewrites results, gradebook and summary. What it reads is checked
+against the shipped schemas first (:mod:`autograder.contracts`): a batch.json that does not fit
+is refused before anything is written; a submission whose stored execution.json or
+measurements.json does not fit is that submission's ``grader_error``, naming the file and the
+JSON path, and the others are rescored.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import pipeline
+from .. import contracts, pipeline
 from ..assignment import Assignment, load_assignment, project_root
 from ..assignment_match import files_facts, mismatch_reason
 from .dispatch import run_tasks
@@ -217,6 +221,10 @@ def rescore(out: Path, *, options: GradeOptions = GradeOptions(), partial: bool 
     batch = read_batch_file(out)
     if batch is None:
         raise BatchError(f"{out / BATCH_FILE} is missing or unreadable: give the --out folder of a batch run")
+    try:
+        contracts.validate("batch", batch, str(out / BATCH_FILE))
+    except contracts.ContractError as e:
+        raise BatchError(f"{e}; it was not written by a batch run of this version") from None
     assignment = _batch_assignment(batch)
     files = grading_files(out, batch, options.tolerances, options.rubric, calibrated=calibrated)
     options = replace(options, tolerances=files.tolerances, rubric=files.rubric)
@@ -350,15 +358,30 @@ def _rescore_one(sub: Path, assignment: Assignment, options: GradeOptions) -> bo
     record = _read_json(sub / SUBMISSION_FILE)
     if not isinstance(record, dict) or not (sub / pipeline.MEASUREMENTS_FILE).is_file():
         return False
-    error = None
+    error = _stored_problem(sub)
     try:
-        pipeline.rejudge(sub, assignment, options=options)
+        if error is None:
+            pipeline.rejudge(sub, assignment, options=options)
     except Exception as e:  # noqa: BLE001 - one submission's failure is its row's
         error = f"{type(e).__name__}: {e}"[:2000]
     record["status"], record["reason"] = submission_status(sub, error)
     record.update(error=error, rescored_at=_now())
     write_json_atomic(sub / SUBMISSION_FILE, record)
     return True
+
+
+def _stored_problem(sub: Path) -> str | None:
+    """Why a graded submission's stored stage files cannot be re-judged (not JSON, or not the shape
+    of their schema), or None."""
+    for kind, name in (("execution", pipeline.EXECUTION_FILE), ("measurements", pipeline.MEASUREMENTS_FILE)):
+        data = _read_json(sub / name)
+        if data is None:
+            return f"{sub.name}/{name} is missing or not JSON: grade this submission again"
+        try:
+            contracts.validate(kind, data, f"{sub.name}/{name}")
+        except contracts.ContractError as e:
+            return f"{e}: grade this submission again"[:2000]
+    return None
 
 
 def _finish(out: Path, assignment: Assignment, tasks: list[Task], options: GradeOptions,

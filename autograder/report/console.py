@@ -18,7 +18,7 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
-from ..judge import OP_TEXT
+from ..grade_text import OP_TEXT
 from .escape import plain
 
 NOTE_CHARS = 300   # of a reason or a note in a table cell

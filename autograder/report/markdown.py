@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..judge import OP_TEXT
+from ..grade_text import OP_TEXT
 from . import escape
 
 PASS, FAIL = "✓", "✗"

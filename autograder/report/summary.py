@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..cell_numbers import error_summary, where_of
-from ..judge import OP_TEXT, lookup
+from ..dotted import lookup
+from ..grade_text import OP_TEXT
 from ..safe_files import write_atomic
 from ..student_text import clean
 from . import summary_charts as charts

@@ -1,4 +1,4 @@
-"""The execution.json record (schema in docs/ARCHITECTURE.md) and its per-cell entries.
+"""The execution.json record (its schema: autograder/schemas/execution.schema.json) and its per-cell entries.
 
 Everything in it that a kernel sent is cleaned on the way in
 (:func:`autograder.student_text.clean_lines`: ANSI escapes and control characters removed, lone

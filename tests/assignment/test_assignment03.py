@@ -16,7 +16,7 @@ import pytest
 from autograder.assignment import load_assignment
 from autograder.authoring.build import build_assignment, build_notebooks, stale_files
 from autograder.authoring.calibrate import round_outward, tolerance_specs
-from autograder.judge import validate_rubric
+from autograder.rubric import validate_rubric
 from autograder.probe_format import CaseOutput, ProbeResult
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 
 from autograder.authoring.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
                                   tolerance_specs)
-from autograder.judge import lookup
+from autograder.dotted import lookup
 
 
 @pytest.fixture(scope="module")

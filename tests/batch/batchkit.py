@@ -190,7 +190,8 @@ def fake_stages(log: Path):
         from autograder.environment import environment_versions
 
         measurements: dict[str, Any] = {
-            "schema": 1, "assignment": {"id": assignment.id}, "environment": environment_versions(),
+            "schema": 1, "environment": environment_versions(),
+            "assignment": {"id": assignment.id, "version": assignment.version, "fingerprint": "fake"},
             "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": status == "completed"},
         }
         if status == "completed":

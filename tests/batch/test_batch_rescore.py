@@ -156,3 +156,69 @@ def test_rescore_recomputes_the_integrity_report_without_executing(tmp_path, fak
     rescored = rescore(out)
     assert (out / "integrity.csv").read_text() == first
     assert rescored.integrity.too_little_code == ["cy"]
+
+
+# (file, how it is spoiled, the words of the reason): stored files a rescore cannot trust
+SPOILED = [
+    ("measurements.json", lambda m: {**m, "execution": {**m["execution"], "status": "exploded"}},
+     ["alice/measurements.json", "$.execution.status", "unknown status 'exploded'"]),
+    ("measurements.json", lambda m: {k: v for k, v in m.items() if k != "assignment"},
+     ["alice/measurements.json", "$:", "needs assignment"]),
+    ("measurements.json", lambda m: {**m, "models": "fast"}, ["alice/measurements.json", "$.models", "a table"]),
+    ("measurements.json", lambda m: [m], ["alice/measurements.json", "must be a table"]),
+    ("execution.json", lambda e: {**e, "cells": [{"index": -1, "status": "ok", "duration_s": 0}]},
+     ["alice/execution.json", "$.cells[0].index", ">= 0"]),
+    ("execution.json", lambda e: {**e, "isolation": {**e["isolation"], "mode": "vm"}},
+     ["alice/execution.json", "$.isolation.mode"]),
+    ("execution.json", None, ["alice/execution.json", "not JSON"]),
+]
+
+
+@pytest.mark.parametrize("name, spoil, words", SPOILED, ids=[f"{s[0]}:{' '.join(s[2][1:])}" for s in SPOILED])
+def test_rescore_reports_a_submission_whose_stored_files_break_their_schema(graded, monkeypatch, name, spoil, words):
+    forbid_execution(monkeypatch)
+    path = graded / "alice" / name
+    if spoil is None:
+        path.write_text("{not json")
+    else:
+        path.write_text(json.dumps(spoil(json.loads(path.read_text()))))
+
+    summary = rescore(graded)   # the batch goes on: bob and carol are re-judged
+
+    rows = {r["name"]: r for r in summary.rows}
+    assert rows["alice"]["status"] == "grader_error" and rows["alice"]["score"] == 0
+    for word in words:
+        assert word in rows["alice"]["reason"], f"{rows['alice']['reason']!r} should say {word!r}"
+    assert (rows["bob"]["status"], rows["bob"]["score"]) == ("ok", 25.0)
+    assert rows["carol"]["status"] == "kernel_died"
+    book = {r["name"]: r for r in read_gradebook(graded)}
+    assert book["alice"]["status"] == "grader_error" and book["bob"]["score"] == "25"
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (lambda b: {**b, "submissions": {"alice": {}}}, ["$.submissions", "must be a list"]),
+    (lambda b: {**b, "submissions": [{**b["submissions"][0], "name": ""}]}, ["$.submissions[0].name"]),
+    (lambda b: {**b, "state": "paused"}, ["$.state", "unknown state 'paused'"]),
+    (lambda b: {k: v for k, v in b.items() if k != "assignment"}, ["needs assignment"]),
+])
+def test_rescore_refuses_a_batch_file_that_breaks_its_schema_before_touching_anything(graded, monkeypatch, spoil, words):
+    forbid_execution(monkeypatch)
+    batch_file = graded / "batch.json"
+    batch_file.write_text(json.dumps(spoil(json.loads(batch_file.read_text()))))
+    grade = (graded / "alice" / "grade.json").read_bytes()
+    with pytest.raises(BatchError) as info:
+        rescore(graded)
+    for word in ["batch.json", *words]:
+        assert word in str(info.value)
+    assert (graded / "alice" / "grade.json").read_bytes() == grade
+    assert not (graded / "rescore-diff.csv").exists()
+
+
+def test_batch_json_fits_its_schema_after_a_run_and_after_a_rescore(tmp_path, graded):
+    from autograder.contracts import validate
+
+    validate("batch", json.loads((graded / "batch.json").read_text()))
+    strict = tmp_path / "strict.toml"
+    strict.write_text(STRICT)
+    rescore(graded, tolerances=strict)
+    validate("batch", json.loads((graded / "batch.json").read_text()))

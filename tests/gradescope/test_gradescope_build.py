@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import io
 import json
 import os
 import shutil
@@ -184,6 +185,16 @@ def test_wheel_metadata_matches_pyproject(gradescope_zip):
     assert "autograder/gradescope/sim/container.py" in left_out and "autograder/gradescope/run.py" not in left_out
     assert modules == every - left_out
     assert not [m for m in modules if m.startswith("tests/")]
+
+
+def test_wheel_carries_the_stage_schemas_the_judge_validates_with(gradescope_zip):
+    from autograder.contracts import KINDS
+
+    with zipfile.ZipFile(gradescope_zip) as outer:
+        wheel_name = json.loads(outer.read("gradescope.json"))["wheel"]
+        with zipfile.ZipFile(io.BytesIO(outer.read(wheel_name))) as zf:
+            shipped = {n for n in zf.namelist() if n.startswith("autograder/schemas/")}
+    assert shipped == {f"autograder/schemas/{kind}.schema.json" for kind in KINDS}
 
 
 def test_wheel_installs_with_pip_and_imports(gradescope_zip, tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder.assignment import load_assignment
+from autograder.contracts import validate
 from autograder.pipeline import grade_notebook
 from needs import needs
 
@@ -140,6 +141,19 @@ def test_each_example_gets_the_grade_its_table_states(graded_any, assignment_id,
     grade, _ = graded_any(assignment_id, example)
     assert not problems(TABLES[assignment_id][example], grade), f"{assignment_id}/{example}: " \
         f"{problems(TABLES[assignment_id][example], grade)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id, example", ROWS)
+def test_each_examples_stage_files_fit_the_shipped_schemas(graded_any, assignment_id, example):
+    """The real execution.json, measurements.json and grade.json of every example (graded once per
+    module, above) fit autograder/schemas/, and the assignment's rubric and tolerances too."""
+    _, out = graded_any(assignment_id, example)
+    for kind in ("execution", "measurements", "grade"):
+        validate(kind, json.loads((out / f"{kind}.json").read_text()), f"{assignment_id}/{example}: {kind}.json")
+    assignment = load_assignment(assignment_id, ROOT)
+    validate("rubric", assignment.rubric(), f"{assignment_id}/rubric.toml")
+    validate("tolerances", assignment.tolerances(), f"{assignment_id}/tolerances.toml")
 
 
 @pytest.mark.slow

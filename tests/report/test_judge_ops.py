@@ -6,7 +6,9 @@ import math
 
 import pytest
 
-from autograder.judge import format_value, judge, lookup
+from autograder.dotted import lookup
+from autograder.grade_text import format_value
+from autograder.judge import judge
 
 TOLERANCES = {"dyn": {"drop_max": 0.012}, "cov": {"min": {"value": 0.95, "derived": "20 seeds"}}}
 
@@ -225,7 +227,7 @@ def test_check_nan_threshold_text_and_json_safety():
 
 
 def test_an_absent_field_is_explained_by_its_sibling_error():
-    from autograder.judge import lookup
+    from autograder.dotted import lookup
 
     section = {"models": {"int8_qdq": {"classification": "static_qdq",
                                        "comparison_error": "not compared with the fp32 model: artifacts/fp32.onnx is missing",
