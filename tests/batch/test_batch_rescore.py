@@ -220,5 +220,5 @@ def test_batch_json_fits_its_schema_after_a_run_and_after_a_rescore(tmp_path, gr
     validate("batch", json.loads((graded / "batch.json").read_text()))
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
-    rescore(graded, tolerances=strict)
+    rescore(graded, options=GradeOptions(tolerances=strict))
     validate("batch", json.loads((graded / "batch.json").read_text()))
