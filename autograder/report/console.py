@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
@@ -118,11 +119,12 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None, *,
 
 
 def scores_layout(rows: list[Mapping[str, Any]], width: int) -> ScoresLayout:
-    """The first layout whose table fits ``width`` columns with every total whole."""
-    names = max([len(plain(row.get("name", "?"), NOTE_CHARS)) for row in rows] + [len("submission")])
+    """The first layout whose table fits ``width`` columns with every total whole (widths in terminal
+    cells, not characters: a full-width letter takes two)."""
+    names = max([cell_len(plain(row.get("name", "?"), NOTE_CHARS)) for row in rows] + [len("submission")])
     total = max([len("total")] + [len(_total(row)) for row in rows])
     ids = _check_ids(rows)
-    named = [max([len(plain(cid, 80))] + [len(_check_cell((r.get("checks") or {}).get(cid),
+    named = [max([cell_len(plain(cid, 80))] + [len(_check_cell((r.get("checks") or {}).get(cid),
                                                             (r.get("checks_max") or {}).get(cid))) for r in rows])
              for cid in ids]
     numbered = [max([len(str(n))] + [len(_check_cell((r.get("checks") or {}).get(cid),

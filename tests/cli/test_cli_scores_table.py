@@ -77,3 +77,14 @@ def test_any_class_at_any_width_shows_every_total_whole(width, names, n_checks, 
     for i, row in enumerate(rows):
         total = f"{row['score']:g} / 1000"
         assert any(total in line for line in cells), (total, width, text)
+
+
+@pytest.mark.parametrize("name", ["ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺ",   # full-width Latin: two cells each
+                                  "中文名字很长很长很长很长很长很长很长很长很长",
+                                  "한국어이름이아주아주아주아주아주길다",
+                                  "e\u0301" * 40])                              # combining marks: no cell of their own
+@pytest.mark.parametrize("width", [40, 44, 50, 60, 80])
+def test_names_are_measured_in_terminal_cells_not_characters(name, width):
+    rows = [{"name": name, "score": 999.99, "max": 1000, "checks": {}, "checks_max": {}, "reason": None}]
+    text = _render(rows, width)
+    assert any("999.99 / 1000" in line for line in _table_lines(text)), (width, text)
