@@ -323,9 +323,12 @@ def rubric_paths_missing(rubric: dict[str, Any], measurements: dict[str, Any], r
 
 
 def _why(measurements: dict[str, Any], path: str, reason: str) -> str:
-    """``reason``, with the keys found where the path left the measurements (a typo's neighbours)."""
+    """``reason``, with the keys found where the path left the measurements (a typo's neighbours);
+    a section's own error as it is."""
     from ..judge import lookup
 
+    if not reason.startswith("measurement missing"):
+        return reason
     segments = path.split(".")
     for i in range(len(segments) - 1, -1, -1):
         node, err = lookup(measurements, ".".join(segments[:i])) if i else (measurements, None)

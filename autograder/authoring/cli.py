@@ -1,4 +1,5 @@
-"""CLI commands for authors: ``build ID`` (notebooks from the master) and ``calibrate ID`` (tolerances)."""
+"""CLI commands for authors: ``new-assignment ID`` (a minimal working lesson), ``build ID`` (notebooks
+from the master, and ``--check``) and ``calibrate ID`` (tolerances)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,26 @@ def calibrate(
     typer.echo(f"wrote {path}")
 
 
+def new_assignment(
+    assignment: str = typer.Argument(..., metavar="ID", help="The new assignment's id: its folder name under "
+                                                              "assignments/ and reference/, e.g. 05-graph-optimization."),
+    title: Optional[str] = typer.Option(None, "--title", help="The lesson's title (default: from the id)."),
+) -> None:
+    """Write a minimal working lesson (assignments/ID/ and reference/ID/: notebook, solution, rubric,
+    grading package, one example mistake) that passes the conformance suite; then make it yours."""
+    from ..project import project_root
+    from .scaffold import new_assignment as scaffold
+
+    with command_errors():
+        root = project_root()
+        written = scaffold(assignment, root, title=title)
+    for path in written:
+        typer.echo(f"wrote {path.relative_to(root)}")
+    typer.echo(f"next: edit them, then `autograder build {assignment} --check` and the conformance suite "
+               "(docs/ADDING-AN-ASSIGNMENT.md)")
+
+
 def register(app: typer.Typer) -> None:
+    app.command("new-assignment")(new_assignment)
     app.command()(build)
     app.command()(calibrate)

@@ -1,0 +1,118 @@
+"""``autograder new-assignment ID`` writes a lesson that passes the conformance suite unchanged, in a
+project root of its own (a fourth folder beside none of the real ones); it refuses a malformed or
+taken id, writing nothing; and ``build --check`` on that lesson fails, naming the rubric file, the
+check and the path, when a rubric ``measure`` path has a typo."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from autograder.authoring.scaffold import ID_MAX, ID_PATTERN, check_new_id, new_assignment
+from autograder.cli import app
+from autograder.errors import AssignmentError
+from conformancekit import CHECKS, GRADED, failures
+
+ROOT = Path(__file__).resolve().parents[2]
+ID = "09-softmax"
+CODE = ("autograder", "gradescope", "pyproject.toml", "README.md", "constraints.txt")   # what the zip packs
+
+
+def project(tmp: Path) -> Path:
+    """An empty project root that builds zips from this checkout's code."""
+    (tmp / "assignments").mkdir(parents=True)
+    for name in CODE:
+        (tmp / name).symlink_to(ROOT / name)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory) -> Path:
+    root = project(tmp_path_factory.mktemp("scaffold-root"))
+    new_assignment(ID, root)
+    return root
+
+
+def test_it_writes_the_lesson_the_docs_describe(scaffolded):
+    files = {p.relative_to(scaffolded).as_posix() for p in (scaffolded / "assignments").rglob("*") if p.is_file()}
+    files |= {p.relative_to(scaffolded).as_posix() for p in (scaffolded / "reference").rglob("*") if p.is_file()}
+    a, r = f"assignments/{ID}", f"reference/{ID}"
+    assert files == {f"{a}/assignment.toml", f"{a}/rubric.toml", f"{a}/README.md", f"{a}/{ID}.ipynb",
+                     f"{a}/grading/__init__.py", f"{a}/examples/reference.ipynb", f"{a}/examples/untouched.ipynb",
+                     f"{a}/examples/softmax_without_max_shift.ipynb", f"{r}/solution.ipynb", f"{r}/make_examples.py",
+                     f"{r}/expected_examples.toml", f"{r}/tolerances.toml"}
+
+
+@pytest.mark.parametrize("check", [c for c in CHECKS if c.__name__ not in GRADED], ids=lambda c: c.__name__)
+def test_it_passes_the_checks_that_need_no_kernel(scaffolded, lessons, check):
+    check(lessons(scaffolded, ID))
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_it_passes_the_whole_conformance_suite_unchanged(scaffolded, lessons):
+    lesson = lessons(scaffolded, ID)
+    assert failures(lesson) == {}
+    scores = {name: g.grade["score"] for name, g in lesson.graded.items()}
+    assert scores == {"reference.ipynb": 100.0, "softmax_without_max_shift.ipynb": 80.0, "untouched.ipynb": 10.0}
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_build_check_names_a_rubric_path_the_reference_does_not_produce(tmp_path, monkeypatch):
+    root = project(tmp_path / "root")
+    new_assignment(ID, root)
+    monkeypatch.setenv("AUTOGRADER_ROOT", str(root))
+    ok = CliRunner().invoke(app, ["build", ID, "--check"])
+    assert ok.exit_code == 0, ok.output
+    assert "every rubric path is in the reference run's measurements" in ok.output
+    rubric = root / "assignments" / ID / "rubric.toml"
+    rubric.write_text(rubric.read_text().replace('measure = "models.model.max_abs_diff"',
+                                                 'measure = "models.model.max_abs_dif"'))
+    typo = CliRunner().invoke(app, ["build", ID, "--check"])
+    assert typo.exit_code == 1, typo.output
+    assert (f"{rubric}: check 'model', part 'computes softmax on hidden rows' measure "
+            "'models.model.max_abs_dif' is not produced by the reference run") in typo.output
+    assert "models.model has: interface_ok, max_abs_diff" in typo.output, "the neighbours of the typo are named"
+
+
+# ── refusals ──────────────────────────────────────────────────────────────────────────────────
+
+@pytest.mark.parametrize("bad", ["", "Bad", "a_b", "-a", "a-", "a--b", "../x", "a/b", ".x", "x" * (ID_MAX + 1),
+                                 "é-lesson", "05 graph", "05-graph\n"])
+def test_a_malformed_id_is_refused_and_nothing_is_written(tmp_path, bad):
+    root = project(tmp_path)
+    result = CliRunner().invoke(app, ["new-assignment", "--", bad], env={"AUTOGRADER_ROOT": str(root)})
+    assert result.exit_code == 2 and "is not an assignment id: use lower-case letters" in result.output
+    assert list((root / "assignments").iterdir()) == [] and not (root / "reference").exists()
+
+
+@pytest.mark.parametrize("taken", ["assignments", "reference"])
+def test_a_taken_id_is_refused_and_nothing_is_written(tmp_path, taken):
+    root = project(tmp_path)
+    (root / taken / ID).mkdir(parents=True, exist_ok=True)
+    (root / taken / ID / "keep.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["new-assignment", ID], env={"AUTOGRADER_ROOT": str(root)})
+    assert result.exit_code == 2 and f"assignment '{ID}' exists already" in result.output
+    assert sorted(p.name for p in (root / taken / ID).iterdir()) == ["keep.txt"]
+    other = "reference" if taken == "assignments" else "assignments"
+    assert not (root / other / ID).exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + "-_./ é", max_size=60))
+def test_every_accepted_id_is_one_plain_folder_name(tmp_path_factory, candidate):
+    root = tmp_path_factory.getbasetemp() / "ids"
+    (root / "assignments").mkdir(parents=True, exist_ok=True)
+    try:
+        check_new_id(candidate, root)
+    except AssignmentError as e:
+        assert "is not an assignment id" in str(e) and not (ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX)
+        return
+    assert ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX
+    assert Path(candidate).name == candidate and candidate not in (".", "..") and candidate == candidate.lower()
