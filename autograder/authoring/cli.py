@@ -74,7 +74,7 @@ def calibrate(
 
 def new_assignment(
     assignment: str = typer.Argument(..., metavar="ID", help="The new assignment's id: its folder name under "
-                                                              "assignments/ and reference/, e.g. 05-graph-optimization."),
+                                                              "assignments/ and reference/, e.g. 12-my-lesson."),
     title: Optional[str] = typer.Option(None, "--title", help="The lesson's title (default: from the id)."),
 ) -> None:
     """Write a minimal working lesson (assignments/ID/ and reference/ID/: notebook, solution, rubric,

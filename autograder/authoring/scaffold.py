@@ -32,7 +32,7 @@ TEMPLATES = Path(__file__).with_name("new_assignment")
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 ID_MAX = 48
 ID_RULE = ("lower-case letters and digits in words joined by single hyphens, at most "
-           f"{ID_MAX} characters, e.g. 05-graph-optimization")
+           f"{ID_MAX} characters, e.g. 12-my-lesson")
 
 # template → where it goes, relative to the project root ({id}: the assignment id)
 FILES = {
