@@ -19,6 +19,7 @@ folder exists already; nothing is written then.
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -31,6 +32,7 @@ from ..errors import AssignmentError
 TEMPLATES = Path(__file__).with_name("new_assignment")
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 ID_MAX = 48
+TITLE_MAX = 100
 ID_RULE = ("lower-case letters and digits in words joined by single hyphens, at most "
            f"{ID_MAX} characters, e.g. 12-my-lesson")
 
@@ -57,9 +59,19 @@ def check_new_id(assignment_id: str, root: Path) -> None:
                               "choose another id, or edit that lesson")
 
 
+def check_title(title: str) -> None:
+    """Raise AssignmentError unless ``title`` is one printable line the templates can quote."""
+    if not title.strip() or len(title) > TITLE_MAX or not title.isprintable() or "\\" in title \
+            or '"""' in title or "'''" in title:
+        raise AssignmentError(f"--title {title!r}: give one printable line of at most {TITLE_MAX} characters, "
+                              "without backslashes or triple quotes")
+
+
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    env.filters["toml_string"] = lambda text: json.dumps(text, ensure_ascii=False)   # a TOML basic string
+    return env
 
 
 def notebooks(env: jinja2.Environment, values: dict[str, str]) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
@@ -81,7 +93,9 @@ def new_assignment(assignment_id: str, root: Path, *, title: str | None = None) 
     from .build import build_assignment
 
     check_new_id(assignment_id, root)
-    values = {"id": assignment_id, "title": title or f"Lesson {assignment_id} · softmax and its ONNX model"}
+    title = title if title is not None else f"Lesson {assignment_id} · softmax and its ONNX model"
+    check_title(title)
+    values = {"id": assignment_id, "title": title}
     env = _environment()
     rendered = {root / target.format(id=assignment_id): env.get_template(name).render(**values)
                 for name, target in FILES.items()}

@@ -116,3 +116,36 @@ def test_every_accepted_id_is_one_plain_folder_name(tmp_path_factory, candidate)
         return
     assert ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX
     assert Path(candidate).name == candidate and candidate not in (".", "..") and candidate == candidate.lower()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(min_size=1, max_size=120))
+def test_every_accepted_title_renders_into_files_that_parse_and_keep_it(title):
+    """A title reaches TOML, Python and notebook cells: each accepted one parses everywhere and
+    reads back unchanged; every other one is refused with the rule."""
+    import tomllib
+
+    from autograder.authoring.scaffold import FILES, _environment, check_title, notebooks
+
+    try:
+        check_title(title)
+    except AssignmentError as e:
+        assert "give one printable line" in str(e)
+        return
+    env, values = _environment(), {"id": "12-my-lesson", "title": title}
+    assert tomllib.loads(env.get_template("assignment.toml.j2").render(**values))["title"] == title
+    for name in FILES:
+        text = env.get_template(name).render(**values)
+        if name.endswith(".py.j2"):
+            compile(text, name, "exec")
+        elif name.endswith(".toml.j2"):
+            tomllib.loads(text)
+    student, solution = notebooks(env, values)
+    assert student.cells[0].source.startswith(f"# {title}\n") and solution.cells[0].source == student.cells[0].source
+
+
+def test_a_title_that_cannot_be_quoted_is_refused_and_nothing_is_written(tmp_path):
+    root = project(tmp_path)
+    result = CliRunner().invoke(app, ["new-assignment", ID, "--title", "two\nlines"], env={"AUTOGRADER_ROOT": str(root)})
+    assert result.exit_code == 2 and "give one printable line" in result.output
+    assert list((root / "assignments").iterdir()) == [] and not (root / "reference").exists()
