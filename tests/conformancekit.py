@@ -23,13 +23,10 @@ from typing import Any, Callable
 
 import pytest
 
+from autograder.assignment import assignment_ids
+
 UNTOUCHED_MAX_SHARE = 0.20       # the untouched template keeps at most this share of the points
 TABLE_FILE = "expected_examples.toml"
-
-
-def lesson_ids(root: Path) -> list[str]:
-    """Every assignment of a project root: each folder under assignments/ with an assignment.toml."""
-    return sorted(p.name for p in (root / "assignments").glob("*") if (p / "assignment.toml").is_file())
 
 
 @dataclass
@@ -282,7 +279,7 @@ def parametrize_with_checks(root: Path) -> pytest.MarkDecorator:
     """``@parametrize_with_checks(ROOT)`` on ``test(lesson_id, check)``: one test per lesson and
     check; the checks that grade carry the ``kernel`` and ``slow`` markers (tests/needs.py)."""
     params = []
-    for lesson_id in lesson_ids(root):
+    for lesson_id in assignment_ids(root):
         for fn in CHECKS:
             marks = [pytest.mark.kernel, pytest.mark.slow] if fn.__name__ in GRADED else []
             params.append(pytest.param(lesson_id, fn, marks=marks, id=f"{lesson_id}-{fn.__name__.removeprefix('check_')}"))

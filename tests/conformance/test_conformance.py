@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conformancekit import CHECKS, GRADED, Lesson, lesson_ids, parametrize_with_checks, problems
+from autograder.assignment import assignment_ids
+from conformancekit import CHECKS, GRADED, Lesson, parametrize_with_checks, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,8 +26,8 @@ def test_the_suite_covers_every_folder_with_an_assignment_toml(tmp_path):
     (tmp_path / "assignments" / "a-one").mkdir()
     (tmp_path / "assignments" / "a-one" / "assignment.toml").write_text('id = "a-one"\n')
     (tmp_path / "assignments" / "notes").mkdir()          # no assignment.toml: not a lesson
-    assert lesson_ids(tmp_path) == ["a-one", "b-two"]
-    assert len(lesson_ids(ROOT)) >= 2
+    assert assignment_ids(tmp_path) == ["a-one", "b-two"]
+    assert len(assignment_ids(ROOT)) >= 2
     mark = parametrize_with_checks(tmp_path)
     params = mark.args[1]
     assert len(params) == 2 * len(CHECKS)
