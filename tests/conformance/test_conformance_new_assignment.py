@@ -149,3 +149,59 @@ def test_a_title_that_cannot_be_quoted_is_refused_and_nothing_is_written(tmp_pat
     result = CliRunner().invoke(app, ["new-assignment", ID, "--title", "two\nlines"], env={"AUTOGRADER_ROOT": str(root)})
     assert result.exit_code == 2 and "give one printable line" in result.output
     assert list((root / "assignments").iterdir()) == [] and not (root / "reference").exists()
+
+
+# ── each check catches its kind of broken lesson ─────────────────────────────────────────────
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+BREAKS = {   # what breaks the scaffolded lesson → the checks (needing no kernel) that must fail, and only they
+    "solution edited, not rebuilt": (
+        lambda r: _edit(r / "reference" / ID / "solution.ipynb", "e / e.sum(axis=-1, keepdims=True)",
+                        "e / np.sum(e, axis=-1, keepdims=True)"),
+        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"}),
+    "the untouched example edited by hand": (
+        lambda r: _edit(r / "assignments" / ID / "examples" / "untouched.ipynb", 'raise NotImplementedError(\\"softmax\\")',
+                        'return x'),
+        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"}),
+    "an example missing from the table": (
+        lambda r: _edit(r / "reference" / ID / "expected_examples.toml",
+                        '["softmax_without_max_shift.ipynb"]\nloses = "softmax"\nparts = ["large values"]\nscore = 80\n', ""),
+        {"check_table_lists_exactly_the_examples"}),
+    "a mistake losing at a check the rubric lacks": (
+        lambda r: _edit(r / "reference" / ID / "expected_examples.toml", 'loses = "softmax"', 'loses = "softmx"'),
+        {"check_table_lists_exactly_the_examples"}),
+    "a tolerance the rubric names, never calibrated": (
+        lambda r: _edit(r / "assignments" / ID / "rubric.toml", "  value = 1e-5\n", '  tolerance = "model.max_abs_diff_max"\n'),
+        {"check_tolerances_are_calibrated_and_current"}),
+    "a calibrated tolerance the rubric no longer names": (
+        lambda r: (r / "reference" / ID / "tolerances.toml").write_text(
+            '[model]\nmax_abs_diff_max = {value = 1e-5, measure = "models.model.max_abs_diff", worst = 4e-6, '
+            'rule = "(worst + step 1e-06) × 2"}\n'), {"check_tolerances_are_calibrated_and_current"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKS))
+def test_each_kind_of_broken_lesson_fails_its_own_check(scaffolded, tmp_path, kind):
+    import shutil
+
+    from conformancekit import Lesson
+
+    root = tmp_path / "root"
+    shutil.copytree(scaffolded, root, symlinks=True)
+    brk, check_names = BREAKS[kind]
+    brk(root)
+    lesson = Lesson(root, ID, tmp_path / "work")
+    failed = {}
+    for check in CHECKS:
+        if check.__name__ in GRADED:
+            continue
+        try:
+            check(lesson)
+        except (AssertionError, AssignmentError) as e:
+            failed[check.__name__] = str(e)
+    assert set(failed) == check_names, failed
