@@ -61,6 +61,25 @@ def one_hidden_data_secret():
 
 
 @pytest.fixture(scope="session")
+def lessons(tmp_path_factory):
+    """``lessons(root, id)`` → the one ``conformancekit.Lesson`` of that root and id in this
+    session: its examples are graded once, as one batch, the first time a test reads them (such a
+    test carries the ``kernel`` and ``slow`` markers itself). The conformance suite and the
+    lessons' own end-to-end tests share it."""
+    from conformancekit import Lesson
+
+    made: dict = {}
+
+    def get(root: Path, lesson_id: str) -> Lesson:
+        key = (Path(root).resolve(), lesson_id)
+        if key not in made:
+            made[key] = Lesson(key[0], lesson_id, tmp_path_factory.mktemp(f"lesson-{lesson_id}"))
+        return made[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def assignment07():
     from autograder.assignment import load_assignment
 

@@ -35,6 +35,13 @@ temporary folder, plus three deterministic steps of our own:
 Examples: when ``reference/<id>/make_examples.py`` defines ``make_examples(solution, student)``
 returning ``{file name: notebook}``, the build writes them, normalised, to
 ``assignments/<id>/examples/``, so they stay in sync with the solution.
+
+The rubric against the reference (``build --check``): :func:`rubric_paths_missing` lists every
+rubric ``measure`` and ``requires`` path that the reference run's measurements do not hold (a
+typo would otherwise surface only when a student is graded, as "measurement missing");
+:func:`reference_measurements` runs the solution once through the real pipeline, jail included,
+with a fresh hidden-data secret (never the deployment's). The conformance suite
+(tests/conformance/) applies the same function to every lesson.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import nbformat
 
@@ -270,3 +278,79 @@ def stale_files(assignment: Assignment) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             stale.append(rel)
     return stale
+
+
+# --- the rubric against the reference run -------------------------------------------------------
+
+@dataclass(frozen=True)
+class MissingPath:
+    """A rubric path the reference run did not produce."""
+
+    rubric: Path
+    check: str
+    part: str | None         # None: the check's ``requires``
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"part '{self.part}' measure" if self.part is not None else "requires"
+        return (f"{self.rubric}: check '{self.check}', {where} '{self.path}' is not produced by the "
+                f"reference run ({self.reason})")
+
+
+def rubric_paths(rubric: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """``(check id, part name or None for requires, path)`` for every path the judge reads."""
+    out: list[tuple[str, str | None, str]] = []
+    for check in rubric.get("checks", []):
+        requires = check.get("requires") or []
+        for path in [requires] if isinstance(requires, str) else requires:
+            out.append((check.get("id", "?"), None, path))
+        for part in check.get("parts", []):
+            out.append((check.get("id", "?"), part.get("name", "?"), part["measure"]))
+    return out
+
+
+def rubric_paths_missing(rubric: dict[str, Any], measurements: dict[str, Any], rubric_file: Path) -> list[MissingPath]:
+    """Every rubric path that ``measurements`` (a reference run's) does not lead to a value."""
+    from ..judge import lookup
+
+    missing = []
+    for check, part, path in rubric_paths(rubric):
+        _, reason = lookup(measurements, path)
+        if reason is not None:
+            missing.append(MissingPath(rubric_file, check, part, path, _why(measurements, path, reason)))
+    return missing
+
+
+def _why(measurements: dict[str, Any], path: str, reason: str) -> str:
+    """``reason``, with the keys found where the path left the measurements (a typo's neighbours);
+    a section's own error as it is."""
+    from ..judge import lookup
+
+    if not reason.startswith("measurement missing"):
+        return reason
+    segments = path.split(".")
+    for i in range(len(segments) - 1, -1, -1):
+        node, err = lookup(measurements, ".".join(segments[:i])) if i else (measurements, None)
+        if err is None and isinstance(node, dict):
+            keys = ", ".join(sorted(map(str, node))[:20])
+            at = ".".join(segments[:i]) or "the top level"
+            return f"{reason}; {at} has: {keys or 'nothing'}"
+    return reason
+
+
+def reference_measurements(assignment: Assignment, *, unsafe_no_sandbox: bool = False) -> dict[str, Any]:
+    """measurements.json of one run of ``reference/<id>/solution.ipynb`` through the real pipeline."""
+    from .. import hidden_secret
+    from ..pipeline import execute_and_measure
+
+    solution = assignment.reference_folder / SOLUTION_NAME
+    if not solution.is_file():
+        raise AssignmentError(f"{solution} is missing: run `autograder build {assignment.id}` first")
+    with tempfile.TemporaryDirectory(prefix="autograder-build-check-") as tmp:
+        notebook = Path(tmp) / SOLUTION_NAME
+        shutil.copyfile(solution, notebook)
+        (Path(tmp) / "out").mkdir()
+        with hidden_secret.using(hidden_secret.HiddenSecret.generate()):
+            return execute_and_measure(notebook, assignment, Path(tmp) / "out", Path(tmp) / "workspace",
+                                       unsafe_no_sandbox=unsafe_no_sandbox)

@@ -1,4 +1,5 @@
-"""CLI commands for authors: ``build ID`` (notebooks from the master) and ``calibrate ID`` (tolerances)."""
+"""CLI commands for authors: ``new-assignment ID`` (a minimal working lesson), ``build ID`` (notebooks
+from the master, and ``--check``) and ``calibrate ID`` (tolerances)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from ..errors import SandboxUnavailableError
 def build(
     assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
                                                           "may be left out when there is only one."),
-    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a built file is out of date."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a built file is out of date "
+                                                      "or a rubric path is not in the reference run's measurements "
+                                                      "(runs the solution once, in the jail)."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
+                                           help="With --check: run the (trusted) reference without the jail."),
 ) -> None:
     """Build the student notebook, the solution and the examples (from reference/ID/master.ipynb with
     otter assign, or from a hand-written student notebook and reference/ID/solution.ipynb)."""
-    from .build import build_assignment, stale_files
+    from .build import build_assignment, reference_measurements, rubric_paths_missing, stale_files
 
-    with command_errors():
+    with command_errors(SandboxUnavailableError):
         a = resolve_assignment(assignment, option="the ID argument")
         if check:
             stale = stale_files(a)
@@ -31,6 +36,14 @@ def build(
                 typer.echo(f"run `autograder build {a.id}` and commit the result")
                 raise typer.Exit(1)
             typer.echo("all built files are up to date")
+            missing = rubric_paths_missing(a.rubric(), reference_measurements(a, unsafe_no_sandbox=unsafe_no_sandbox),
+                                           a.rubric_path)
+            for m in missing:
+                typer.echo(f"error: {m}", err=True)
+            if missing:
+                typer.echo(f"fix the path in {a.rubric_path}, or make the grading code measure it", err=True)
+                raise typer.Exit(1)
+            typer.echo("every rubric path is in the reference run's measurements")
             return
         result = build_assignment(a)
     for path in result.written:
@@ -59,6 +72,26 @@ def calibrate(
     typer.echo(f"wrote {path}")
 
 
+def new_assignment(
+    assignment: str = typer.Argument(..., metavar="ID", help="The new assignment's id: its folder name under "
+                                                              "assignments/ and reference/, e.g. 12-my-lesson."),
+    title: Optional[str] = typer.Option(None, "--title", help="The lesson's title (default: from the id)."),
+) -> None:
+    """Write a minimal working lesson (assignments/ID/ and reference/ID/: notebook, solution, rubric,
+    grading package, one example mistake) that passes the conformance suite; then make it yours."""
+    from ..project import project_root
+    from .scaffold import new_assignment as scaffold
+
+    with command_errors():
+        root = project_root()
+        written = scaffold(assignment, root, title=title)
+    for path in written:
+        typer.echo(f"wrote {path.relative_to(root)}")
+    typer.echo(f"next: edit them, then `autograder build {assignment} --check` and the conformance suite "
+               "(docs/ADDING-AN-ASSIGNMENT.md)")
+
+
 def register(app: typer.Typer) -> None:
+    app.command("new-assignment")(new_assignment)
     app.command()(build)
     app.command()(calibrate)

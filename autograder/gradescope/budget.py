@@ -13,6 +13,13 @@ limit fires (a clean ``MemoryError``) before the container's OOM killer does.
 
 ``autograder gradescope build`` prints these numbers, and docs/GRADESCOPE.md's "Settings" line is
 this module's :func:`settings_line` (a test keeps them equal).
+
+Every number above follows from the lesson's own limits (``[execution]``, its artifacts, its probe
+cases) and the grader's own overhead; none is a measurement of the lesson's reference solution.
+Whether a lesson's reference alone fits Gradescope's defaults (768 MB, 0.5 CPU) is therefore not
+claimed here: :func:`explain` says so, naming the command that measures it for that lesson
+(``gradescope simulate``). Only lesson 07's has been measured (bench/RESULTS.md, "Gradescope
+container"), where the grader's constants below come from.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ GRADESCOPE_MAX_TIMEOUT_S = 40 * 60
 
 @dataclass(frozen=True)
 class Budget:
+    assignment_id: str
     execution_s: float             # startup + notebook + probe + slack: one execution's hard bound
     measuring_s: float             # one measuring child per artifact, each at its wall-clock limit
     grader_s: float
@@ -68,7 +76,7 @@ def budget(assignment: Assignment, load_limits: LoadLimits = LoadLimits()) -> Bu
     timeout_s = int(math.ceil(ceiling * (1 + TIME_MARGIN) / 60) * 60)
     kernel_mb = int(assignment.limits.memory_mb)
     memory_mb = int(math.ceil((kernel_mb + GRADER_MEMORY_MB) / MEMORY_STEP_MB) * MEMORY_STEP_MB)
-    return Budget(execution_s, measuring_s, GRADER_OVERHEAD_S, timeout_s, kernel_mb, memory_mb)
+    return Budget(assignment.id, execution_s, measuring_s, GRADER_OVERHEAD_S, timeout_s, kernel_mb, memory_mb)
 
 
 def _gb(mb: int) -> str:
@@ -89,5 +97,8 @@ def explain(b: Budget) -> list[str]:
     if b.timeout_s > GRADESCOPE_MAX_TIMEOUT_S:
         lines.append(f"warning: {b.timeout_min} min is above Gradescope's 40 min maximum: lower the assignment's "
                      "notebook_timeout_s")
-    lines.append("The reference solution alone fits Gradescope's defaults (768 MB, 0.5 CPU): see bench/RESULTS.md.")
+    lines.append(f"These settings follow from the limits of {b.assignment_id}; its reference solution was not run "
+                 "here, so whether it alone fits Gradescope's defaults (768 MB, 0.5 CPU) is not known: measure it "
+                 f"with `autograder gradescope simulate <the zip> reference/{b.assignment_id}/solution.ipynb` "
+                 "(wall time and peak memory).")
     return lines

@@ -5,7 +5,7 @@
 Each mistake is one realistic edit of one cell of the solution (each ``old`` must match exactly
 once, so a changed solution makes the build fail loudly), and each mistake notebook's first cell
 says what it gets wrong and which single check loses points.
-``tests/assignment/expected_examples_03.toml`` states every example's score per check.
+``expected_examples.toml`` beside this file states every example's score per check.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Each mistake is one realistic edit of the solution's code (the edit must match e
 changed solution makes the build fail loudly instead of producing a silently correct "mistake"),
 and each mistake notebook's first cell says what it gets wrong and which single check must lose
 points. ``VARIANTS`` are valid solutions written another way (full marks, every self-check passes).
-``tests/assignment/expected_examples_07.toml`` states the same for the integration tests.
+``expected_examples.toml`` beside this file states the same for the conformance suite.
 
 Run directly, it rebuilds the assignment: ``python reference/07-quantization/make_examples.py``.
 """

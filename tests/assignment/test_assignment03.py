@@ -1,5 +1,7 @@
 """Assignment 03 without running notebooks: the plain (no otter) build, the examples, the rubric and
-tolerances, and its grading code on known inputs. The real-jail runs are in test_assignment03_graded.py."""
+its grading code on known inputs. The real-jail runs are in test_assignment03_graded.py; what every
+lesson must satisfy (built files up to date, the table, the tolerances, the zip, the grades) is the
+conformance suite's (tests/conformance/)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,13 @@ import numpy as np
 import pytest
 
 from autograder.assignment import load_assignment
-from autograder.authoring.build import build_assignment, build_notebooks, stale_files
-from autograder.authoring.calibrate import round_outward, tolerance_specs
-from autograder.rubric import validate_rubric
+from autograder.authoring.build import build_assignment, build_notebooks
 from autograder.probe_format import CaseOutput, ProbeResult
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "03-export-parity"
 EXAMPLES = ROOT / "assignments" / ID / "examples"
-EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_03.toml").read_text())
+EXPECTED = tomllib.loads((ROOT / "reference" / ID / "expected_examples.toml").read_text())
 STUBS = ("sklearn_probabilities", "onnx_probabilities", "parity_report")
 
 
@@ -53,11 +53,6 @@ def _code(nb) -> str:
 
 def test_there_is_no_otter_master(a03):
     assert not (a03.reference_folder / "master.ipynb").exists(), "assignment 03 proves the build without otter"
-
-
-def test_committed_notebooks_are_up_to_date(a03):
-    stale = stale_files(a03)
-    assert not stale, f"out of date: {stale}; run `autograder build {ID}`"
 
 
 def test_the_build_is_deterministic_and_marks_the_assignment(a03, tmp_path):
@@ -115,8 +110,7 @@ def test_plain_build_needs_both_notebooks(tmp_path):
 
 # ── the examples ─────────────────────────────────────────────────────────────────────────────
 
-def test_expected_examples_list_exactly_the_bundled_notebooks(a03):
-    assert sorted(EXPECTED) == sorted(p.name for p in EXAMPLES.glob("*.ipynb"))
+def test_the_table_states_every_checks_points_and_each_mistake_costs_one_check(a03):
     checks = {c["id"]: c["points"] for c in a03.rubric()["checks"]}
     assert EXPECTED["reference.ipynb"]["scores"] == checks
     mistakes = {k: v for k, v in EXPECTED.items() if "loses" in v}
@@ -139,37 +133,16 @@ def test_each_mistake_states_its_check_and_is_the_solution_with_one_cell_edited(
     assert len(example.cells) == len(reference.cells) + 1 and len(changed) == 1, f"{name}: edited cells {changed}"
 
 
-def test_untouched_and_reference_are_the_shipped_notebooks(a03):
-    assert [c.source for c in _read(EXAMPLES / "untouched.ipynb").cells] == [c.source for c in _read(a03.notebook).cells]
-    solution = _read(a03.reference_folder / "solution.ipynb")
-    assert [c.source for c in _read(EXAMPLES / "reference.ipynb").cells] == [c.source for c in solution.cells]
-
-
 # ── rubric and tolerances ────────────────────────────────────────────────────────────────────
 
-def test_rubric_and_tolerances_are_valid_and_calibrated(a03):
+def test_rubric_totals_100_and_the_calibration_varied_the_seed(a03):
+    """(That every tolerance is calibrated, current and follows from its worst case is the
+    conformance suite's, for every lesson.)"""
     tolerances = a03.tolerances()
-    validate_rubric(a03.rubric(), tolerances)
     assert sum(c["points"] for c in a03.rubric()["checks"]) == 100
     prov = tolerances["provenance"]
-    assert prov["command"] == f"autograder calibrate {ID} --runs {prov['runs']}" and prov["runs"] >= 10
-    assert len(set(prov["parameters"]["MODEL_SEED"])) == prov["runs"]
-    assert prov["reference_scores"] == [100.0] * prov["runs"]
+    assert prov["runs"] >= 10 and len(set(prov["parameters"]["MODEL_SEED"])) == prov["runs"]
     assert prov["versions"]["skl2onnx"] != "missing" and prov["versions"]["scikit-learn"] != "missing"
-    config = tomllib.loads((a03.reference_folder / "calibration.toml").read_text())
-    specs = tolerance_specs(a03.rubric(), config)
-    for spec in specs:
-        entry = tolerances
-        for part in spec.key.split("."):
-            entry = entry[part]
-        assert entry["measure"] == spec.measure and entry["samples"] == prov["runs"]
-        step = spec.step or 0.0
-        if entry["rule"].startswith("worst count"):
-            assert entry["value"] == entry["worst"]
-        elif spec.direction == "upper":
-            assert entry["value"] == round_outward((entry["worst"] + step) * spec.margin, "upper")
-        else:
-            assert entry["value"] == max(0.0, round_outward(1 - ((1 - entry["worst"]) + step) * spec.margin, "lower"))
 
 
 # ── the grading code on known inputs ─────────────────────────────────────────────────────────

@@ -1,5 +1,5 @@
 """Assignment 03, one mistake costs one check, on the grading code alone (fast; the real-jail runs of
-the example mistakes are in test_assignment03_graded.py):
+the example mistakes are graded by the conformance suite, tests/conformance/):
 
 - parity_report's case groups: a table of common mistakes, each with the groups it may fail; it
   must fail one of them and agree everywhere else, for any seed of the hidden cases (hypothesis),

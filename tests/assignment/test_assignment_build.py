@@ -8,9 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.authoring.build import (INIT_MARKER, build_assignment, build_notebooks, normalize, stale_files,
-                              strip_solution_markup)
+from autograder.authoring.build import (INIT_MARKER, build_assignment, build_notebooks, normalize,
+                                       strip_solution_markup)
 
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_SNIPPETS = (  # lines only the solution has (one per graded part)
     "np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale))",
     "np.asarray(q).astype(np.int32) - np.int32(zero_point)",
@@ -33,11 +34,6 @@ def _nb(text: str) -> nbformat.NotebookNode:
 
 def _code(nb) -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-
-
-def test_committed_notebooks_are_up_to_date_with_the_master(assignment07):
-    stale = stale_files(assignment07)
-    assert not stale, f"out of date with reference/07-quantization/master.ipynb: {stale}; run `autograder build 07-quantization`"
 
 
 def test_building_twice_writes_identical_bytes(assignment07, tmp_path):
@@ -137,16 +133,75 @@ def test_master_is_the_only_source(assignment07):
     assert Path(assignment07.folder / "07-quantization.ipynb").is_file()
 
 
-def test_cli_build_check_reports_up_to_date():
+def measured(paths: list[str]) -> dict:
+    """Measurements holding exactly ``paths``: each path that no other extends is a number."""
+    out: dict = {}
+    for path in [p for p in paths if not any(q.startswith(p + ".") for q in paths)]:
+        node = out
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node.setdefault(leaf, 1.0)
+    return out
+
+
+LESSONS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "assignment.toml").is_file())
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_every_rubric_path_left_out_of_the_measurements_is_named_alone(lesson):
+    """For every lesson's rubric: measurements with every path miss none; without one path (and
+    what only it needs), exactly the parts reading it are named, with their check and part."""
+    from autograder.assignment import load_assignment
+    from autograder.authoring.build import rubric_paths, rubric_paths_missing
+
+    a = load_assignment(lesson, ROOT)
+    rubric = a.rubric()
+    entries = rubric_paths(rubric)
+    paths = sorted({path for _, _, path in entries})
+    assert not rubric_paths_missing(rubric, measured(paths), a.rubric_path)
+    leaves = [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
+    for gone in leaves:
+        left = [p for p in leaves if p != gone]
+        expected = {p for p in paths if not any(q == p or q.startswith(p + ".") for q in left)}
+        assert gone in expected
+        missing = rubric_paths_missing(rubric, measured(left), a.rubric_path)
+        assert {m.path for m in missing} == expected, gone
+        assert {(m.check, m.part) for m in missing} == {(c, part) for c, part, path in entries if path in expected}
+        assert all(str(a.rubric_path) in str(m) and f"'{gone}'" in str(m) for m in missing)
+
+
+def test_a_path_below_an_errored_section_is_missing_with_its_reason(assignment07):
+    from autograder.authoring.build import rubric_paths_missing
+
+    rubric = {"checks": [{"id": "c", "requires": "models.m", "parts": [{"name": "p", "measure": "models.m.valid"}]}]}
+    missing = rubric_paths_missing(rubric, {"models": {"m": {"error": "artifacts/m.onnx is missing"}}}, Path("r.toml"))
+    assert [(m.part, m.reason) for m in missing] == [(None, "artifacts/m.onnx is missing"),
+                                                     ("p", "artifacts/m.onnx is missing")]
+
+
+def test_cli_build_check_reports_up_to_date_and_names_a_missing_path(monkeypatch, tmp_path):
+    """The command's exits and lines, with the reference run replaced (the real run: the
+    conformance suite's test of a scaffolded lesson)."""
     import typer
     from typer.testing import CliRunner
 
+    from autograder.authoring import build as build_mod
+    from autograder.authoring.build import rubric_paths
     from autograder.authoring.cli import register
 
     app = typer.Typer()
     register(app)
+    from autograder.assignment import load_assignment
+
+    paths = sorted({path for _, _, path in rubric_paths(load_assignment("07-quantization", ROOT).rubric())})
+    paths.sort(key=lambda p: any(q.startswith(p + ".") for q in paths))   # a leaf first
+    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: measured(paths))
     result = CliRunner().invoke(app, ["build", "07-quantization", "--check"])
     assert result.exit_code == 0, result.output
-    assert "up to date" in result.output
+    assert "up to date" in result.output and "every rubric path is in the reference run's measurements" in result.output
+    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: measured(paths[1:]))
+    result = CliRunner().invoke(app, ["build", "07-quantization", "--check"])
+    assert result.exit_code == 1 and f"'{paths[0]}' is not produced by the reference run" in result.output
     missing = CliRunner().invoke(app, ["build", "no-such-assignment", "--check"])
     assert missing.exit_code == 2 and "no assignment" in missing.output

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
-EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_07.toml").read_text())
+EXPECTED = tomllib.loads((ROOT / "reference" / "07-quantization" / "expected_examples.toml").read_text())
 CHECK_IDS = {"quantize", "dequantize", "choose_qparams", "fp32_model", "dynamic_model", "static_model",
              "size", "reported_results", "execution"}
 
@@ -32,8 +32,7 @@ def _read(name: str) -> nbformat.NotebookNode:
     return nbformat.read(EXAMPLES / name, as_version=4)
 
 
-def test_expected_examples_list_exactly_the_bundled_notebooks():
-    assert sorted(EXPECTED) == sorted(p.name for p in EXAMPLES.glob("*.ipynb"))
+def test_every_check_but_fp32_model_has_a_mistake_example():
     assert EXPECTED["reference.ipynb"] == {"full_marks": True}
     mistakes = {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}
     assert len(mistakes) >= 6 and set(mistakes.values()) <= CHECK_IDS
@@ -87,16 +86,6 @@ def test_each_mistake_is_the_solution_plus_one_small_edit(name):
     changed = [i for i, (a, b) in enumerate(zip(reference.cells, example.cells[1:])) if a.source != b.source]
     assert len(changed) == 1, f"{name}: expected one edited cell, got {changed}"
     assert all(reference.cells[i].cell_type == "code" for i in changed)
-
-
-def test_untouched_is_the_student_notebook_as_shipped():
-    shipped = nbformat.read(ROOT / "assignments" / "07-quantization" / "07-quantization.ipynb", as_version=4)
-    assert [c.source for c in _read("untouched.ipynb").cells] == [c.source for c in shipped.cells]
-
-
-def test_reference_example_is_the_solution():
-    solution = nbformat.read(ROOT / "reference" / "07-quantization" / "solution.ipynb", as_version=4)
-    assert [c.source for c in _read("reference.ipynb").cells] == [c.source for c in solution.cells]
 
 
 def test_an_edit_that_no_longer_matches_fails_loudly(make_examples):

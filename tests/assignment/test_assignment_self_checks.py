@@ -5,8 +5,8 @@ a notebook the grader takes points from (other than for an error in a cell: a ce
 the `execution` check's, and the student sees its traceback). Each example of every assignment is
 run here as a student runs it (nbclient, in an empty folder, no jail: the examples are our own
 notebooks), and its self-checks are compared with its row of
-``tests/assignment/expected_examples_<NN>.toml``, whose grades
-``tests/integration/test_examples_graded.py`` holds against the real grader:
+``reference/<id>/expected_examples.toml``, whose grades the conformance suite
+(``tests/conformance/``) holds against the real grader:
 
 - an example that loses points outside `execution` fails at least one self-check;
 - an example that keeps them (the reference, the valid variants, a mistake that only raises in a
@@ -36,7 +36,7 @@ ASSIGNMENTS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "a
 
 
 def table(assignment_id: str) -> dict:
-    path = ROOT / "tests" / "assignment" / f"expected_examples_{assignment_id.split('-')[0]}.toml"
+    path = ROOT / "reference" / assignment_id / "expected_examples.toml"
     return tomllib.loads(path.read_text())
 
 

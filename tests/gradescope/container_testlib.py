@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
-EXPECTED = tomllib.loads((ROOT / "tests" / "assignment" / "expected_examples_07.toml").read_text())
+EXPECTED = tomllib.loads((ROOT / "reference" / "07-quantization" / "expected_examples.toml").read_text())
 # The layers the fallback jail must hold in Gradescope's container (no bwrap, no namespaces).
 FALLBACK_LAYERS = {"rlimits", "no_new_privs", "clearenv", "landlock", "seccomp"}
 
@@ -26,7 +26,7 @@ def require_container() -> None:
 
 
 def check_scores(name: str, results: dict) -> list[str]:
-    """What is wrong with ``results`` for the example ``name`` (expected_examples_07.toml)."""
+    """What is wrong with ``results`` for the example ``name`` (reference/07-quantization/expected_examples.toml)."""
     expected = EXPECTED[name]
     tests = {t["tags"][0]: t for t in results.get("tests", [])}
     problems = []

@@ -47,3 +47,21 @@ def test_build_prints_the_settings_and_the_readme_shows_the_same(assignment07, t
     readme = (ROOT / "docs" / "GRADESCOPE.md").read_text()
     assert f"- **Settings:** {line}." in readme, ("docs/GRADESCOPE.md's \"Settings\" must be what "
                                                  f"`gradescope build` prints:\n{line}")
+
+
+def test_no_lesson_is_told_that_its_reference_fits_without_a_measurement_of_it(project_root):
+    """The settings follow from each lesson's own limits; the reference's fit is not claimed from
+    another lesson's measurement: each is named, with the command that measures its own."""
+    from autograder.assignment import assignment_ids, load_assignment
+    from autograder.gradescope.budget import explain
+
+    ids = assignment_ids(project_root)
+    assert len(ids) >= 2
+    for assignment_id in ids:
+        lines = explain(budget(load_assignment(assignment_id, project_root)))
+        text = "\n".join(lines)
+        assert "alone fits Gradescope's defaults (768 MB, 0.5 CPU):" not in text, assignment_id
+        assert f"follow from the limits of {assignment_id}" in text
+        assert f"reference/{assignment_id}/solution.ipynb" in text
+        for other in set(ids) - {assignment_id}:
+            assert other not in text, f"{assignment_id}'s advice names {other}"

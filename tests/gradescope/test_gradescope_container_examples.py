@@ -2,7 +2,7 @@
 ``run_autograder`` in the simulated Gradescope container at Gradescope's defaults (768 MB,
 0.5 CPU, root with Docker's capabilities and seccomp profile), where bubblewrap cannot start and
 the grader must choose the fallback jail by itself. Each gets the grade ``make demo`` gives it
-(tests/assignment/expected_examples_07.toml). About 15-30 s per example on 0.5 CPU.
+(reference/07-quantization/expected_examples.toml). About 15-30 s per example on 0.5 CPU.
 """
 
 from __future__ import annotations
