@@ -65,6 +65,7 @@ import nbformat
 from ..assignment import Assignment
 from ..assignment_match import METADATA_KEY
 from ..errors import AssignmentError
+from ..safe_files import write_atomic
 
 MASTER_NAME = "master.ipynb"
 SOLUTION_NAME = "solution.ipynb"
@@ -263,7 +264,7 @@ def build_assignment(assignment: Assignment, out_root: Path | None = None) -> Bu
         path.parent.mkdir(parents=True, exist_ok=True)
         old = path.read_text(encoding="utf-8") if path.is_file() else None
         if old != text:
-            path.write_text(text, encoding="utf-8")
+            write_atomic(path, text)
             result.changed.append(path)
         result.written.append(path)
     return result
