@@ -259,16 +259,20 @@ def test_probe_files_rewritten_after_the_probe_earn_nothing(grade_cells, jail_ch
     cells = [WRONG_FUNCTIONS, f"PWNED = {str(pwned)!r}\n" + FORGERIES[forgery] + FORGER]
     g = grade_cells(cells, name=f"forger-{forgery}")
     jail_check(g, compare_to=wrong_baseline)
-    if not _forgery_landed(g.workspace, forgery):
-        pytest.skip(f"the forged files did not replace the probe's ({g.execution_brief()}): this run proves nothing")
+    # Whether or not the hook's files replaced the probe's (the probe's cells run silently, so IPython's
+    # post_run_cell hooks do not fire after them today), the forger must earn nothing: a skip here
+    # would leave the attack untested the day a hook fires again.
+    landed = "landed" if _forgery_landed(g.workspace, forgery) else "did not land"
     assert not pwned.exists(), f"the grader unpickled data from the kernel: {pwned} was created"
     empties = _empty_cases(short_assignment)
     for name in FUNCTION_CHECKS:
         m = _function_measure(g, name)
         agree = m.get("agree", 0) if isinstance(m, dict) else 0
         assert agree <= empties[name], (f"{name}: {agree} forged answers agreed with the reference "
-                                        f"(only {empties[name]} empty cases may): {m.get('first_mismatch')}")
-        assert g.score(name) <= wrong_baseline.score(name), f"{name} scored {g.score(name)} from forged probe files"
+                                        f"(only {empties[name]} empty cases may; forgery {landed}): "
+                                        f"{m.get('first_mismatch')}")
+        assert g.score(name) <= wrong_baseline.score(name), \
+            f"{name} scored {g.score(name)} from forged probe files (forgery {landed}, {g.execution_brief()})"
 
 
 # ----------------------------------------------------------------------------- sabotaging the probe
