@@ -32,7 +32,7 @@ from autograder.errors import UnsafeFileError
 from autograder.measure import metrics
 from autograder.measure.failure import shape_words
 from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
+from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
 from autograder.probe_format import ProbeResult
 
 from . import data
@@ -57,17 +57,18 @@ REPORT_ATOL = 1e-12
 
 # ── models ─────────────────────────────────────────────────────────────────────────────────────
 
-def measure_model(assignment, workspace: Path, limits: LoadLimits = LoadLimits()) -> tuple[dict[str, Any], WorkerRun | None]:
+def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRun | None]:
     """``models.pipeline`` and the worker's run (None when the file could not be checked)."""
     path = assignment.artifacts[ARTIFACT]
+    policy = assignment.model_policy
     try:
-        model = read_model_bytes(workspace, path, limits)
+        model = read_model_bytes(workspace, path, policy.limits)
     except UnsafeFileError as e:
         return {"error": str(e)}, None
     hidden, public = data.hidden_sets(), data.public_split()
     run = run_model_worker(model, inputs={"hidden": hidden.X, "hidden_edge": hidden.X_edge,
                                           "public_test": public.X_test},
-                           interface=INTERFACE, facts=FACTS, limits=limits)
+                           interface=INTERFACE, facts=FACTS, policy=policy)
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}, None
     facts: dict[str, Any] = {"path": path, "size_bytes": len(model), "valid": True, **run.result["facts"],
