@@ -70,3 +70,18 @@ def test_interleaved_medians_alternate_the_callables():
                                       rounds=3, warmup=1)
     assert calls == ["a", "b"] + ["a", "b"] * 3
     assert set(out) == {"a", "b"} and all(v >= 0 for v in out.values())
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 1), (5, 3), (5, 2, 4)])
+def test_output_metrics_take_any_shape_row_by_row(shape):
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal(shape).astype(np.float32)
+    p = r.copy()
+    p[2] += np.float32(0.5)                     # one row moved by 0.5 everywhere
+    rows = len(r)
+    assert metrics.row_abs_dp(p, r).shape == (rows,)
+    assert metrics.max_abs_dp(p, r) == pytest.approx(0.5, rel=1e-6)
+    assert metrics.row_abs_dp(p, r)[[0, 1, 3, 4]].max() == 0.0
+    den = np.abs(r[2].astype(np.float64)).max()
+    assert metrics.max_rel_drift(p, r) == pytest.approx(0.5 / den, rel=1e-5)
+    assert metrics.max_abs_dp(p[:0], r[:0]) == 0.0 and metrics.max_rel_drift(p[:0], r[:0]) == 0.0
