@@ -34,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from autograder.errors import UnsafeFileError
-from autograder.measure import metrics
+from autograder.measure import metrics, probabilities
 from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
+from autograder.measure.model_policy import ModelPolicy
+from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
 from autograder.measure.warm_pool import measure_jobs
 
 from . import data, figure
@@ -47,7 +48,7 @@ from .reported import measure_reported as measure_reported  # noqa: F401  (kept 
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))))
-FACTS = ("graph", "quantization", "size")   # the model worker's fact groups this assignment needs
+FACTS = ("graph", "quantization", "size", "derived_from")   # the model worker's fact groups this assignment needs
 BASELINE = "fp32"
 STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
 LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
@@ -73,7 +74,7 @@ class _Artifact:
             p = self.run.outputs.get(f"{key}__probabilities")
             if p is None:
                 return "no probabilities were produced"
-            bad = metrics.probability_problems(p)
+            bad = probabilities.probability_problems(p)
             if bad and "NaN" in bad[0]:
                 return bad[0]
         return None
@@ -88,11 +89,11 @@ def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
             figure.GRID_SET: figure.grid_points(public)}   # the picture's plane (public ranges), 10k rows
 
 
-def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: LoadLimits,
+def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, policy: ModelPolicy,
                   baseline: _Artifact | None = None) -> _Artifact:
     art = _Artifact(name, path)
     try:
-        art.data = read_model_bytes(workspace, path, limits)
+        art.data = read_model_bytes(workspace, path, policy.limits)
     except UnsafeFileError as e:
         art.error = str(e)
         return art
@@ -100,7 +101,7 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     art.run = run_model_worker(
         art.data, inputs=inputs, interface=INTERFACE, facts=FACTS, baseline=baseline.data if usable_base else None,
         latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
-        latency_baseline=usable_base and baseline.outputs_error is None, limits=limits)
+        latency_baseline=usable_base and baseline.outputs_error is None, policy=policy)
     if not art.run.ok:
         art.error = f"invalid model: {art.run.reason}"
     elif art.run.result.get("facts", {}).get("interface_ok") and art.run.result.get("run_error"):
@@ -108,21 +109,22 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     return art
 
 
-def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadLimits()) -> float | None:
+def retime(assignment, workspace: Path, variant: str) -> float | None:
     """The variant's latency timed again in a fresh worker (None when it cannot be): one more
     independent sample, for a reported latency that disagrees with the first one."""
     try:
-        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], limits)
+        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], assignment.model_policy.limits)
     except (UnsafeFileError, KeyError):
         return None
     run = run_model_worker(model, inputs={LATENCY_INPUT: data.public_split().X_test}, interface=INTERFACE,
-                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS, limits=limits)
+                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
+                           policy=assignment.model_policy)
     latency = (run.result.get("latency") or {}) if run.ok else {}
     return latency.get("model_ms")
 
 
 def measure_models(assignment, workspace: Path, *,
-                   limits: LoadLimits = LoadLimits(), runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
+                   runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
     ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
     hidden = data.hidden_split(assignment)
@@ -130,12 +132,13 @@ def measure_models(assignment, workspace: Path, *,
     inputs = _inputs(hidden, public)
     artifacts = assignment.artifacts
     workspace = Path(workspace)
-    base = _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, limits) if BASELINE in artifacts else None
+    policy = assignment.model_policy
+    base = _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, policy) if BASELINE in artifacts else None
     # the variants only read the baseline: measured side by side where cores allow (warm_pool)
     variants = [(name, path) for name, path in artifacts.items() if name != BASELINE]
     with ThreadPoolExecutor(max_workers=max(1, min(len(variants), measure_jobs()))) as pool:
         measured = dict(zip([n for n, _ in variants], pool.map(
-            lambda item: _load_and_run(*item, workspace, inputs, limits, baseline=base), variants)))
+            lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base), variants)))
     out: dict[str, Any] = {}
     for name in artifacts:
         art = base if name == BASELINE else measured[name]
@@ -181,11 +184,11 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
         out["metrics_error"] = outputs_error
     else:
         for key in ("hidden_test", "public_test"):
-            for p in metrics.probability_problems(art.p(key))[:1]:
+            for p in probabilities.probability_problems(art.p(key))[:1]:
                 if p not in problems:
                     problems.append(p)
-        out["accuracy"] = metrics.accuracy(art.p("hidden_test"), hidden.y_test)
-        out["public_split"] = {"accuracy": metrics.accuracy(art.p("public_test"), public.y_test)}
+        out["accuracy"] = probabilities.accuracy(art.p("hidden_test"), hidden.y_test)
+        out["public_split"] = {"accuracy": probabilities.accuracy(art.p("public_test"), public.y_test)}
         if base is None:  # the baseline against itself: 0.0 by definition, computed all the same
             out["public_split"].update(
                 max_rel_drift=metrics.max_rel_drift(art.p("public_test"), art.p("public_test")),
@@ -254,14 +257,14 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
     p, r = art.p("hidden_test"), base.p("hidden_test")
     pe, re_ = art.p("hidden_edge"), base.p("hidden_edge")
     quality = dict(
-        accuracy_drop=metrics.accuracy(r, hidden.y_test) - facts["accuracy"],
-        label_agreement=metrics.label_agreement(p, r),
+        accuracy_drop=probabilities.accuracy(r, hidden.y_test) - facts["accuracy"],
+        label_agreement=probabilities.label_agreement(p, r),
         max_abs_dp=metrics.max_abs_dp(p, r),
         p99_abs_dp=metrics.p99_abs_dp(p, r),
         max_rel_drift=metrics.max_rel_drift(p, r),
         edge_max_rel_drift=metrics.max_rel_drift(pe, re_),
         edge_max_abs_dp=metrics.max_abs_dp(pe, re_),
-        edge_label_agreement=metrics.label_agreement(pe, re_),
+        edge_label_agreement=probabilities.label_agreement(pe, re_),
     )
     out["quality"] = {"error": gate, **quality} if gate else quality
     pt, rt, pe_, re_pub = art.p("public_test"), base.p("public_test"), art.p("public_edge"), base.p("public_edge")
