@@ -5,27 +5,49 @@ The grader describes each call it wants as a :class:`ProbeCase`. The probe
 of its own whose source carries that case's arguments inline (:func:`inline_cases`), run only
 after the previous call returned. So while the student's code runs, the kernel holds the
 inputs of the calls made so far and nothing of the cases to come, and no path in the jail
-holds hidden data. The probe decodes the arguments, calls ``function(*args, **kwargs)``,
-coerces each result to plain ndarrays and finally writes, into the working directory:
+holds hidden data (a file argument exists only during its own call, see below). The probe
+decodes the arguments, calls ``function(*args, **kwargs)``, encodes the result (below) and
+finally writes, into the working directory:
 
-- ``probe_outputs.npz``: key ``c{i}`` for case i's result, or ``c{i}_{j}`` for element j when the
-  result is a tuple or list (``choose_qparams`` returns ``(scale, zero_point)``);
-- ``probe_report.json``: ``{"cases": {case_id: {"status": ..., "parts": n, "python_type": ...,
-  "error": {"type", "message", "traceback"}}}, "functions": {name: "defined"|"missing"|"not callable"}}``
-  with status one of ``ok``, ``raised``, ``unconvertible``, ``missing_function``, and
-  ``"origins": {name: {"module", "qualname", "params"}}`` for each defined function, read before
-  the first call (``"module": "__main__"`` for a function of the notebook; another module means an
-  import replaced it);
+- ``probe_outputs.npz``: the NumPy values of the results: key ``c{i}`` when case i returned one
+  NumPy value, else ``c{i}_{j}`` for its j-th NumPy value in the order of the result's encoding;
+- ``probe_report.json``: ``{"cases": {case_id: {"status": ..., "value": <result encoding>,
+  "parts": n, "python_type": ..., "error": {"type", "message", "traceback"}}}, "functions":
+  {name: "defined"|"missing"|"not callable"}}`` with status one of ``ok``, ``raised``,
+  ``unconvertible``, ``missing_function``, and ``"origins": {name: {"module", "qualname",
+  "params"}}`` for each defined function, read before the first call (``"module": "__main__"``
+  for a function of the notebook; another module means an import replaced it);
 - ``reported.json``: the JSON of the notebook's results variable (``RESULTS``), or
   ``{"__probe_error__": "..."}`` when it is missing or not JSON-serialisable. It is written
   before the first call, and the grader takes its copy then (a function called with hidden
   inputs cannot change what the grader reads as RESULTS).
 
-Argument encoding (JSON): ``{"array": A}`` an ndarray, ``{"list": A}`` its ``.tolist()``,
-``{"scalar": A}`` a NumPy scalar from a 0-d array (keeps its dtype, e.g. ``np.float32``), where
-``A = {"dtype": "<f4", "shape": [4], "data": base64 of the C-order bytes}``; ``{"float": v}``,
-``{"int": v}``, ``{"bool": v}``, ``{"str": v}``, ``{"dtype": "int8"}`` the NumPy type object
-(``np.int8``).
+Argument encoding (JSON, inline in the case's cell): ``{"array": A}`` an ndarray, ``{"list": A}``
+its ``.tolist()``, ``{"scalar": A}`` a NumPy scalar from a 0-d array (keeps its dtype, e.g.
+``np.float32``), where ``A = {"dtype": "<f4", "shape": [4], "data": base64 of the C-order
+bytes}``; ``{"float": v}``, ``{"int": v}``, ``{"bool": v}``, ``{"str": v}``, ``{"dtype": "int8"}``
+the NumPy type object (``np.int8``), ``{"strings": [s, ...]}`` a list of str
+(:meth:`Arg.strings`), and ``{"file": {"name": n, "data": base64}}`` (:meth:`Arg.file`): the
+probe writes the bytes as ``n`` in a fresh private folder (mode 0700, under the kernel's
+temporary directory, outside the working directory) made for that one call, passes the
+function the file's path as a ``str``, and removes the folder as soon as the call returns,
+before its record is written: no hidden file exists in the jail before its call or after it.
+One file is at most :data:`FILE_MAX_BYTES`, one case's cell at most :data:`CASE_MAX_BYTES` of
+arguments (base64 grows bytes by 4/3).
+
+Result encoding: a result may be any JSON-like value: ``None``, ``bool``, ``int`` (64-bit),
+``float``, ``complex``, ``str``, a ``list`` or ``tuple``, a ``dict`` with ``str`` keys (a
+``Counter`` or ``OrderedDict`` too), NumPy scalars and numeric ndarrays, nested. Each node is
+``{"none": null}``, ``{"bool": b}``, ``{"int": n}``, ``{"float": x}`` (JSON, with ``NaN`` and
+``Infinity``), ``{"str": s}``, ``{"list": [node, …]}``, ``{"tuple": [node, …]}``, ``{"dict":
+[[key, node], …]}`` (in the dict's order), or a key into ``probe_outputs.npz``: ``{"array": k}``
+(an ndarray), ``{"scalar": k}`` (a NumPy scalar, a 0-d array there), ``{"complex": k}``. Both
+sides hold it to :data:`RESULT_LIMITS` (nesting depth, leaves, bytes of strings, bytes of the
+encoding); a result beyond them, or holding anything else (a set, bytes, an object, a key that is
+not a str, a str or object ndarray), is ``unconvertible`` with the reason. Lone surrogates in
+strings become U+FFFD. :func:`decode_result` rebuilds the value on the grader's side
+(:attr:`CaseOutput.value`); ``values`` and ``is_tuple`` keep the array view lessons 03 and 07
+read: one NumPy-convertible value, or a tuple or list of them, as arrays.
 
 The grader trusts none of it beyond "this is what the student's function returned".
 """
@@ -33,6 +55,7 @@ The grader trusts none of it beyond "this is what the student's function returne
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,12 +69,38 @@ OUTPUTS_FILE = "probe_outputs.npz"
 REPORT_FILE = "probe_report.json"
 REPORTED_FILE = "reported.json"
 
+MiB = 1024 * 1024
+FILE_MAX_BYTES = 8 * MiB              # one Arg.file
+CASE_MAX_BYTES = 16 * MiB             # one case's arguments, as bytes before base64
+STRINGS_MAX_ITEMS = 10_000            # one Arg.strings
+STRINGS_MAX_BYTES = 1_000_000         # ... its strings together, UTF-8
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")   # a plain file name: no separator, no dot first
+
+
+@dataclass(frozen=True)
+class ResultLimits:
+    """How large one call's result may be (see the module docstring)."""
+
+    depth: int = 8                    # containers nested in containers
+    leaves: int = 10_000              # values that are not containers (an ndarray is one)
+    string_bytes: int = 1_000_000     # UTF-8 bytes of all strings and keys together
+    encoded_bytes: int = 2 * MiB      # the result's encoding as JSON (strings escaped)
+
+
+RESULT_LIMITS = ResultLimits()
+INT_MIN, INT_MAX = -2**63, 2**64 - 1  # what NumPy holds as int64 or uint64
+
+
+class ResultError(ValueError):
+    """A result beyond :data:`RESULT_LIMITS` or holding a value that is not JSON-like."""
+
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument: a value (float/int/bool/str), an array (as array, list or scalar) or a dtype."""
+    """One argument: a value (float/int/bool/str), an array (as array, list or scalar), a dtype, a
+    list of strings or a file."""
 
-    kind: str  # array | list | scalar | float | int | bool | str | dtype
+    kind: str  # array | list | scalar | float | int | bool | str | dtype | strings | file
     value: Any
 
     @staticmethod
@@ -70,6 +119,31 @@ class Arg:
     def dtype(name: str) -> "Arg":
         return Arg("dtype", str(np.dtype(name)))
 
+    @staticmethod
+    def strings(items) -> "Arg":
+        """A list of ``str`` (the function gets a ``list``), at most :data:`STRINGS_MAX_ITEMS` and
+        :data:`STRINGS_MAX_BYTES`."""
+        items = tuple(items)
+        if not all(type(x) is str for x in items):
+            raise TypeError("Arg.strings takes str items only")
+        if len(items) > STRINGS_MAX_ITEMS or sum(len(x.encode("utf-8", "surrogatepass")) for x in items) > STRINGS_MAX_BYTES:
+            raise ValueError(f"Arg.strings holds at most {STRINGS_MAX_ITEMS} strings of {STRINGS_MAX_BYTES} bytes in all")
+        return Arg("strings", items)
+
+    @staticmethod
+    def file(data: bytes, name: str) -> "Arg":
+        """A file ``name`` holding ``data``; the function gets its path (a ``str``), valid during that
+        call only (see the module docstring). ``name``: a plain file name (letters, digits, ``._-``,
+        not starting with a dot, at most 100 characters)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("Arg.file takes the file's bytes")
+        if not isinstance(name, str) or not FILE_NAME.fullmatch(name):
+            raise ValueError(f"Arg.file needs a plain file name (letters, digits, '._-', no dot first), not {name!r}")
+        data = bytes(data)
+        if len(data) > FILE_MAX_BYTES:
+            raise ValueError(f"Arg.file holds at most {FILE_MAX_BYTES} bytes, not {len(data)}")
+        return Arg("file", (name, data))
+
 
 @dataclass(frozen=True)
 class ProbeCase:
@@ -85,7 +159,8 @@ class ProbeCase:
     group: str = ""
 
     def raw(self, name_or_index):
-        """The plain Python/NumPy value of an argument (for computing the reference answer)."""
+        """The plain Python/NumPy value of an argument (for computing the reference answer); a
+        file argument gives its bytes."""
         a = self.kwargs[name_or_index] if isinstance(name_or_index, str) else self.args[name_or_index]
         return decode_value(a)
 
@@ -101,6 +176,10 @@ def decode_value(a: Any) -> Any:
         return a.value[()]
     if a.kind == "dtype":
         return np.dtype(a.value).type
+    if a.kind == "strings":
+        return list(a.value)
+    if a.kind == "file":
+        return a.value[1]
     return a.value
 
 
@@ -130,17 +209,40 @@ def _plain(a: Any, arrays: dict[str, np.ndarray]) -> dict:
         return {"str": str(a.value)}
     if a.kind == "dtype":
         return {"dtype": str(a.value)}
+    if a.kind == "strings":
+        return {"strings": list(a.value)}
+    if a.kind == "file":
+        name, data = a.value
+        return {"file": {"name": name, "data": base64.b64encode(data).decode()}}
     raise TypeError(f"unknown probe argument kind {a.kind!r}")
 
 
+def _case_bytes(c: ProbeCase) -> int:
+    size = 0
+    for a in (*c.args, *c.kwargs.values()):
+        if isinstance(a, Arg) and a.kind == "file":
+            size += len(a.value[1])
+        elif isinstance(a, Arg) and a.kind in ("array", "list", "scalar"):
+            size += np.asarray(a.value).nbytes
+    return size
+
+
 def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """``(plain cases, arrays)``: each case as JSON-able data whose arrays are keys into ``arrays``."""
+    """``(plain cases, arrays)``: each case as JSON-able data whose arrays are keys into ``arrays``.
+
+    ValueError: ids repeat, a case's arguments exceed :data:`CASE_MAX_BYTES`, or two file
+    arguments of one call share a name."""
     ids = [c.id for c in cases]
     if len(set(ids)) != len(ids):
         raise ValueError("probe case ids must be unique")
     arrays: dict[str, np.ndarray] = {}
     plain = []
     for i, c in enumerate(cases):
+        if _case_bytes(c) > CASE_MAX_BYTES:
+            raise ValueError(f"probe case {c.id!r}: its arguments hold more than {CASE_MAX_BYTES} bytes")
+        names = [a.value[0] for a in (*c.args, *c.kwargs.values()) if isinstance(a, Arg) and a.kind == "file"]
+        if len(set(names)) != len(names):
+            raise ValueError(f"probe case {c.id!r}: two file arguments named alike")
         plain.append({
             "index": i,
             "id": c.id,
@@ -170,14 +272,133 @@ def inline_cases(cases: list[ProbeCase]) -> list[dict]:
     return plain
 
 
+# ---------------------------------------------------------------- results
+
+def _number_leaf(v: Any) -> bool:
+    """A value the array view (``CaseOutput.values``) holds as one array."""
+    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
+        return np.asarray(v).dtype.kind in "biufc"
+    return isinstance(v, (bool, int, float, complex))
+
+
+def array_view(value: Any) -> tuple[list[np.ndarray], bool] | None:
+    """``(values, is_tuple)`` as lessons 03 and 07 read a result: one number or array, or a tuple or
+    list of them (each as an array); None for any other value (a dict, a str, nested lists)."""
+    if isinstance(value, (list, tuple)):
+        if all(_number_leaf(v) for v in value):
+            return [np.asarray(v) for v in value], True
+        return None
+    if _number_leaf(value):
+        return [np.asarray(value)], False
+    return None
+
+
+def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int,
+                  limits: ResultLimits = RESULT_LIMITS) -> Any:
+    """Case ``index``'s result from its encoding and its NumPy values (keys ``c{index}`` and
+    ``c{index}_{j}`` of ``arrays``). ResultError when the encoding is malformed, refers to another
+    case's arrays or exceeds ``limits``: the grader checks what the probe already checked."""
+    own = f"c{index}"
+    counts = {"leaves": 0, "strings": 0}
+
+    def string(s: Any) -> str:
+        if not isinstance(s, str):
+            raise ResultError("a string that is not a str")
+        counts["strings"] += len(s.encode("utf-8", "surrogatepass"))
+        if counts["strings"] > limits.string_bytes:
+            raise ResultError(f"more than {limits.string_bytes:,} bytes of strings")
+        return s
+
+    def array(key: Any) -> np.ndarray:
+        if not isinstance(key, str) or not (key == own or key.startswith(own + "_") and key[len(own) + 1:].isdigit()):
+            raise ResultError("a NumPy value that is not this call's")
+        if key not in arrays:
+            raise ResultError("a NumPy value is missing")
+        a = arrays[key]
+        if a.dtype.kind not in "biufc":
+            raise ResultError(f"an array of dtype {a.dtype}")
+        return a
+
+    def walk(n: Any, depth: int) -> Any:
+        if not isinstance(n, dict) or len(n) != 1:
+            raise ResultError("a malformed result encoding")
+        (kind, v), = n.items()
+        if kind in ("list", "tuple", "dict"):
+            if depth >= limits.depth:
+                raise ResultError(f"nested more than {limits.depth} deep")
+            if not isinstance(v, list):
+                raise ResultError("a malformed result encoding")
+            if kind == "dict":
+                out = {}
+                for pair in v:
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise ResultError("a malformed result encoding")
+                    out[string(pair[0])] = walk(pair[1], depth + 1)
+                return out
+            items = [walk(x, depth + 1) for x in v]
+            return items if kind == "list" else tuple(items)
+        counts["leaves"] += 1
+        if counts["leaves"] > limits.leaves:
+            raise ResultError(f"more than {limits.leaves:,} values")
+        if kind == "none" and v is None:
+            return None
+        if kind == "bool" and isinstance(v, bool):
+            return v
+        if kind == "int" and isinstance(v, int) and not isinstance(v, bool):
+            if not INT_MIN <= v <= INT_MAX:
+                raise ResultError("an int beyond 64 bits")
+            return v
+        if kind == "float" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if kind == "str":
+            return string(v)
+        if kind == "array":
+            return array(v)
+        if kind == "scalar":
+            a = array(v)
+            if a.ndim != 0:
+                raise ResultError("a NumPy scalar that is not 0-d")
+            return a[()]
+        if kind == "complex":
+            a = array(v)
+            if a.ndim != 0 or a.dtype.kind != "c":
+                raise ResultError("a complex that is not one")
+            return complex(a[()])
+        raise ResultError("a malformed result encoding")
+
+    return walk(node, 0)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
 @dataclass
 class CaseOutput:
-    """What the probe recorded for one case: its result arrays, or why there are none."""
+    """What the probe recorded for one case: its result, or why there is none.
+
+    ``value``: the result as the function returned it (:func:`decode_result`: dicts, lists,
+    tuples, str, bool, None, int, float, NumPy scalars and arrays). ``values``/``is_tuple``: its
+    array view (:func:`array_view`; ``[]`` for a result that has none, e.g. a dict).
+    """
 
     status: str  # ok | raised | unconvertible | missing_function | not_run
     values: list[np.ndarray] = field(default_factory=list)
     is_tuple: bool = False
     error: dict | None = None
+    value: Any = UNSET
+
+    def result(self) -> Any:
+        """The returned value; for an output built from arrays only, the array view as a value."""
+        if self.value is not UNSET:
+            return self.value
+        if self.is_tuple or len(self.values) != 1:
+            return tuple(self.values)
+        return self.values[0]
 
 
 @dataclass
@@ -193,6 +414,28 @@ class ProbeResult:
     origins: dict[str, dict] = field(default_factory=dict)   # function → {"module", "qualname", "params"}
 
 
+REPORT_MAX_BYTES = 24 * MiB    # probe_report.json (the probe keeps its results' encodings to 16 MiB in all)
+OUTPUTS_MAX_ENTRIES = 100_000  # arrays in probe_outputs.npz
+
+
+def _ok_output(i: int, rec: dict, arrays: dict[str, np.ndarray]) -> CaseOutput:
+    if "value" in rec:
+        try:
+            value = decode_result(rec["value"], arrays, i)
+        except (ResultError, RecursionError) as e:
+            return CaseOutput("unconvertible", error={"type": "ProbeError", "message": f"result unusable: {e}"})
+        values, is_tuple = array_view(value) or ([], False)
+        return CaseOutput("ok", values, is_tuple, value=value)
+    if f"c{i}" in arrays:               # a record from before results carried their encoding
+        return CaseOutput("ok", [arrays[f"c{i}"]])
+    vals, j = [], 0
+    while f"c{i}_{j}" in arrays:
+        vals.append(arrays[f"c{i}_{j}"])
+        j += 1
+    return CaseOutput("ok", vals, is_tuple=True) if vals or rec.get("parts") == 0 \
+        else CaseOutput("unconvertible", error={"type": "ProbeError", "message": "result missing"})
+
+
 def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: bool) -> ProbeResult:
     """Read the probe's files from ``workspace``; anything missing or malformed becomes a reason."""
     not_run = {c.id: CaseOutput("not_run") for c in cases}
@@ -200,8 +443,8 @@ def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: 
         return ProbeResult(False, "the probe did not run to completion (the notebook did not finish)",
                            not_run, {}, None, "the probe did not run")
     try:
-        report = safe_files.load_json(workspace, REPORT_FILE)
-        arrays = safe_files.load_npz(workspace, OUTPUTS_FILE)
+        report = safe_files.load_json(workspace, REPORT_FILE, REPORT_MAX_BYTES)
+        arrays = safe_files.load_npz(workspace, OUTPUTS_FILE, max_entries=OUTPUTS_MAX_ENTRIES)
         if not isinstance(report, dict) or not isinstance(report.get("cases"), dict):
             raise UnsafeFileError(f"{REPORT_FILE} does not have the probe's shape")
     except UnsafeFileError as e:
@@ -214,18 +457,7 @@ def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: 
             continue
         status = str(rec.get("status", "not_run"))
         err = rec.get("error") if isinstance(rec.get("error"), dict) else None
-        if status != "ok":
-            out[c.id] = CaseOutput(status, error=err)
-            continue
-        if f"c{i}" in arrays:
-            out[c.id] = CaseOutput("ok", [arrays[f"c{i}"]])
-        else:
-            vals, j = [], 0
-            while f"c{i}_{j}" in arrays:
-                vals.append(arrays[f"c{i}_{j}"])
-                j += 1
-            out[c.id] = CaseOutput("ok", vals, is_tuple=True) if vals or rec.get("parts") == 0 \
-                else CaseOutput("unconvertible", error={"type": "ProbeError", "message": "result missing"})
+        out[c.id] = _ok_output(i, rec, arrays) if status == "ok" else CaseOutput(status, error=err)
     functions = report.get("functions") if isinstance(report.get("functions"), dict) else {}
     reported, reported_error = None, None
     try:

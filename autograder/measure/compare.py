@@ -4,11 +4,15 @@
 
     missing → raised → type (kind) → shape → dtype → values
 
-and returns ``{"agree": bool, "reason": None | "missing" | "raised" | "type" | "shape" | "dtype" |
-"values", "expected": short str, "got": short str, "account": str}``. ``expected`` and ``got``
-render values (for the course staff); ``account`` says what went wrong without any value of the
-hidden case (for the student, see :mod:`.failure`): the masked exception, the returned kind,
-dtype and shape, or how many elements are off and by how many steps.
+for an array or a tuple of arrays, and for a JSON-like result (a dict, list, str, bool, None, int,
+float, with arrays inside) node by node, depth first: the kind, then a dict's missing keys and
+extra keys (``keys``), a list's length (``length``), then each item in the expected order (an
+array inside as above). It returns ``{"agree": bool, "reason": None | "missing" | "raised" |
+"type" | "keys" | "length" | "shape" | "dtype" | "values", "expected": short str, "got": short
+str, "account": str}``. ``expected`` and ``got`` render values (for the course staff);
+``account`` says what went wrong without any value of the hidden case (for the student, see
+:mod:`.failure`): the masked exception, the returned kind, dtype and shape, the key or index path
+(``at ['ai.onnx::Relu']``), or how many elements are off and by how many steps or units.
 
 Values
 ------
@@ -48,12 +52,13 @@ for an arbitrary scale). Both are honest, so there the grader accepts either nei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..probe_format import Arg, CaseOutput, ProbeCase
+from ..probe_format import UNSET as UNSET_VALUE
+from ..probe_format import Arg, CaseOutput, ProbeCase, array_view
 from ..student_text import mask
 from . import failure
 
@@ -64,7 +69,7 @@ NEAR_TIE_ULPS = 4                     # "within a few float32 ulps of a .5 tie"
 MAX_TEXT = 240                        # characters of an expected/got rendering
 SHOWN_ELEMENTS = 6                    # elements of an array shown in a rendering
 
-REASONS = ("missing", "raised", "type", "shape", "dtype", "values")
+REASONS = ("missing", "raised", "type", "keys", "length", "shape", "dtype", "values")
 _NUMERIC_KINDS = "biufc"
 
 
@@ -89,21 +94,30 @@ FLOAT32_ROUNDING = Tolerance()
 
 @dataclass(frozen=True)
 class Expect:
-    """The reference's answer for one returned value.
+    """The reference's answer for one returned value, and how to compare it.
 
-    ``dtype_kinds``: None when the dtype must equal ``value.dtype``; else the NumPy kinds accepted
-    (``"f"`` any float, ``"iu"`` any integer). ``ambiguous``: per element 0, or the offset (+1/-1)
-    to the other neighbour accepted at a near-tie (see :func:`tie_offsets`). ``label`` names the
-    value inside a tuple ("scale", "zero_point"). ``tolerance``: for a float value, how close it
-    must be (None: the call's, else float32 rounding).
+    ``value``: an ndarray or NumPy scalar (compared as an array: kind, shape, dtype, values), or a
+    JSON-like Python value (dict, list, tuple, str, bool, None, int, float), whose items may be
+    ndarrays or Expects themselves. The settings below hold for the whole value unless an inner
+    Expect sets its own.
+
+    ``dtype_kinds``: for an array, None when the dtype must equal ``value.dtype``; else the NumPy
+    kinds accepted (``"f"`` any float, ``"iu"`` any integer). ``ambiguous``: per element 0, or the
+    offset (+1/-1) to the other neighbour accepted at a near-tie (see :func:`tie_offsets`).
+    ``label`` names the value inside a tuple ("scale", "zero_point"). ``tolerance``: for float
+    values, how close they must be (None: the call's, else float32 rounding). ``step``: one
+    quantization step of a float value (how far off is told in steps). ``unit``: what one integer
+    counts, so a difference reads "by 1 node", "by 3 nodes" (None: integer arrays are told in
+    quantization steps, as lesson 07's are; plain ints as bare numbers).
     """
 
-    value: np.ndarray
+    value: Any
     dtype_kinds: str | None = None
     ambiguous: np.ndarray | None = None
     label: str = ""
     tolerance: Tolerance | None = None
     step: float | None = None     # one quantization step of a float value (how far off is told in steps)
+    unit: str | None = None       # what one integer counts ("node"): "by 3 nodes"
 
 
 def near_tie(quotients: Sequence, exact=None) -> np.ndarray:
@@ -180,6 +194,11 @@ def _describe_arg(a) -> str:
         if a.kind == "list":
             return f"[{flat}]" if v.ndim <= 1 else f"[[{flat}]] (nested list {v.shape})"
         return f"np.array([{flat}], dtype={v.dtype}" + (f", shape {v.shape})" if v.ndim != 1 or v.size > SHOWN_ELEMENTS else ")")
+    if a.kind == "strings":
+        shown = ", ".join(repr(x)[:40] for x in a.value[:SHOWN_ELEMENTS])
+        return f"[{shown}{', …' if len(a.value) > SHOWN_ELEMENTS else ''}]"
+    if a.kind == "file":
+        return f"<path of file {a.value[0]!r}, {len(a.value[1])} bytes>"
     return repr(a.value)
 
 
@@ -275,7 +294,7 @@ def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> tuple[str
     bad_diff = np.abs(diff.reshape(-1)[bad])
     max_diff = format_number(np.nanmax(bad_diff)) if np.any(~np.isnan(bad_diff)) else "nan"
     g_i, e_i = format_number(g.reshape(-1)[i]), format_number(e.reshape(-1)[i])
-    account = failure.value_account(e, g, ok, p.step)
+    account = failure.value_account(e, g, ok, p.step, unit=p.unit or failure.STEP)
     if e.ndim == 0:
         return f"|diff| {max_diff}, allowed {allowed}", account
     where = tuple(int(k) for k in np.unravel_index(i, e.shape))
@@ -283,16 +302,233 @@ def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> tuple[str
             f"(max |diff| {max_diff}, allowed {allowed})", account)
 
 
+def _array_problem(p: Expect, g: np.ndarray, tolerance: Tolerance, stage: str) -> tuple[str, str, str] | None:
+    """One stage (shape, dtype or values) of comparing an array: None, or ``(reason, got, account)``."""
+    label = f"{p.label}: " if p.label else ""
+    if stage == "shape" and g.shape != p.value.shape:
+        return ("shape", f"{label}{describe(g)}, expected shape {p.value.shape}",
+                f"{label}returned {failure.shape_words(g.shape)} (dtype {g.dtype}), expected shape {p.value.shape}")
+    if stage == "dtype" and not _dtype_ok(p, g):
+        return ("dtype", f"{label}{describe(g)}, expected {_dtype_wanted(p)}",
+                f"{label}returned dtype {g.dtype}, expected {_dtype_wanted(p)} (the shape {g.shape} is right)")
+    if stage == "values":
+        mismatch = _value_mismatch(p, g, tolerance)
+        if mismatch:
+            return ("values", f"{label}{describe(g)}; {mismatch[0]}",
+                    f"{label}dtype {g.dtype} and shape {g.shape} are right, but {mismatch[1]}")
+    return None
+
+
+def _is_array_expect(e) -> bool:
+    v = e.value if isinstance(e, Expect) else e
+    return isinstance(v, (np.ndarray, np.generic))
+
+
+def _as_array_expect(e, ctx: Expect | None = None) -> Expect:
+    """``e`` as an Expect of an ndarray, inheriting the settings ``ctx`` carries."""
+    p = e if isinstance(e, Expect) else Expect(e)
+    if ctx is not None:
+        p = replace(p, tolerance=p.tolerance or ctx.tolerance, step=p.step if p.step is not None else ctx.step,
+                    unit=p.unit or ctx.unit)
+    return replace(p, value=np.asarray(p.value))
+
+
+def _compare_arrays(parts: list[Expect], is_tuple: bool, want: str, output: CaseOutput,
+                    tolerance: Tolerance) -> dict:
+    """Lessons 03's and 07's comparison: one array or a tuple of them, kind → shape → dtype → values."""
+    view = array_view(output.result()) if output.value is not UNSET_VALUE else (output.values, output.is_tuple)
+    if view is None:
+        got = output.result()
+        wanted = f"a tuple of {len(parts)} values" if is_tuple else "one array"
+        return _fact(False, "type", want, f"{_render(got)}, expected {wanted}",
+                     f"returned {_kind_words(got)}, expected {wanted}")
+    values, got_tuple = view
+    view_output = CaseOutput("ok", values, got_tuple)
+    problem = _kind_problem(parts, is_tuple, view_output)
+    if problem:
+        return _fact(False, "type", want, *problem)
+    for stage in ("shape", "dtype", "values"):
+        for p, g in zip(parts, values):
+            found = _array_problem(p, g, p.tolerance or tolerance, stage)
+            if found:
+                return _fact(False, found[0], want, found[1], found[2])
+    return _fact(True, None, want, _describe_got(values, got_tuple))
+
+
+# ---------------------------------------------------------------- JSON-like results
+
+MAX_KEYS_SHOWN = 3        # keys named in one account
+KEY_TEXT = 40             # characters of one key's rendering
+
+
+def _key_text(k: str) -> str:
+    r = repr(k)
+    return r if len(r) <= KEY_TEXT else r[: KEY_TEXT - 2] + "…'"
+
+
+def _path_text(path: tuple) -> str:
+    return "".join(f"[{_key_text(k)}]" if isinstance(k, str) else f"[{k}]" for k in path)
+
+
+def _render(v: Any, budget: int = MAX_TEXT) -> str:
+    """A short rendering of a JSON-like value with arrays (for the staff)."""
+    if isinstance(v, Expect):
+        return _render(v.value, budget)
+    if isinstance(v, (np.ndarray, np.generic)):
+        return describe(np.asarray(v))
+    if isinstance(v, dict):
+        items = []
+        for k, x in v.items():
+            items.append(f"{_key_text(k)}: {_render(x, budget // 2)}")
+            if sum(len(t) for t in items) > budget:
+                items.append("…")
+                break
+        return _clip_text("{" + ", ".join(items) + "}")
+    if isinstance(v, (list, tuple)):
+        items = []
+        for x in v:
+            items.append(_render(x, budget // 2))
+            if sum(len(t) for t in items) > budget:
+                items.append("…")
+                break
+        text = ", ".join(items)
+        return _clip_text(f"({text}{',' if len(v) == 1 else ''})" if isinstance(v, tuple) else f"[{text}]")
+    if isinstance(v, str):
+        return _clip_text(repr(v))
+    return _clip_text(format_number(v) if isinstance(v, float) else repr(v))
+
+
+def _kind_words(v: Any) -> str:
+    """What a value is, by kind only (never its content): ``a dict``, ``an int64 array of a 1-d shape``."""
+    if v is None:
+        return "None"
+    if isinstance(v, np.ndarray):
+        return f"{'an' if str(v.dtype)[0] in 'iu' else 'a'} {v.dtype} array of {failure.shape_words(v.shape)}"
+    if isinstance(v, np.generic):
+        return f"a numpy.{v.dtype} scalar"
+    names = {bool: "a bool", int: "an int", float: "a float", complex: "a complex", str: "a str", dict: "a dict",
+             list: "a list", tuple: "a tuple"}
+    return names.get(type(v), f"a {type(v).__name__}")
+
+
+def _is_int(v: Any) -> bool:
+    if isinstance(v, np.ndarray):
+        return v.ndim == 0 and v.dtype.kind in "iu"
+    return (isinstance(v, (int, np.integer))) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v: Any) -> bool:
+    if isinstance(v, np.ndarray):
+        return v.ndim == 0 and v.dtype.kind in "iuf"
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _wanted_words(spec: Any) -> str:
+    if _is_array_expect(spec):
+        return "an array"
+    return _kind_words(spec)
+
+
+def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, str, str] | None:
+    """Compare one node: None, or ``(reason, got for the staff, account for the student)``."""
+    if isinstance(spec, Expect):
+        ctx = replace(ctx, tolerance=spec.tolerance or ctx.tolerance,
+                      step=spec.step if spec.step is not None else ctx.step, unit=spec.unit or ctx.unit,
+                      dtype_kinds=spec.dtype_kinds, label=spec.label,
+                      ambiguous=spec.ambiguous if _is_array_expect(spec) else None)
+        spec = spec.value
+    at = f"at {_path_text(path)}: " if path else ""
+
+    def kind_problem() -> tuple[str, str, str]:
+        return ("type", f"{at}{_render(got)}, expected {_wanted_words(spec)}",
+                f"{at}returned {_kind_words(got)}, expected {_wanted_words(spec)}")
+
+    if isinstance(spec, (np.ndarray, np.generic)):
+        if not (isinstance(got, (np.ndarray, np.generic)) or _is_real(got) or isinstance(got, (bool, complex))):
+            return kind_problem()
+        p = _as_array_expect(replace(ctx, value=spec), None)
+        g = np.asarray(got)
+        if g.dtype.kind not in _NUMERIC_KINDS:
+            return kind_problem()
+        for stage in ("shape", "dtype", "values"):
+            found = _array_problem(p, g, p.tolerance or FLOAT32_ROUNDING, stage)
+            if found:
+                return found[0], at + found[1], at + found[2]
+        return None
+    if isinstance(spec, dict):
+        if not isinstance(got, dict):
+            return kind_problem()
+        missing = [k for k in spec if k not in got]
+        if missing:
+            return ("keys", f"{at}{_render(got)}, missing {', '.join(map(_key_text, missing[:MAX_KEYS_SHOWN]))}",
+                    f"{at}{failure.keys_words('missing', missing, MAX_KEYS_SHOWN, KEY_TEXT)}")
+        extra = [k for k in got if k not in spec]
+        if extra:
+            return ("keys", f"{at}{_render(got)}, not expected {', '.join(map(_key_text, extra[:MAX_KEYS_SHOWN]))}",
+                    f"{at}{failure.keys_words('extra', extra, MAX_KEYS_SHOWN, KEY_TEXT)}")
+        for k, sub in spec.items():
+            found = _tree_problem(sub, got[k], (*path, k), ctx)
+            if found:
+                return found
+        return None
+    if isinstance(spec, (list, tuple)):
+        if not isinstance(got, (list, tuple)):
+            return kind_problem()
+        if len(got) != len(spec):
+            kind = "a tuple" if isinstance(got, tuple) else "a list"
+            return ("length", f"{at}{_render(got)}, expected {len(spec)} items",
+                    f"{at}returned {kind} of {failure.count_words(len(got))} items, expected {len(spec)}")
+        for i, (sub, g) in enumerate(zip(spec, got)):
+            found = _tree_problem(sub, g, (*path, i), ctx)
+            if found:
+                return found
+        return None
+    if spec is None:
+        return None if got is None else kind_problem()
+    if isinstance(spec, (bool, np.bool_)):
+        if not isinstance(got, (bool, np.bool_)):
+            return kind_problem()
+        return None if bool(got) == bool(spec) else ("values", f"{at}{got!r}", f"{at}the bool differs")
+    if isinstance(spec, str):
+        if not isinstance(got, str):
+            return kind_problem()
+        return None if got == spec else ("values", f"{at}{_render(got)}", f"{at}the str differs")
+    if isinstance(spec, int):
+        if not _is_int(got):
+            return kind_problem()
+        if int(got) == spec:
+            return None
+        account = failure.value_account(np.array(spec), np.array(int(got)), np.array(False), None, unit=ctx.unit)
+        return "values", f"{at}{int(got)}, expected {spec}", f"{at}{account}"
+    if isinstance(spec, float):
+        if not _is_real(got):
+            return kind_problem()
+        tol = ctx.tolerance or FLOAT32_ROUNDING
+        g, e = float(got), spec
+        if g == e or abs(g - e) <= tol.atol + tol.rtol * abs(e):
+            return None
+        account = failure.value_account(np.array(e), np.array(g), np.array(False), ctx.step,
+                                        unit=ctx.unit or (failure.STEP if ctx.step else None))
+        return "values", f"{at}{format_number(g)}, expected {format_number(e)} (allowed {tol.text()})", f"{at}{account}"
+    raise TypeError(f"an expectation cannot hold {type(spec).__name__}")
+
+
 def compare_output(expected, output: CaseOutput, *, ambiguous=None,
                    tolerance: Tolerance | None = None) -> dict:
     """Compare the reference's ``expected`` with one probe ``output``; facts as described above.
 
-    ``expected``: an ndarray (one returned array), an :class:`Expect`, or a tuple of them (a
-    returned tuple). ``ambiguous`` (only with a plain ndarray): the near-tie offsets.
+    ``expected``: an ndarray (one returned array), an :class:`Expect`, a tuple of them (a
+    returned tuple), or any JSON-like value (dict, list, str, bool, None, int, float) whose items
+    may be ndarrays or Expects. ``ambiguous`` (only with a plain ndarray): the near-tie offsets.
     ``tolerance``: for float values whose Expect sets none (default: float32 rounding).
     """
-    parts, is_tuple = _as_parts(expected, ambiguous)
-    want = _describe_parts(parts)
+    legacy = (all(_is_array_expect(e) for e in expected) if isinstance(expected, tuple)
+              else _is_array_expect(expected))
+    if legacy:
+        parts, is_tuple = _as_parts(expected, ambiguous)
+        want = _describe_parts(parts)
+    else:
+        want = _render(expected)
     if output.status in ("missing_function", "not_run"):
         what = "the function is not defined" if output.status == "missing_function" else "no result (not run)"
         return _fact(False, "missing", want, what, what)
@@ -302,26 +538,12 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
                      "raised " + failure.error_account(output))
     if output.status != "ok":
         err = (output.error or {}).get("message", "")
-        return _fact(False, "type", want, f"a result the probe could not turn into arrays ({err})",
-                     f"returned a result the grader could not turn into arrays ({mask(err)})")
-    problem = _kind_problem(parts, is_tuple, output)
-    if problem:
-        return _fact(False, "type", want, *problem)
-    got = output.values
-    for p, g in zip(parts, got):
-        if g.shape != p.value.shape:
-            label = f"{p.label}: " if p.label else ""
-            return _fact(False, "shape", want, f"{label}{describe(g)}, expected shape {p.value.shape}",
-                         f"{label}returned {failure.shape_words(g.shape)} (dtype {g.dtype}), expected shape {p.value.shape}")
-    for p, g in zip(parts, got):
-        if not _dtype_ok(p, g):
-            label = f"{p.label}: " if p.label else ""
-            return _fact(False, "dtype", want, f"{label}{describe(g)}, expected {_dtype_wanted(p)}",
-                         f"{label}returned dtype {g.dtype}, expected {_dtype_wanted(p)} (the shape {g.shape} is right)")
-    for p, g in zip(parts, got):
-        mismatch = _value_mismatch(p, g, tolerance or FLOAT32_ROUNDING)
-        if mismatch:
-            label = f"{p.label}: " if p.label else ""
-            return _fact(False, "values", want, f"{label}{describe(g)}; {mismatch[0]}",
-                         f"{label}dtype {g.dtype} and shape {g.shape} are right, but {mismatch[1]}")
-    return _fact(True, None, want, _describe_got(got, output.is_tuple))
+        return _fact(False, "type", want, f"a result the probe could not read ({err})",
+                     f"returned a result the grader cannot read ({mask(err)})")
+    if legacy:
+        parts = [replace(p, value=np.asarray(p.value)) for p in parts]
+        return _compare_arrays(parts, is_tuple, want, output, tolerance or FLOAT32_ROUNDING)
+    found = _tree_problem(expected, output.result(), (), Expect(None, tolerance=tolerance))
+    if found:
+        return _fact(False, found[0], want, found[1], found[2])
+    return _fact(True, None, want, _render(output.result()))

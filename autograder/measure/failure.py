@@ -90,6 +90,10 @@ def describe_type(a: Any) -> str:
             return f"np.{a.value}"
         if a.kind in ("array", "list", "scalar"):
             return _array_kind(a.value, a.kind)
+        if a.kind == "strings":
+            return f"a list of {len(a.value)} str"
+        if a.kind == "file":
+            return "a str (the path of a file)"
         a = a.value
     if isinstance(a, bool):
         return "True" if a else "False"        # a flag is part of the contract, not data
@@ -103,6 +107,14 @@ def describe_arguments(case: ProbeCase, params: Sequence[str] = ()) -> str:
     return ", ".join(f"{name} {describe_type(a)}" for name, a in named)
 
 
+STEP = "step"          # the unit of quantization: lesson 07's integer arrays and float values with a step
+UNIT_BUCKETS = (10, 100)
+
+
+def _plural(unit: str) -> str:
+    return unit if unit.endswith("s") else unit + "s"
+
+
 def _bucket_steps(steps: float) -> str:
     if not np.isfinite(steps):
         return "by an infinite or undefined amount"
@@ -110,6 +122,24 @@ def _bucket_steps(steps: float) -> str:
         if steps <= b + 1e-9:
             return "by 1 step" if b == 1 else f"by up to {b} steps"
     return f"by more than {STEP_BUCKETS[-1]} steps"
+
+
+def amount_words(amount: float, unit: str | None) -> str:
+    """How far off, in units: ``by 1 node``, ``by 3 nodes``, ``by up to 10 nodes`` (exact up to
+    :data:`MAX_COUNT_SHOWN` when whole, then coarse buckets); ``unit`` None: bare numbers
+    (``by 3``); :data:`STEP`: quantization steps, in :data:`STEP_BUCKETS`."""
+    if unit == STEP:
+        return _bucket_steps(amount)
+    if not np.isfinite(amount):
+        return "by an infinite or undefined amount"
+    def named(n: int | float, text: str) -> str:
+        return f"by {text}" + ("" if unit is None else f" {unit if n == 1 else _plural(unit)}")
+    if float(amount).is_integer() and amount <= MAX_COUNT_SHOWN:
+        return named(int(amount), str(int(amount)))
+    for b in UNIT_BUCKETS:
+        if amount <= b:
+            return named(b, f"up to {b}")
+    return named(UNIT_BUCKETS[-1], f"more than {UNIT_BUCKETS[-1]}")
 
 
 def _bucket_relative(rel: float) -> str:
@@ -121,10 +151,12 @@ def _bucket_relative(rel: float) -> str:
     return "by more than the expected value itself"
 
 
-def value_account(expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None) -> str:
-    """How far the wrong elements are: a count and a bucketed size, in steps when ``step`` is known."""
+def value_account(expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None,
+                  unit: str | None = STEP) -> str:
+    """How far the wrong elements are: a count and a size, in units (:func:`amount_words`) when the
+    values are integers or ``step`` is known, else relative to the expected value."""
     bad = ~np.asarray(ok, dtype=bool).reshape(-1)
-    integer = np.asarray(expected).dtype.kind in "iub"      # one integer is one step
+    integer = np.asarray(expected).dtype.kind in "iub"      # one integer is one unit
     e = np.asarray(expected, dtype=np.float64).reshape(-1)[bad]
     g = np.asarray(got).astype(np.float64).reshape(-1)[bad]
     count = f"{int(bad.sum())} of {bad.size} elements differ" if bad.size > 1 else "the value differs"
@@ -133,10 +165,26 @@ def value_account(expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: f
         if np.any(np.isnan(g)):
             return f"{count}, NaN among them"
         if integer or (step is not None and step > 0):
-            size = _bucket_steps(float(np.max(diff / (step or 1.0))))
+            size = amount_words(float(np.max(diff / (step or 1.0))), unit)
         else:
             size = _bucket_relative(float(np.max(diff / np.maximum(np.abs(e), np.finfo(np.float32).tiny))))
     return f"{count}, {size}"
+
+
+def keys_words(which: str, keys: Sequence[str], shown: int, width: int) -> str:
+    """A dict's wrong keys: ``missing the key 'Conv'`` (the expected keys, the grader's own words)
+    or ``has 2 keys not expected: '<…>', 'Gelu'`` (the student's keys, made while the hidden
+    input was in reach: masked, :func:`autograder.student_text.mask`)."""
+    if which == "missing":
+        names = [repr(k) if len(repr(k)) <= width else repr(k)[: width - 2] + "…'" for k in keys[:shown]]
+    else:
+        names = [mask(repr(k), width) for k in keys[:shown]]
+    more = ", …" if len(keys) > shown else ""
+    listed = ", ".join(names) + more
+    n = count_words(len(keys))
+    if which == "missing":
+        return f"missing the key {listed}" if len(keys) == 1 else f"missing {n} keys: {listed}"
+    return f"has a key not expected: {listed}" if len(keys) == 1 else f"has {n} keys not expected: {listed}"
 
 
 def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:

@@ -4,26 +4,32 @@
    exist (``probe_report.json``) and ``RESULTS`` (``reported.json``) before any hidden input
    reaches the kernel; the grader takes its copies right after this cell (:mod:`.execute`);
 2. :func:`case_source`, once per case: that case's arguments inline (autograder/probe_format.py),
-   decoded, passed to the student's function under a per-call alarm; the result, coerced to plain
-   number arrays, goes to ``probe_case.npz`` and its record to ``probe_case.json``, which the
-   grader reads before it sends the next case. So the kernel never holds inputs of calls still
-   to come, no file holds any, and what the grader keeps of call k was fixed before call k+1;
+   decoded (a file argument written to a folder of that call's own, removed as soon as it
+   returns), passed to the student's function under a per-call alarm; the result, encoded as
+   JSON-like nodes (autograder/probe_format.py, "Result encoding"), goes with its record to
+   ``probe_case.json`` and its NumPy values to ``probe_case.npz``, which the grader reads before
+   it sends the next case. So the kernel never holds inputs of calls still to come, no file
+   holds any but a call's own file arguments while it runs, and what the grader keeps of call k
+   was fixed before call k+1;
 3. :func:`finish_source` deletes the probe's names and files.
 
 The grader assembles ``probe_outputs.npz`` and ``probe_report.json`` itself from what it read
 (:mod:`.probe_run`), and trusts nothing else the probe says. The kernel-side code is
-self-contained (base64, json, numpy, os, signal, traceback) and prints nothing.
+self-contained (the standard library and numpy) and prints nothing.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+
+from ..probe_format import FILE_NAME, RESULT_LIMITS, ResultLimits
 
 STATE = "__autograder_probe"
 
 SETUP_BODY = r'''
-def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_s, max_bytes):
-    import base64, json, os, signal, tempfile, traceback
+def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_s, max_bytes, limits, file_name):
+    import base64, json, os, re, shutil, signal, tempfile, traceback
     import numpy as np
 
     ns = globals()
@@ -91,7 +97,45 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
         a = np.frombuffer(base64.b64decode(d["data"]), dtype=np.dtype(d["dtype"]))
         return a.reshape(d["shape"]).copy()
 
-    def decode(a):
+    temp_root = tempfile.gettempdir()
+
+    def place_file(spec, folder):
+        # a fresh private folder for this one call (made at its first file), the file in it
+        name = spec["name"]
+        if not re.fullmatch(file_name, name):
+            raise ValueError("the probe refuses the file name %r" % name)
+        if folder[0] is None:
+            folder[0] = tempfile.mkdtemp(prefix="probe-call-", dir=temp_root)
+        path = os.path.join(folder[0], name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(base64.b64decode(spec["data"]))
+        return path
+
+    def remove_folder(top):
+        # the call may have changed modes below it: give them back, then remove all of it
+        for _ in range(3):
+            if not os.path.lexists(top):
+                return
+            try:
+                if not os.path.islink(top):
+                    os.chmod(top, 0o700)
+                for root, dirs, _files in os.walk(top):
+                    for d in dirs:
+                        p = os.path.join(root, d)
+                        if not os.path.islink(p):
+                            os.chmod(p, 0o700)
+            except OSError:
+                pass
+            try:
+                if os.path.islink(top) or not os.path.isdir(top):
+                    os.unlink(top)
+                else:
+                    shutil.rmtree(top, ignore_errors=True)
+            except OSError:
+                pass
+
+    def decode(a, folder):
         (kind, v), = a.items()
         if kind == "array":
             return array(v)
@@ -101,14 +145,87 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             return array(v)[()]
         if kind == "dtype":
             return np.dtype(v).type
+        if kind == "strings":
+            return [str(x) for x in v]
+        if kind == "file":
+            return place_file(v, folder)
         return {"float": float, "int": int, "bool": bool, "str": str}[kind](v)
 
-    def coerce_one(x):
-        if isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
-            arr = np.asarray(x)
-            if arr.dtype.kind in "biufc":
-                return arr
-        return None
+    class Unconvertible(Exception):
+        pass
+
+    def encode(result, i):
+        # the result as JSON-like nodes; NumPy values go to ``arrays`` (probe_format: "Result encoding").
+        # Base-class methods read subclasses (Counter, namedtuple, IntEnum), so no method of the
+        # student's classes runs here.
+        arrays = {}
+        counts = {"leaves": 0, "strings": 0}
+
+        def string(x):
+            x = str.__str__(x)
+            counts["strings"] += len(x.encode("utf-8", "surrogatepass"))
+            if counts["strings"] > limits["string_bytes"]:
+                raise Unconvertible("more than %d bytes of strings" % limits["string_bytes"])
+            return x
+
+        def numpy(kind, a):
+            key = "c%d_%d" % (i, len(arrays))
+            arrays[key] = a
+            return {kind: key}
+
+        def walk(x, depth):
+            if isinstance(x, (dict, list, tuple)):
+                if depth >= limits["depth"]:
+                    raise Unconvertible("nested more than %d deep" % limits["depth"])
+                if isinstance(x, dict):
+                    pairs = []
+                    for k, v in dict.items(x):
+                        if not isinstance(k, str):
+                            raise Unconvertible("a dict key of type %s (keys must be str)" % type(k).__name__)
+                        pairs.append([string(k), walk(v, depth + 1)])
+                    return {"dict": pairs}
+                items = list.__iter__(x) if isinstance(x, list) else tuple.__iter__(x)
+                return {"list" if isinstance(x, list) else "tuple": [walk(v, depth + 1) for v in items]}
+            counts["leaves"] += 1
+            if counts["leaves"] > limits["leaves"]:
+                raise Unconvertible("more than %d values" % limits["leaves"])
+            if x is None:
+                return {"none": None}
+            if isinstance(x, np.generic):
+                if isinstance(x, str):
+                    return {"str": string(x)}
+                if x.dtype.kind in "biufc":
+                    return numpy("scalar", np.asarray(x))
+                raise Unconvertible("a NumPy value of dtype %s" % x.dtype)
+            if isinstance(x, np.ndarray):
+                a = np.asarray(x)
+                if a.dtype.kind not in "biufc":
+                    raise Unconvertible("an array of dtype %s" % a.dtype)
+                return numpy("array", a)
+            if isinstance(x, bool):
+                return {"bool": x is True}
+            if isinstance(x, int):
+                v = int.__int__(x)
+                if not -2**63 <= v <= 2**64 - 1:
+                    raise Unconvertible("an int beyond 64 bits")
+                return {"int": v}
+            if isinstance(x, float):
+                return {"float": float.__float__(x)}
+            if isinstance(x, complex):
+                return numpy("complex", np.array(x, dtype=np.complex128))
+            if isinstance(x, str):
+                return {"str": string(x)}
+            raise Unconvertible("a value of type %s" % type(x).__name__)
+
+        node = walk(result, 0)
+        (kind, v), = node.items()
+        if kind in ("array", "scalar", "complex"):       # one NumPy value: key c<i>, as before
+            arrays = {"c%d" % i: arrays[v]}
+            node = {kind: "c%d" % i}
+        size = len(json.dumps(node))
+        if size > limits["encoded_bytes"]:
+            raise Unconvertible("its encoding is more than %d bytes" % limits["encoded_bytes"])
+        return node, arrays, size + sum(a.nbytes for a in arrays.values())
 
     def error_of(e):
         tb = e.__traceback__.tb_next or e.__traceback__ if e.__traceback__ else None
@@ -139,9 +256,10 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             rec["error"] = {"type": "NameError", "message": "%s is %s" % (fname, status_of(fname)), "traceback": ""}
             return
         old_handler = signal.signal(signal.SIGALRM, on_alarm)
+        folder = [None]
         try:
-            args = [decode(a) for a in case["args"]]
-            kwargs = {k: decode(v) for k, v in case["kwargs"].items()}
+            args = [decode(a, folder) for a in case["args"]]
+            kwargs = {k: decode(v, folder) for k, v in case["kwargs"].items()}
             signal.setitimer(signal.ITIMER_REAL, case_timeout_s)
             try:
                 result = ns[fname](*args, **kwargs)
@@ -154,24 +272,23 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old_handler)
+            if folder[0] is not None:            # the call's files go as soon as it returned
+                remove_folder(folder[0])
         rec["python_type"] = type(result).__name__
-        is_seq = isinstance(result, (tuple, list))
-        parts = [coerce_one(x) for x in result] if is_seq else [coerce_one(result)]
-        size = sum(p.nbytes for p in parts if p is not None)
-        if any(p is None for p in parts) or total[0] + size > max_bytes:
+        try:
+            node, arrays, size = encode(result, i)
+            if total[0] + size > max_bytes:
+                raise Unconvertible("result too large")
+        except (Unconvertible, RecursionError, ValueError, TypeError, OverflowError) as e:
             rec["status"] = "unconvertible"
-            bad = [type(x).__name__ for x, p in zip(result if is_seq else [result], parts) if p is None]
-            why = ("not a number array: %s" % ", ".join(bad)) if bad else "result too large"
-            rec["error"] = {"type": "ProbeError", "message": "%s returned %s (%s)"
-                            % (fname, type(result).__name__, why), "traceback": ""}
+            rec["error"] = {"type": "ProbeError", "message": "%s returned %s (not JSON-like: %s)"
+                            % (fname, type(result).__name__, str(e)[:300]), "traceback": ""}
             return
         total[0] += size
-        if is_seq:
-            rec["parts"] = len(parts)
-            for j, p in enumerate(parts):
-                outputs["c%d_%d" % (i, j)] = p
-        else:
-            outputs["c%d" % i] = parts[0]
+        rec["value"] = node
+        if isinstance(result, (tuple, list)):
+            rec["parts"] = len(result)
+        outputs.update(arrays)
 
     def finish():
         for name in ("probe_case.npz", "probe_case.json", "probe_report.json", "reported.json"):
@@ -184,10 +301,12 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
 
 
 def setup_source(out_dir: str, functions: list[str], results_variable: str, case_timeout_s: float = 10.0,
-                 max_bytes: int = 32 * 1024 * 1024) -> str:
-    """The first probe cell: defines the probe's state, writes which ``functions`` exist and RESULTS."""
+                 max_bytes: int = 32 * 1024 * 1024, limits: ResultLimits = RESULT_LIMITS) -> str:
+    """The first probe cell: defines the probe's state, writes which ``functions`` exist and RESULTS.
+    ``max_bytes``: all results together; ``limits``: one result (probe_format)."""
     call_args = ", ".join(json.dumps(v) for v in (out_dir, list(functions), results_variable,
-                                                   float(case_timeout_s), int(max_bytes)))
+                                                   float(case_timeout_s), int(max_bytes), asdict(limits),
+                                                   FILE_NAME.pattern))
     return (SETUP_BODY + f"\ntry:\n    {STATE} = __autograder_probe_setup({call_args})\n"
             "finally:\n    del __autograder_probe_setup\n")
 

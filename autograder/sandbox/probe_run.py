@@ -22,6 +22,7 @@ kills the kernel or breaks the connection makes the probe "failed".
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from .. import safe_files
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
-from ..probe_format import REPORT_FILE, ProbeCase, inline_cases
+from ..probe_format import (OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
+                            decode_result, inline_cases)
 from ..student_text import mask
 from .probe import case_source, finish_source, setup_source
 
@@ -44,8 +46,9 @@ PER_CELL_OVERHEAD_S = 0.25   # a round trip per case cell, generous for a slow m
 CELL_MARGIN_S = 5.0          # beyond a call's alarm, before the cell itself times out
 CASE_FILE, CASE_ARRAYS = "probe_case.json", "probe_case.npz"
 MiB = 1024 * 1024
-CASE_RECORD_MAX_BYTES = 64 * 1024
-OUTPUTS_MAX_BYTES = 64 * MiB       # all results together (the probe itself stops at 32 MB)
+CASE_RECORD_MAX_BYTES = 64 * 1024 + RESULT_LIMITS.encoded_bytes   # a call's record, its result's encoding included
+OUTPUTS_MAX_BYTES = 64 * MiB       # all results' arrays together (the probe itself stops at 32 MB)
+ENCODINGS_MAX_BYTES = 16 * MiB     # all results' encodings together (probe_report.json stays readable)
 ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
 STATUSES = ("ok", "raised", "unconvertible", "missing_function")
 # Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
@@ -80,6 +83,7 @@ class ProbeRun:
     report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}, "origins": {}})
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     _bytes: int = 0
+    _encoded: int = 0
 
     async def run(self, execute: Execute, take_snapshot: Callable[[], bool]) -> str:
         """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply;
@@ -141,12 +145,35 @@ class ProbeRun:
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
             kept["python_type"] = mask(rec["python_type"], 100)
-        self.report["cases"][case.id] = kept
         own = f"c{index}"
-        for key, arr in arrays.items():   # only this case's keys: a call cannot fill in another's
-            if key == own or key.startswith(own + "_") and key[len(own) + 1:].isdigit():
+        mine = {k: a for k, a in arrays.items()   # only this case's keys: a call cannot fill in another's
+                if k == own or k.startswith(own + "_") and k[len(own) + 1:].isdigit()}
+        if rec["status"] == "ok":
+            why = self._unusable_result(rec.get("value"), mine, index)
+            if why:
+                self.report["cases"][case.id] = {"status": "unconvertible", "error": {
+                    "type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}}
+                return
+            kept["value"] = rec["value"]
+        self.report["cases"][case.id] = kept
+        if rec["status"] == "ok":
+            for key, arr in mine.items():
                 self.outputs[key] = arr
                 self._bytes += arr.nbytes
+
+    def _unusable_result(self, node: Any, arrays: dict[str, np.ndarray], index: int) -> str | None:
+        """Why a call's result cannot be kept (its encoding checked again, the total bound), or None."""
+        if len(arrays) + len(self.outputs) > OUTPUTS_MAX_ENTRIES:
+            return f"more than {OUTPUTS_MAX_ENTRIES:,} arrays in all results"
+        try:
+            decode_result(node, arrays, index)
+        except (ResultError, RecursionError) as e:
+            return str(e)
+        size = len(json.dumps(node))
+        if self._encoded + size > ENCODINGS_MAX_BYTES:
+            return f"all results together hold more than {ENCODINGS_MAX_BYTES // MiB} MiB"
+        self._encoded += size
+        return None
 
     @staticmethod
     async def _ok(execute: Execute, source: str, budget: float) -> bool:
