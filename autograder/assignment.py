@@ -27,6 +27,7 @@ from . import hidden_secret, redact
 from .environment import environment_fingerprint, environment_versions
 from .errors import AssignmentError
 from .grading_plugin import GradingPlugin, load_plugin
+from .measure.model_policy import ModelPolicy, policy_from_table
 from .project import project_root as project_root
 
 try:
@@ -96,6 +97,12 @@ class Assignment:
     @property
     def limits(self) -> ExecutionLimits:
         return ExecutionLimits(**self.config.get("execution", {}))
+
+    @cached_property
+    def model_policy(self) -> ModelPolicy:
+        """What the model worker accepts and how it runs this lesson's models (``[model_worker]``,
+        validated when the assignment loads; see :mod:`autograder.measure.model_policy`)."""
+        return policy_from_table(self.config.get("model_worker", {}), str(self.folder / "assignment.toml"))
 
     @property
     def rubric_path(self) -> Path:
@@ -181,4 +188,7 @@ def load_assignment(assignment_id: str, root: Path | None = None) -> Assignment:
     # where the grader's assignments and hidden reference data live is the grader's path too: a
     # notebook that finds it (the fallback jail cannot hide /proc/self/mountinfo) gets <grader>
     redact.register(root)
-    return Assignment(id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id, config=config)
+    assignment = Assignment(id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id,
+                            config=config)
+    assignment.model_policy  # noqa: B018 - a bad [model_worker] table fails here, naming the key
+    return assignment

@@ -21,7 +21,6 @@ from .assignment import Assignment
 from .errors import SandboxUnavailableError
 from .judge import judge
 from .measure.context import ArtifactContext, MeasureContext
-from .measure.onnx_load import LoadLimits
 from .measure.warm_pool import warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
@@ -138,7 +137,7 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
 
     # the models are measured while the probe runs, from the working directory frozen before it
     early = _EarlyMeasure(assignment) if assignment.grading.measure_artifacts is not None else None
-    with warm_workers(len(assignment.artifacts), LoadLimits(), start_when=kernel_started):
+    with warm_workers(len(assignment.artifacts), assignment.model_policy.limits, start_when=kernel_started):
         warm = _start_warm_ups(assignment, warm_up_now)
         execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
                                    unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_kernel_started=started,

@@ -28,6 +28,7 @@ from .canonical import size_facts
 from .graph_index import (FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, QuantWeight, attr, dq_weight, dtype_name,
                           float_weight_nodes, float_weights, input_at, quantized_weights)
 from .input_quant import input_quantization_facts
+from .model_policy import qualified_op as qualified_op  # noqa: F401  (the op names of op_counts)
 
 CLASSES = ("fp32", "dynamic", "static_qdq", "static_qoperator", "weights_only_qdq", "unknown")
 
@@ -150,21 +151,51 @@ def param_count(ix: GraphIndex) -> int:
 
 
 def op_histogram(model: onnx.ModelProto) -> dict[str, int]:
+    """Nodes of the main graph per ``op_type``, domains ignored (what 07's rubric reads)."""
     return dict(sorted(Counter(n.op_type for n in model.graph.node).items()))
 
 
+def op_counts(model: onnx.ModelProto) -> dict[str, int]:
+    """Nodes of the main graph per domain-qualified operator (:func:`qualified_op`: ``MatMul``,
+    ``com.microsoft.Gelu``, ``ai.onnx.ml.ZipMap``); subgraph bodies are not counted."""
+    return dict(sorted(Counter(qualified_op(n) for n in model.graph.node).items()))
+
+
 FACT_GROUPS = ("graph", "quantization", "size")
-GRAPH_FACTS = ("op_histogram", "opset", "param_count")
+DEFAULT_GROUPS = ("graph", "size")            # what any lesson gets without naming groups
+PAIR_GROUPS = ("derived_from",)               # facts of the model against the job's baseline
+SESSION_GROUPS = ("session",)                 # facts of the model ONNX Runtime optimised (the worker's)
+ALL_GROUPS = FACT_GROUPS + PAIR_GROUPS + SESSION_GROUPS
+GRAPH_FACTS = ("node_count", "op_counts", "op_histogram", "opset", "param_count")
 QUANTIZATION_FACTS = ("classification", "classification_detail", "weight_dtypes", "quantized_weights",
                       "float_weights_left", "per_channel", "per_channel_weights", "per_channel_shaped_weights",
                       "activation_dtypes", "calibrated_input_range", "input_quantization")
 SIZE_FACTS = ("canonical_bytes", "canonical_constant_bytes")
 
 
+def check_groups(groups) -> None:
+    """Raises ValueError naming the groups that are not in :data:`ALL_GROUPS` (the grader's mistake)."""
+    unknown = sorted(set(groups) - set(ALL_GROUPS))
+    if unknown:
+        raise ValueError(f"unknown model fact groups {unknown}; known: {', '.join(ALL_GROUPS)}")
+
+
+def session_facts(optimized: onnx.ModelProto, level: str) -> dict[str, Any]:
+    """The ``"session"`` group: the graph ONNX Runtime runs at ``level`` (its optimised model)."""
+    return {"optimization_level": level, "node_count": len(optimized.graph.node), "op_counts": op_counts(optimized)}
+
+
+def pair_facts(baseline: onnx.ModelProto, model: onnx.ModelProto, groups) -> dict[str, Any] | None:
+    """The facts of ``model`` against ``baseline`` for the chosen :data:`PAIR_GROUPS` (None: none
+    asked for). ``"derived_from"``: :func:`derived_from`."""
+    return derived_from(baseline, model) if "derived_from" in groups else None
+
+
 def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> dict[str, Any]:
     """The facts of one model that need no other model and no execution, for the chosen ``groups``.
 
-    ``"graph"``: :data:`GRAPH_FACTS` (operators, opsets, parameters); ``"quantization"``:
+    ``"graph"``: :data:`GRAPH_FACTS` (the main graph's node count and domain-qualified operator
+    counts, operators by type, opsets, parameters); ``"quantization"``:
     :data:`QUANTIZATION_FACTS` (classification, weight and activation types, per-channel, the
     calibrated input range of the live input quantizers, :mod:`autograder.measure.input_quant`);
     ``"size"``: :data:`SIZE_FACTS` (the canonical re-serialisation's bytes,
@@ -172,9 +203,7 @@ def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> d
     :class:`~autograder.measure.model_interface.ModelInterface`), also ``interface_ok`` and
     ``problems`` (its deviations from the assignment's contract).
     """
-    unknown = sorted(set(groups) - set(FACT_GROUPS))
-    if unknown:
-        raise ValueError(f"unknown model fact groups {unknown}; known: {', '.join(FACT_GROUPS)}")
+    check_groups(groups)
     ix = GraphIndex(model)
     out: dict[str, Any] = {}
     if interface is not None:
@@ -186,7 +215,7 @@ def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> d
         classification, detail = classify(ix)
         out.update(classification=classification, classification_detail=detail)
     if "graph" in groups:
-        out.update(op_histogram=op_histogram(model),
+        out.update(node_count=len(model.graph.node), op_counts=op_counts(model), op_histogram=op_histogram(model),
                    opset={(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
                    param_count=param_count(ix))
     if quant:

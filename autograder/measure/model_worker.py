@@ -7,9 +7,10 @@ started warm, while the notebook runs); then ``JOB_DIR/job.json`` describes the 
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
-     "facts": ["graph", "quantization", "size"] | null,  # graph_facts groups (null: all)
+     "facts": ["graph", "size", "quantization", "derived_from", "session"] | null,  # (null: graph, size)
      "latency_input": "public_test" | null, "latency_rounds": 50, "latency_baseline": bool,
-     "limits": {...LoadLimits...}}
+     "limits": {...LoadLimits...},
+     "extra_operators": ["com.microsoft.Gelu", ...], "optimization_level": "ORT_ENABLE_ALL"}  # the ModelPolicy
 
 It sets its own resource limits before importing onnx or ONNX Runtime, then writes
 ``result.json``::
@@ -29,7 +30,8 @@ holds ``<set>__<output name>`` for every set and every output of the interface (
 every numeric output). Latency (``latency_input``): the median of ``latency_rounds`` consecutive
 runs of the warm session, as the contracts ask a notebook to time it, taken in three blocks (the
 median of the blocks' medians is reported). The baseline (e.g. the
-student's fp32 model, already checked by its own worker) is used for ``derived_from`` and, when
+student's fp32 model, already checked by its own worker) is used for the pair facts the job names
+(``derived_from``: ``derived`` in the result, else null) and, when
 ``latency_baseline`` (its outputs are usable), for a second timing of both interleaved
 (A B A B …, medians), whose ratio load drift cannot skew.
 
@@ -261,17 +263,19 @@ def work(job_dir: Path) -> dict:
 
     import numpy as np
 
-    from .graph_facts import FACT_GROUPS, derived_from, graph_facts
+    from .graph_facts import DEFAULT_GROUPS, PAIR_GROUPS, graph_facts, pair_facts, session_facts
     from .model_interface import ModelInterface
     from .onnx_load import InvalidModel, LoadLimits, make_session, parse_and_check
 
     limits = LoadLimits(**job["limits"])
+    extra = frozenset(job.get("extra_operators") or ())
+    level = job.get("optimization_level") or "ORT_ENABLE_ALL"
     interface = ModelInterface.from_json(job["interface"]) if job.get("interface") else None
     try:
-        model = parse_and_check((job_dir / job["model"]).read_bytes(), limits)
+        model = parse_and_check((job_dir / job["model"]).read_bytes(), limits, extra)
     except InvalidModel as e:
         return {"ok": False, "stage": "check", "reason": str(e)}
-    groups = FACT_GROUPS if job.get("facts") is None else tuple(job["facts"])
+    groups = DEFAULT_GROUPS if job.get("facts") is None else tuple(job["facts"])
     try:
         facts = graph_facts(model, interface, groups)
     except ValueError as e:    # unknown fact groups: the grader's own mistake, reported as such
@@ -280,14 +284,24 @@ def work(job_dir: Path) -> dict:
     derived = None
     if job.get("baseline"):
         try:  # checked by its own worker already; this cannot fail unless the job is inconsistent
-            baseline_model = parse_and_check((job_dir / job["baseline"]).read_bytes(), limits)
-            derived = derived_from(baseline_model, model)
+            baseline_model = parse_and_check((job_dir / job["baseline"]).read_bytes(), limits, extra)
         except InvalidModel:
             baseline_model = None
+    if baseline_model is not None:
+        derived = pair_facts(baseline_model, model, [g for g in groups if g in PAIR_GROUPS])
+    optimized = job_dir / "optimized.onnx" if "session" in groups else None
     try:
-        session = make_session(model)
+        session = make_session(model, level, optimized)
     except InvalidModel as e:
         return {"ok": False, "stage": "session", "reason": str(e)}
+    if optimized is not None:
+        try:
+            import onnx
+
+            facts["session"] = session_facts(onnx.load(str(optimized), load_external_data=False), level)
+        except Exception as e:  # noqa: BLE001 - ORT could not save what it runs: a fact, not a crash
+            facts["session"] = {"optimization_level": level, "error": mask(f"the optimised model could not be "
+                                                                           f"read back: {type(e).__name__}", 200)}
     with np.load(job_dir / job["inputs"], allow_pickle=False) as npz:
         sets = input_sets({k: npz[k] for k in npz.files})
     feeds, run_error, adapted = _feeds(session, sets, interface)
@@ -298,7 +312,7 @@ def work(job_dir: Path) -> dict:
     latency, latency_error = None, None
     if run_error is None and job.get("latency_input"):
         try:
-            base = make_session(baseline_model) if baseline_model is not None and job.get("latency_baseline") else None
+            base = make_session(baseline_model, level) if baseline_model is not None and job.get("latency_baseline") else None
             latency = _latency(session, base, feeds[job["latency_input"]], int(job["latency_rounds"]))
         except Exception as e:
             latency_error = timing_failure(e)

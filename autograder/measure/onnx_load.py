@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -38,10 +38,9 @@ import numpy as np
 from .. import safe_files
 from ..student_text import clean
 from .model_interface import ModelInterface
+from .model_policy import DEFAULT_POLICY, ModelPolicy, qualified_op
+from .model_policy import LoadLimits as LoadLimits  # noqa: F401  (the limits callers pass)
 from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result type callers get)
-
-MiB = 1024 * 1024
-GiB = 1024 * MiB
 
 ALLOWED_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
 # com.microsoft ops that ONNX Runtime's quantizer and its graph optimiser produce; nothing else
@@ -52,18 +51,6 @@ MICROSOFT_OPS = frozenset({
     "QLinearGlobalAveragePool", "QuantizeLinear", "DequantizeLinear", "FusedGemm", "FusedMatMul",
 })
 MESSAGE_CAP = 300
-
-
-@dataclass(frozen=True)
-class LoadLimits:
-    """Caps for one artifact. The reference's largest model is ~270 KB with ~40 nodes."""
-
-    max_file_bytes: int = 64 * MiB          # far above any sensible MLP, far below protobuf's 2 GB
-    max_nodes: int = 10_000                 # all graphs together
-    max_graph_depth: int = 3                # If/Loop/Scan bodies inside bodies
-    max_initializer_bytes: int = 256 * MiB  # declared (dims × item size), before anything is allocated
-    memory_bytes: int = 3 * GiB             # RLIMIT_AS of the child; an idle ORT child maps < 1 GB
-    timeout_s: float = 60.0                 # wall clock for parse + check + session + all runs
 
 
 class InvalidModel(Exception):
@@ -86,23 +73,32 @@ def _tensor_problem(t, where: str) -> str | None:
     return None
 
 
-def _op_problem(node) -> str | None:
+def _op_problem(node, extra_operators: frozenset[str] = frozenset()) -> str | None:
+    """Why ``node``'s operator is not accepted, or None: the default allowlist (standard ONNX,
+    ``ai.onnx.ml``, :data:`MICROSOFT_OPS`) plus the lesson's ``extra_operators``
+    (:func:`~autograder.measure.model_policy.qualified_op` names)."""
     import onnx.defs
 
+    if qualified_op(node) in extra_operators:
+        return None
     domain = node.domain or ""
     op = f"{_short(domain or 'ai.onnx', 40)}.{_short(node.op_type, 60)}"
+    allowed = ("the standard ONNX operators, 'ai.onnx.ml' and ONNX Runtime's quantization operators"
+               + (f", plus {', '.join(sorted(extra_operators))[:200]}" if extra_operators else ""))
     if domain not in ALLOWED_DOMAINS:
-        return (f"operator {op} comes from the domain '{_short(domain, 40)}'; only the standard ONNX "
-                "operators, 'ai.onnx.ml' and ONNX Runtime's quantization operators ('com.microsoft') are allowed")
+        return f"operator {op} comes from the domain '{_short(domain, 40)}'; this assignment allows only {allowed}"
     if domain == "com.microsoft":
-        ok = node.op_type in MICROSOFT_OPS
-    else:
-        ok = onnx.defs.has(node.op_type, "" if domain == "ai.onnx" else domain)
+        if node.op_type in MICROSOFT_OPS:
+            return None
+        return f"operator {op} is not an allowed ONNX operator: this assignment allows only {allowed}"
+    ok = onnx.defs.has(node.op_type, "" if domain == "ai.onnx" else domain)
     return None if ok else f"operator {op} is not an allowed ONNX operator"
 
 
-def structure_problems(model, limits: LoadLimits = LoadLimits()) -> list[str]:
-    """What makes ``model`` unsafe or out of scope, before the checker or ONNX Runtime sees it."""
+def structure_problems(model, limits: LoadLimits = LoadLimits(),
+                       extra_operators: frozenset[str] = frozenset()) -> list[str]:
+    """What makes ``model`` unsafe or out of scope, before the checker or ONNX Runtime sees it
+    (``extra_operators``: the lesson's operators beyond the default allowlist)."""
     from onnx import AttributeProto, helper
 
     problems: list[str] = []
@@ -146,7 +142,7 @@ def structure_problems(model, limits: LoadLimits = LoadLimits()) -> list[str]:
             counts["bytes"] += declared_bytes(t)
         for node in graph.node:
             counts["nodes"] += 1
-            p = _op_problem(node)
+            p = _op_problem(node, extra_operators)
             if p:
                 problems.append(p)
             for attr in node.attribute:
@@ -174,7 +170,7 @@ def structure_problems(model, limits: LoadLimits = LoadLimits()) -> list[str]:
     return problems
 
 
-def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits()):
+def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits(), extra_operators: frozenset[str] = frozenset()):
     """The checked ``onnx.ModelProto`` of ``data``; raises :class:`InvalidModel` with the reason."""
     import onnx
 
@@ -186,7 +182,7 @@ def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits()):
         raise InvalidModel(f"not an ONNX model file ({_short(type(e).__name__ + ': ' + str(e), 200)})") from None
     if not model.HasField("graph") or not len(model.graph.node):
         raise InvalidModel("not an ONNX model file (no graph or no nodes)")
-    problems = list(dict.fromkeys(structure_problems(model, limits)))  # unique, in order
+    problems = list(dict.fromkeys(structure_problems(model, limits, frozenset(extra_operators))))  # unique, in order
     if problems:
         raise InvalidModel(_short("; ".join(problems[:3])))
     try:
@@ -196,18 +192,22 @@ def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits()):
     return model
 
 
-def make_session(model):
-    """An ONNX Runtime session of a checked model: CPU only, one thread, default optimisations."""
+def make_session(model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None):
+    """An ONNX Runtime session of a checked model: CPU only, one thread, the policy's
+    ``optimization_level`` (one of :data:`~autograder.measure.model_policy.OPTIMIZATION_LEVELS`);
+    ``save_optimized``: where ONNX Runtime writes the graph it optimised (the ``session`` facts)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    # ORT_ENABLE_ALL is what the student's default session runs, so reported numbers can be
-    # re-measured to the bit; DISABLE_ALL gives identical outputs for these models (checked).
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # the default, ORT_ENABLE_ALL, is what the student's default session runs, so reported numbers
+    # can be re-measured to the bit
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, optimization_level)
     so.log_severity_level = 3
+    if save_optimized is not None:
+        so.optimized_model_filepath = str(save_optimized)
     so.add_session_config_entry("session.load_model_format", "ONNX")
     try:
         return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
@@ -243,7 +243,8 @@ def _flatten_sets(inputs: Mapping[str, InputSet]) -> dict[str, np.ndarray]:
 def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface: ModelInterface | None = None,
                      facts: Sequence[str] | None = None, baseline: bytes | None = None,
                      latency_input: str | None = None, latency_rounds: int = 50,
-                     latency_baseline: bool = False, limits: LoadLimits = LoadLimits()) -> WorkerRun:
+                     latency_baseline: bool = False, policy: ModelPolicy = DEFAULT_POLICY,
+                     optimization_level: str | None = None, limits: LoadLimits | None = None) -> WorkerRun:
     """Check and run ``model`` in a limited child; see :mod:`autograder.measure.model_worker`.
 
     ``inputs``: input set name → one array (a model with one input) or ``{input name: array}``
@@ -252,8 +253,16 @@ def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface:
     another model (already checked) for ``derived_from`` and, with ``latency_baseline``, latency.
     Without ``interface``, each set feeds the model's inputs by name (one array: its only input)
     and every numeric output is kept, with no interface facts.
+
+    ``policy``: the lesson's :class:`~autograder.measure.model_policy.ModelPolicy` (pass
+    ``assignment.model_policy``; the default is the strict one): its extra operators, optimization
+    level and limits. ``optimization_level`` and ``limits`` override the policy's for this call
+    (time a model at another level; a shorter timeout).
     """
     from . import warm_pool, worker_process
+
+    policy = policy.at_level(optimization_level)
+    limits = policy.limits if limits is None else limits
 
     worker = warm_pool.take(limits) or worker_process.start(limits)
     try:
@@ -267,7 +276,8 @@ def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface:
                "inputs": "inputs.npz", "interface": interface.to_json() if interface else None,
                "facts": None if facts is None else list(facts),
                "latency_input": latency_input, "latency_rounds": latency_rounds,
-               "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits)}
+               "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits),
+               "extra_operators": sorted(policy.extra_operators), "optimization_level": policy.optimization_level}
         worker.write("job.json", json.dumps(job).encode())
         return worker.run()
     finally:

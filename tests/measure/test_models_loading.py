@@ -32,6 +32,7 @@ def run(path, **kw):
 
 def test_a_good_model_runs_and_returns_outputs(models):
     r = run(models["int8_qdq"], baseline=models["fp32"].read_bytes(), latency_input="test",
+            facts=("graph", "quantization", "derived_from"),
             latency_rounds=5, latency_baseline=True)
     assert r.ok, r.reason
     assert r.outputs["test__probabilities"].shape == (len(X), 2)

@@ -131,19 +131,26 @@ def test_an_accuracy_drop_is_in_percentage_points(assignment07):
 def test_the_elementwise_explanation_is_said_once(assignment07):
     import importlib
 
+    from autograder.measure.reported import Expected, check_reported
+
     reported = importlib.import_module(assignment07.grading.__name__ + ".reported")
-    problems = [f"{v}.{f}: reported 0.5, measured 0.1 on the contract's X_test{reported.ELEMENTWISE_HINT}"
-                for v in ("fp32", "int8_dynamic", "int8_qdq") for f in ("max_rel_drift", "edge_max_rel_drift")]
+    keys = [f"{v}.{f}" for v in ("fp32", "int8_dynamic", "int8_qdq") for f in ("max_rel_drift", "edge_max_rel_drift")]
+    drift = Expected(0.1, reported.REPORT_TOLERANCE, where=" on the contract's X_test",
+                     alternatives=((0.5, reported.ELEMENTWISE),))
+    elementwise = {v: {f: 0.5 for f in ("max_rel_drift", "edge_max_rel_drift")} for v in ("fp32", "int8_dynamic", "int8_qdq")}
+    every = [f"{k}: reported 0.5, measured 0.1 on the contract's X_test ({reported.ELEMENTWISE.text})" for k in keys]
+
     def message(listed):
         measurements = {"reported": {"present": True, "problems": listed, "checked": 15, "honest": 9,
                                      "honest_share": 0.6}}
         grade = judge(assignment07.rubric(), assignment07.tolerances(), measurements)
         return _part(grade, "reported_results", "every reported number matches the re-measurement")["message"]
 
-    once, before = message(reported._hint_once(problems)), message(problems)
+    once, before = message(check_reported(elementwise, dict.fromkeys(keys, drift))["problems"]), message(every)
     assert once.count("normalises per row") == 1 and once.count("(element-wise?)") == 6
     assert before.count("normalises per row") == 6 and len(once) < len(before) - 300
-    assert reported._hint_once(problems[:1]) == problems[:1]     # one problem keeps its explanation
+    # one problem keeps its explanation
+    assert check_reported({"fp32": {"max_rel_drift": 0.5}}, {keys[0]: drift})["problems"] == every[:1]
 
 
 def test_the_console_shows_a_list_threshold_literally():

@@ -22,7 +22,6 @@ float32), and a float32 subtraction costs parity_report's agreement once, not RE
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,9 @@ from autograder.errors import UnsafeFileError
 from autograder.measure import metrics
 from autograder.measure.failure import shape_words
 from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
+from autograder.measure.compare import Tolerance
+from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
+from autograder.measure.reported import Expected, Hint, check_reported, is_number
 from autograder.probe_format import ProbeResult
 
 from . import data
@@ -51,23 +52,24 @@ CONTRACT_ARITHMETIC = next(iter(ARITHMETICS))
 # for bit (measured: multi-threaded and single-threaded sessions agree exactly; predict_proba is
 # deterministic), then the same float64 arithmetic. 1e-6 relative leaves room for another order
 # of summation in a mean; a wrong definition or unit is off by far more.
-REPORT_RTOL = 1e-6
-REPORT_ATOL = 1e-12
+REPORT_TOLERANCE = Tolerance(rtol=1e-6, atol=1e-12)
+WHERE = " on the contract's X_test"
 
 
 # ── models ─────────────────────────────────────────────────────────────────────────────────────
 
-def measure_model(assignment, workspace: Path, limits: LoadLimits = LoadLimits()) -> tuple[dict[str, Any], WorkerRun | None]:
+def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRun | None]:
     """``models.pipeline`` and the worker's run (None when the file could not be checked)."""
     path = assignment.artifacts[ARTIFACT]
+    policy = assignment.model_policy
     try:
-        model = read_model_bytes(workspace, path, limits)
+        model = read_model_bytes(workspace, path, policy.limits)
     except UnsafeFileError as e:
         return {"error": str(e)}, None
     hidden, public = data.hidden_sets(), data.public_split()
     run = run_model_worker(model, inputs={"hidden": hidden.X, "hidden_edge": hidden.X_edge,
                                           "public_test": public.X_test},
-                           interface=INTERFACE, facts=FACTS, limits=limits)
+                           interface=INTERFACE, facts=FACTS, policy=policy)
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}, None
     facts: dict[str, Any] = {"path": path, "size_bytes": len(model), "valid": True, **run.result["facts"],
@@ -144,65 +146,23 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
 
 # ── reported ───────────────────────────────────────────────────────────────────────────────────
 
-def _number(v: Any) -> bool:
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return False
-    try:
-        return math.isfinite(float(v))
-    except OverflowError:
-        return False
+PERCENT = Hint("a percentage?", "a percentage? the contract asks for a share in [0, 1]")
 
 
-def _plain(v: Any) -> Any:
-    if _number(v) or v is None or isinstance(v, bool):
-        return v
-    return v[:80] if isinstance(v, str) else repr(v)[:80]
-
-
-def _check(field: str, reported: Any, measured: float, arithmetic: str = CONTRACT_ARITHMETIC) -> str | None:
-    """None when ``reported`` is an honest report of ``measured``, else what is wrong."""
-    if not _number(reported):
-        return f"reported {_plain(reported)!r}, not a finite number"
-    if not math.isfinite(measured):
-        return f"reported {reported:.6g}, but the re-measurement on the contract's X_test is not a finite number"
-    if abs(reported - measured) <= REPORT_ATOL + REPORT_RTOL * abs(measured):
-        return None
-    msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's X_test"
-    if measured and abs(reported - 100 * measured) <= 1e-6 * abs(100 * measured):
-        return msg + " (a percentage? the contract asks for a share in [0, 1])"
-    if field == "max_abs_diff":
-        return msg + (f" (the largest |difference| of any probability, in {arithmetic} as your parity_report "
-                      "computes it: report what parity_report returns)")
-    return msg
+def _max_abs_diff_hint(arithmetic: str) -> Hint:
+    return Hint("see parity_report", f"the largest |difference| of any probability, in {arithmetic} as your "
+                "parity_report computes it: report what parity_report returns")
 
 
 def measure_reported(reported: Any, reported_error: str | None, parity: dict[str, Any]) -> dict[str, Any]:
-    """The ``reported`` section: is each number of RESULTS what the grader measures?"""
-    if reported is None:
-        return {"present": False, "problems": [reported_error or "RESULTS was not found"],
-                "checked": 0, "honest": 0, "honest_share": 0.0, "fields": {}}
-    problems: list[str] = []
-    if not isinstance(reported, dict):
-        problems.append(f"RESULTS is a {type(reported).__name__}, expected a dict with {', '.join(REPORTED_FIELDS)}")
-        reported = {}
-    extra = sorted(set(map(str, reported)) - set(REPORTED_FIELDS))
-    if extra:
-        problems.append(f"RESULTS has unexpected keys {extra[:5]} (expected {list(REPORTED_FIELDS)})")
-    fields: dict[str, Any] = {}
+    """The ``reported`` section: is each number of RESULTS what the notebook's own functions give
+    (autograder.measure.reported.check_reported; the honesty rule is there)?"""
+    arithmetic = parity.get("notebook_arithmetic", CONTRACT_ARITHMETIC)
+    why = parity.get("error", "not measured")
+    expected = {}
     for field, source in REPORTED_FIELDS.items():
         measured = parity.get(source) if "error" not in parity else None
-        record: dict[str, Any] = {"reported": _plain(reported.get(field)), "measured": measured}
-        if field not in reported:
-            reason = "missing from RESULTS"
-        elif measured is None:
-            reason = f"cannot be re-measured: {parity.get('error', 'not measured')}"
-        else:
-            reason = _check(field, reported[field], measured, parity.get("notebook_arithmetic", CONTRACT_ARITHMETIC))
-        record["ok"] = reason is None
-        if reason:
-            record["reason"] = reason
-            problems.append(f"{field}: {reason}")
-        fields[field] = record
-    honest = sum(1 for r in fields.values() if r["ok"])
-    return {"present": True, "problems": problems, "checked": len(fields), "honest": honest,
-            "honest_share": honest / len(fields), "fields": fields}
+        percent = ((100 * measured, PERCENT),) if is_number(measured) and measured else ()
+        expected[field] = Expected(measured, REPORT_TOLERANCE, why_not=why, where=WHERE, alternatives=percent,
+                                   hint=_max_abs_diff_hint(arithmetic) if field == "max_abs_diff" else None)
+    return check_reported(reported, expected, missing_reason=reported_error)

@@ -36,7 +36,8 @@ import numpy as np
 from autograder.errors import UnsafeFileError
 from autograder.measure import metrics
 from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import LoadLimits, WorkerRun, read_model_bytes, run_model_worker
+from autograder.measure.model_policy import ModelPolicy
+from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
 from autograder.measure.warm_pool import measure_jobs
 
 from . import data, figure
@@ -47,7 +48,7 @@ from .reported import measure_reported as measure_reported  # noqa: F401  (kept 
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))))
-FACTS = ("graph", "quantization", "size")   # the model worker's fact groups this assignment needs
+FACTS = ("graph", "quantization", "size", "derived_from")   # the model worker's fact groups this assignment needs
 BASELINE = "fp32"
 STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
 LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
@@ -88,11 +89,11 @@ def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
             figure.GRID_SET: figure.grid_points(public)}   # the picture's plane (public ranges), 10k rows
 
 
-def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: LoadLimits,
+def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, policy: ModelPolicy,
                   baseline: _Artifact | None = None) -> _Artifact:
     art = _Artifact(name, path)
     try:
-        art.data = read_model_bytes(workspace, path, limits)
+        art.data = read_model_bytes(workspace, path, policy.limits)
     except UnsafeFileError as e:
         art.error = str(e)
         return art
@@ -100,7 +101,7 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     art.run = run_model_worker(
         art.data, inputs=inputs, interface=INTERFACE, facts=FACTS, baseline=baseline.data if usable_base else None,
         latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
-        latency_baseline=usable_base and baseline.outputs_error is None, limits=limits)
+        latency_baseline=usable_base and baseline.outputs_error is None, policy=policy)
     if not art.run.ok:
         art.error = f"invalid model: {art.run.reason}"
     elif art.run.result.get("facts", {}).get("interface_ok") and art.run.result.get("run_error"):
@@ -108,21 +109,22 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, limits: L
     return art
 
 
-def retime(assignment, workspace: Path, variant: str, limits: LoadLimits = LoadLimits()) -> float | None:
+def retime(assignment, workspace: Path, variant: str) -> float | None:
     """The variant's latency timed again in a fresh worker (None when it cannot be): one more
     independent sample, for a reported latency that disagrees with the first one."""
     try:
-        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], limits)
+        model = read_model_bytes(Path(workspace), assignment.artifacts[variant], assignment.model_policy.limits)
     except (UnsafeFileError, KeyError):
         return None
     run = run_model_worker(model, inputs={LATENCY_INPUT: data.public_split().X_test}, interface=INTERFACE,
-                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS, limits=limits)
+                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
+                           policy=assignment.model_policy)
     latency = (run.result.get("latency") or {}) if run.ok else {}
     return latency.get("model_ms")
 
 
 def measure_models(assignment, workspace: Path, *,
-                   limits: LoadLimits = LoadLimits(), runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
+                   runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
     ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
     hidden = data.hidden_split(assignment)
@@ -130,12 +132,13 @@ def measure_models(assignment, workspace: Path, *,
     inputs = _inputs(hidden, public)
     artifacts = assignment.artifacts
     workspace = Path(workspace)
-    base = _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, limits) if BASELINE in artifacts else None
+    policy = assignment.model_policy
+    base = _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, policy) if BASELINE in artifacts else None
     # the variants only read the baseline: measured side by side where cores allow (warm_pool)
     variants = [(name, path) for name, path in artifacts.items() if name != BASELINE]
     with ThreadPoolExecutor(max_workers=max(1, min(len(variants), measure_jobs()))) as pool:
         measured = dict(zip([n for n, _ in variants], pool.map(
-            lambda item: _load_and_run(*item, workspace, inputs, limits, baseline=base), variants)))
+            lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base), variants)))
     out: dict[str, Any] = {}
     for name in artifacts:
         art = base if name == BASELINE else measured[name]

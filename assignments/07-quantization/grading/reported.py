@@ -19,13 +19,14 @@ Its latency still counts: it says how the notebook times, whatever the model.
 
 from __future__ import annotations
 
-import math
 import statistics
 from pathlib import Path
 from typing import Any
 
 from autograder.errors import UnsafeFileError
+from autograder.measure.compare import Tolerance
 from autograder.measure.onnx_load import read_model_bytes
+from autograder.measure.reported import Expected, Hint, check_reported, is_number
 
 BASELINE = "fp32"
 REPORTED_FIELDS = ("size_bytes", "accuracy", "latency_ms", "max_rel_drift", "edge_max_rel_drift")
@@ -34,51 +35,14 @@ REPORTED_FIELDS = ("size_bytes", "accuracy", "latency_ms", "max_rel_drift", "edg
 # only by how the last reductions were rounded: float32 vs float64 arithmetic, a few eps (1.2e-7)
 # relative. 1e-5 relative + 1e-6 absolute covers that 100× over; it is far below the accuracy's
 # granularity (1/500 = 0.002 on X_test) and below any drift a different definition would give.
-REPORT_ATOL = 1e-6
-REPORT_RTOL = 1e-5
+REPORT_TOLERANCE = Tolerance(rtol=1e-5, atol=1e-6)
 # Honest medians agree with the grader's to a few percent on a quiet host (calibration: median
 # excess 1-15%); beyond 25% the grader's own timing may have been hit by load: time it again.
 RETIME_ABOVE = 1.25
 RETIMES = 2
-ELEMENTWISE_HINT = " (the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|)"
-
-
-def _is_number(v: Any) -> bool:
-    """A real number a float can hold (a JSON integer of 400 digits is not)."""
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return False
-    try:
-        float(v)
-    except OverflowError:
-        return False
-    return True
-
-
-def _plain(v: Any) -> Any:
-    """What the notebook reported, as the grader repeats it: a number as it is (bounded by being a
-    float), anything else only by its kind and size. RESULTS is the notebook's text channel back
-    to the student, so its strings, keys and containers are never copied into a message."""
-    if _is_number(v):
-        return v if math.isfinite(v) else str(v)
-    return _kind(v)
-
-
-def _kind(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return f"a boolean ({'true' if v else 'false'})"
-    if isinstance(v, int):
-        return f"an integer of {len(str(abs(v))) if abs(v) < 10 ** 4000 else 'over 4,000'} digits"
-    if isinstance(v, str):
-        return f"a string of {len(v):,} characters"
-    if isinstance(v, (list, dict)):
-        return f"a {'list' if isinstance(v, list) else 'dict'} of {len(v):,} items"
-    return f"a {type(v).__name__}"
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= REPORT_ATOL + REPORT_RTOL * abs(b)
+ELEMENTWISE = Hint("element-wise?", "the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|")
+ACCURACY = Hint("accuracy?", "argmax of probabilities on all of X_test in one call vs y_test")
+ONE_CALL = Hint("one call?", "difference beyond float rounding; one call on the whole array?")
 
 
 def _not_judged(variant: str, models: dict) -> str | None:
@@ -96,7 +60,7 @@ def _measured(variant: str, field: str, models: dict, workspace: Path, assignmen
         if isinstance(facts, dict) and "size_bytes" in facts:
             return facts["size_bytes"], None
         try:
-            return len(read_model_bytes(workspace, assignment.artifacts[variant])), None
+            return len(read_model_bytes(workspace, assignment.artifacts[variant], assignment.model_policy.limits)), None
         except (UnsafeFileError, KeyError) as e:
             return None, str(e)
     if not isinstance(facts, dict):
@@ -116,30 +80,6 @@ def _elementwise(models: dict, variant: str, field: str) -> float | None:
     return facts.get("public_split", {}).get(field.replace("max_rel", "elementwise_max_rel"))
 
 
-def _check(field: str, reported: Any, measured: Any, elementwise: float | None = None) -> str | None:
-    """None when ``reported`` is an honest report of ``measured``, else what is wrong.
-
-    ``elementwise``: the element-wise drift of the same outputs, to recognise that mistake.
-    Latency: only its form (how close it is, is the ``latency`` subsection's business).
-    """
-    if not _is_number(reported) or not math.isfinite(reported):
-        hint = ELEMENTWISE_HINT if "drift" in field and _is_number(reported) else ""
-        return f"reported {_plain(reported)}, not a finite number{hint}"
-    if field == "size_bytes":
-        return None if reported == measured else f"reported {reported:,}, the file has {measured:,} bytes"
-    if field == "latency_ms":
-        return None if reported > 0 else f"reported {reported:g} ms, latency must be positive"
-    if _close(reported, measured):
-        return None
-    data_name = "X_edge" if "edge" in field else "X_test"
-    msg = f"reported {reported:.6g}, measured {measured:.6g} on the contract's {data_name}"
-    if field == "accuracy":
-        return msg + " (argmax of probabilities on all of X_test in one call vs y_test)"
-    if elementwise is not None and _close(reported, elementwise):
-        return msg + ELEMENTWISE_HINT
-    return msg + " (difference beyond float rounding; one call on the whole array?)"
-
-
 def _factor(r: float, m: float) -> float:
     return max(r / m, m / r)
 
@@ -155,13 +95,13 @@ def _latency(fields: dict[str, Any], variants: list[str], retime=None) -> dict[s
     for variant in variants:
         f = fields.get(f"{variant}.latency_ms", {})
         r, m = f.get("reported"), f.get("measured")
-        if not f.get("ok") or not _is_number(m) or m <= 0:
+        if not f.get("ok") or not is_number(m) or m <= 0:
             missing.append(f"{variant}: {f.get('reason') or 'not measured'}")
             continue
         timings = [m]
         while retime is not None and len(timings) <= RETIMES and min(_factor(r, t) for t in timings) > RETIME_ABOVE:
             again = retime(variant)
-            if not _is_number(again) or again <= 0:
+            if not is_number(again) or again <= 0:
                 break
             timings.append(again)
         m = min(timings, key=lambda t: _factor(r, t))
@@ -179,62 +119,33 @@ def _latency(fields: dict[str, Any], variants: list[str], retime=None) -> dict[s
             "max_excess": records[worst][2] - 1.0, "worst": worst, "detail": detail}
 
 
+def _expected(variant: str, field: str, models: dict, workspace: Path, assignment) -> Expected:
+    """How ``RESULTS[variant][field]`` is judged: against the grader's value on the public split."""
+    measured, why = _measured(variant, field, models, workspace, assignment)
+    not_judged = _not_judged(variant, models) if field != "latency_ms" else None
+    if field == "size_bytes":
+        return Expected(measured, 0, why_not=why, unit="bytes", where=" in the file", not_judged=not_judged)
+    if field == "latency_ms":   # its form only: how close it is, is the ``latency`` subsection's business
+        return Expected(measured, None, why_not=why, positive=True, unit="ms")
+    where = f" on the contract's {'X_edge' if 'edge' in field else 'X_test'}"
+    if field == "accuracy":
+        return Expected(measured, REPORT_TOLERANCE, why_not=why, where=where, hint=ACCURACY, not_judged=not_judged)
+    elementwise = _elementwise(models, variant, field)
+    return Expected(measured, REPORT_TOLERANCE, why_not=why, where=where, alternatives=((elementwise, ELEMENTWISE),),
+                    hint=ONE_CALL, nonfinite_hint=ELEMENTWISE, not_judged=not_judged)
+
+
 def measure_reported(assignment, workspace: Path, reported: Any, reported_error: str | None,
                      models: dict) -> dict[str, Any]:
-    """The ``reported`` section: is each of RESULTS' 15 numbers what the grader measures?"""
+    """The ``reported`` section: is each of RESULTS' 15 numbers what the grader measures
+    (autograder.measure.reported.check_reported), and how far are the latencies from its timing?"""
     variants = list(assignment.artifacts)
-    if reported is None:
-        why = reported_error or "RESULTS was not found"
-        return {"present": False, "problems": [why], "checked": 0, "honest": 0, "honest_share": 0.0,
-                "fields": {}, "latency": {"error": why}}
-    problems: list[str] = []
-    if not isinstance(reported, dict):
-        problems.append(f"RESULTS is a {type(reported).__name__}, expected a dict keyed by {', '.join(variants)}")
-        reported = {}
-    extra = [k for k in reported if k not in variants]
-    if extra:   # not named: a key is text the notebook chose, and it is shown to the student
-        problems.append(f"RESULTS has {len(extra):,} key(s) besides the contract's "
-                        f"{', '.join(variants)}; they are ignored")
-    fields: dict[str, Any] = {}
-    for variant in variants:
-        entry = reported.get(variant)
-        if not isinstance(entry, dict):
-            problems.append(f"RESULTS['{variant}'] is {'missing' if entry is None else 'not a dict'}")
-            entry = {}
-        not_judged = _not_judged(variant, models)
-        for field in REPORTED_FIELDS:
-            key = f"{variant}.{field}"
-            value = entry.get(field)
-            measured, why = _measured(variant, field, models, Path(workspace), assignment)
-            record: dict[str, Any] = {"reported": _plain(value), "measured": measured}
-            if field not in entry:
-                reason = "missing from RESULTS"
-            elif measured is None:
-                reason = f"cannot be re-measured: {why or 'not measured'}"
-            else:
-                reason = _check(field, value, measured, _elementwise(models, variant, field))
-            if reason is None and not_judged and field != "latency_ms":
-                reason = not_judged
-            record["ok"] = reason is None
-            if reason:
-                record["reason"] = reason
-                problems.append(f"{key}: {reason}")
-            fields[key] = record
-    problems = _hint_once(problems)
-    checked = len(fields)
-    honest = sum(1 for r in fields.values() if r["ok"])
-    return {"present": True, "problems": problems, "checked": checked, "honest": honest,
-            "honest_share": honest / checked if checked else 0.0, "fields": fields,
-            "latency": _latency(fields, variants, lambda v: _retime(assignment, workspace, v))}
-
-
-def _hint_once(problems: list[str]) -> list[str]:
-    """The element-wise explanation said once, after the problems it explains, not in each."""
-    if sum(p.endswith(ELEMENTWISE_HINT) for p in problems) < 2:
-        return problems
-    marked = [p[: -len(ELEMENTWISE_HINT)] + " (element-wise?)" if p.endswith(ELEMENTWISE_HINT) else p
-              for p in problems]
-    return marked + ["element-wise?:" + ELEMENTWISE_HINT.rstrip(")").replace(" (", " ", 1)]
+    expected = {f"{variant}.{field}": _expected(variant, field, models, Path(workspace), assignment)
+                for variant in variants for field in REPORTED_FIELDS}
+    facts = check_reported(reported, expected, missing_reason=reported_error)
+    if not facts["present"]:
+        return {**facts, "latency": {"error": facts["problems"][0]}}
+    return {**facts, "latency": _latency(facts["fields"], variants, lambda v: _retime(assignment, workspace, v))}
 
 
 def _retime(assignment, workspace: Path, variant: str) -> float | None:
