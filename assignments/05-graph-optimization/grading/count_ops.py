@@ -4,7 +4,7 @@ Each case hands the student's function the path of a hidden ONNX file (``Arg.fil
 only during that call) and expects ``{qualified op: count}`` over the nodes of the main graph,
 keys domain-qualified as the contract says (``op_type`` for the default domain, written ``""`` or
 ``"ai.onnx"``; ``"<domain>.<op_type>"`` for any other). The reference counts with the core's
-:func:`~autograder.measure.graph_facts.qualified_op`, the same rule as the ``op_counts`` fact.
+:func:`~autograder.measure.model_policy.qualified_op`, the same rule as the ``op_counts`` fact.
 
 The models are drawn from the deployment's hidden-data secret (stream :data:`PROBE_STREAM`):
 a chain of nodes, each an operator picked from the group's pool, so no two deployments share a
@@ -28,7 +28,7 @@ from onnx import TensorProto, helper
 
 from autograder import hidden_secret
 from autograder.measure.compare import Expect
-from autograder.measure.graph_facts import qualified_op
+from autograder.measure.model_policy import qualified_op
 from autograder.probe_format import Arg, ProbeCase
 
 FUNCTION = "count_ops"
@@ -83,4 +83,4 @@ def reference_counts(data: bytes) -> dict[str, int]:
 
 
 def expect_count_ops(case: ProbeCase) -> Any:
-    return Expect(reference_counts(case.raw(0)), unit="node", label="op counts")
+    return Expect(reference_counts(case.raw(0)), unit="node")

@@ -41,11 +41,12 @@ def contract_node_count() -> int:
 def measure_optimized(assignment, workspace) -> dict[str, Any]:
     path = assignment.artifacts[ARTIFACT]
     try:
-        model = read_model_bytes(workspace, path)
+        model = read_model_bytes(workspace, path, assignment.model_policy.limits)
     except UnsafeFileError as e:
         return {"error": str(e)}
     hidden = data.hidden_rows()
-    run = run_model_worker(model, inputs={"hidden": hidden}, interface=INTERFACE, facts=("graph",))
+    run = run_model_worker(model, inputs={"hidden": hidden}, interface=INTERFACE, facts=("graph",),
+                           policy=assignment.model_policy)
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}
     facts = run.result["facts"]
