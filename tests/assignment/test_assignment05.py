@@ -39,7 +39,7 @@ def test_the_notebooks_model_cell_is_the_graders_builder(grading):
     for path in (ROOT / "assignments" / ID / f"{ID}.ipynb", ROOT / "reference" / ID / "solution.ipynb"):
         cells = [c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code" and "def build_mlp" in c.source]
         assert len(cells) == 1 and builder.strip() in cells[0], f"{path.name}: the model cell is not grading/model.py's"
-        assert f"build_mlp({grading.model.CONTRACT_SEED})" in cells[0]
+        assert f"build_mlp(np.random.default_rng({grading.model.CONTRACT_SEED}))" in cells[0]
 
 
 def test_the_contract_model_is_what_the_readme_says(grading):
