@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from .errors import AssignmentError
-from .probe_format import ProbeCase
+from .probe_format import ProbeCase, check_cases
 
 REQUIRED = ("probe_cases", "measure")
 OPTIONAL = ("prepare", "measure_artifacts", "calibration_samples", "leaderboard")
@@ -76,6 +76,10 @@ class GradingPlugin:
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:3]
             raise AssignmentError(f"{self.where}: probe case ids must be unique, repeated: {dup}")
+        try:
+            check_cases(list(cases))
+        except ValueError as e:
+            raise AssignmentError(f"{self.where}: {e}") from None
         return list(cases)
 
     def measure(self, ctx: Any) -> dict[str, Any]:

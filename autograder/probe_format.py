@@ -71,7 +71,7 @@ REPORTED_FILE = "reported.json"
 
 MiB = 1024 * 1024
 FILE_MAX_BYTES = 8 * MiB              # one Arg.file
-CASE_MAX_BYTES = 16 * MiB             # one case's arguments, as bytes before base64
+CASE_MAX_BYTES = 12 * MiB             # one case's arguments, as bytes before base64 (a cell decodes ~4 MiB/s)
 STRINGS_MAX_ITEMS = 10_000            # one Arg.strings
 STRINGS_MAX_BYTES = 1_000_000         # ... its strings together, UTF-8
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")   # a plain file name: no separator, no dot first
@@ -88,6 +88,15 @@ class ResultLimits:
 
 
 RESULT_LIMITS = ResultLimits()
+# the bound a result broke, as the probe names it ("limit" in its error), in the grader's words
+LIMIT_WORDS = {
+    "depth": f"nested more than {RESULT_LIMITS.depth} deep",
+    "leaves": f"more than {RESULT_LIMITS.leaves:,} values",
+    "strings": f"more than {RESULT_LIMITS.string_bytes:,} bytes of strings",
+    "encoded": f"its JSON encoding is more than {RESULT_LIMITS.encoded_bytes:,} bytes",
+    "int": "an int beyond 64 bits",
+    "total": "all results of the probe together are too large",
+}
 INT_MIN, INT_MAX = -2**63, 2**64 - 1  # what NumPy holds as int64 or uint64
 
 
@@ -217,7 +226,8 @@ def _plain(a: Any, arrays: dict[str, np.ndarray]) -> dict:
     raise TypeError(f"unknown probe argument kind {a.kind!r}")
 
 
-def _case_bytes(c: ProbeCase) -> int:
+def case_bytes(c: ProbeCase) -> int:
+    """The bytes of a case's array and file arguments (what its cell carries, before base64)."""
     size = 0
     for a in (*c.args, *c.kwargs.values()):
         if isinstance(a, Arg) and a.kind == "file":
@@ -227,22 +237,27 @@ def _case_bytes(c: ProbeCase) -> int:
     return size
 
 
-def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarray]]:
-    """``(plain cases, arrays)``: each case as JSON-able data whose arrays are keys into ``arrays``.
-
-    ValueError: ids repeat, a case's arguments exceed :data:`CASE_MAX_BYTES`, or two file
-    arguments of one call share a name."""
+def check_cases(cases: list[ProbeCase]) -> None:
+    """ValueError when the probe cannot send these cases: ids repeat, a case's arguments hold more
+    than :data:`CASE_MAX_BYTES`, or two file arguments of one call share a name."""
     ids = [c.id for c in cases]
     if len(set(ids)) != len(ids):
         raise ValueError("probe case ids must be unique")
+    for c in cases:
+        if case_bytes(c) > CASE_MAX_BYTES:
+            raise ValueError(f"probe case {c.id!r}: its arguments hold more than {CASE_MAX_BYTES:,} bytes")
+        names = [a.value[0] for a in (*c.args, *c.kwargs.values()) if isinstance(a, Arg) and a.kind == "file"]
+        if len(set(names)) != len(names):
+            raise ValueError(f"probe case {c.id!r}: two file arguments are named alike")
+
+
+def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """``(plain cases, arrays)``: each case as JSON-able data whose arrays are keys into ``arrays``
+    (ValueError: :func:`check_cases`)."""
+    check_cases(cases)
     arrays: dict[str, np.ndarray] = {}
     plain = []
     for i, c in enumerate(cases):
-        if _case_bytes(c) > CASE_MAX_BYTES:
-            raise ValueError(f"probe case {c.id!r}: its arguments hold more than {CASE_MAX_BYTES} bytes")
-        names = [a.value[0] for a in (*c.args, *c.kwargs.values()) if isinstance(a, Arg) and a.kind == "file"]
-        if len(set(names)) != len(names):
-            raise ValueError(f"probe case {c.id!r}: two file arguments named alike")
         plain.append({
             "index": i,
             "id": c.id,

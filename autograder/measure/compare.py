@@ -58,7 +58,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..probe_format import UNSET as UNSET_VALUE
-from ..probe_format import Arg, CaseOutput, ProbeCase, array_view
+from ..probe_format import LIMIT_WORDS, Arg, CaseOutput, ProbeCase, array_view
 from ..student_text import mask
 from . import failure
 
@@ -324,12 +324,9 @@ def _is_array_expect(e) -> bool:
     return isinstance(v, (np.ndarray, np.generic))
 
 
-def _as_array_expect(e, ctx: Expect | None = None) -> Expect:
-    """``e`` as an Expect of an ndarray, inheriting the settings ``ctx`` carries."""
+def _as_array_expect(e) -> Expect:
+    """``e`` (an ndarray, a NumPy scalar or an Expect of one) as an Expect of an ndarray."""
     p = e if isinstance(e, Expect) else Expect(e)
-    if ctx is not None:
-        p = replace(p, tolerance=p.tolerance or ctx.tolerance, step=p.step if p.step is not None else ctx.step,
-                    unit=p.unit or ctx.unit)
     return replace(p, value=np.asarray(p.value))
 
 
@@ -446,7 +443,7 @@ def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, s
     if isinstance(spec, (np.ndarray, np.generic)):
         if not (isinstance(got, (np.ndarray, np.generic)) or _is_real(got) or isinstance(got, (bool, complex))):
             return kind_problem()
-        p = _as_array_expect(replace(ctx, value=spec), None)
+        p = _as_array_expect(replace(ctx, value=spec))
         g = np.asarray(got)
         if g.dtype.kind not in _NUMERIC_KINDS:
             return kind_problem()
@@ -537,11 +534,12 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
         return _fact(False, "raised", want, f"raised {err.get('type', 'an exception')}: {err.get('message', '')}",
                      "raised " + failure.error_account(output))
     if output.status != "ok":
-        err = (output.error or {}).get("message", "")
-        return _fact(False, "type", want, f"a result the probe could not read ({err})",
-                     f"returned a result the grader cannot read ({mask(err)})")
+        err = output.error or {}
+        why = LIMIT_WORDS.get(err.get("limit")) or mask(err.get("message", ""))
+        return _fact(False, "type", want, f"a result the probe could not read ({err.get('message', '')})",
+                     f"returned a result the grader does not accept ({why})")
     if legacy:
-        parts = [replace(p, value=np.asarray(p.value)) for p in parts]
+        parts = [_as_array_expect(p) for p in parts]
         return _compare_arrays(parts, is_tuple, want, output, tolerance or FLOAT32_ROUNDING)
     found = _tree_problem(expected, output.result(), (), Expect(None, tolerance=tolerance))
     if found:

@@ -12,8 +12,12 @@ failed call comes from here instead, and carries nothing of the hidden case's va
 - **a wrong result**: its kind, dtype and shape against the expected ones (a returned shape or
   count without its numbers, which the function may make from the hidden input: :func:`shape_words`,
   :func:`count_words`, :func:`kind_words`: ``a 2-d shape``), and for wrong values
-  how many elements differ and by how many quantization steps, in coarse buckets
-  (:func:`value_account`): ``3 of 6 elements differ, by 1 step``;
+  how many elements differ and by how much, in coarse buckets (:func:`value_account`): in
+  quantization steps for integer arrays and values with a step (``3 of 6 elements differ, by 1
+  step``), in the Expect's unit when it names one (``the value differs, by 3 nodes``), bare for
+  plain ints, else relative to the expected value;
+- **a wrong dict** (:func:`keys_words`): the expected keys it misses (the grader's words) or how
+  many keys it has that are not expected, named masked (the student's words);
 - **a replaced function** (:func:`replaced`): the function the probe called is not the
   notebook's own (``from onnxruntime.quantization import quantize`` after the definition).
 

@@ -2,7 +2,8 @@
 
 An assignment gives, per contracted function, an *expectation*: a function of a
 :class:`~autograder.probe_format.ProbeCase` returning the reference's answer (an ndarray, an
-:class:`~autograder.measure.compare.Expect`, or a tuple of them for a returned tuple), computed by
+:class:`~autograder.measure.compare.Expect`, a tuple of them for a returned tuple, or a JSON-like
+value such as ``{"ai.onnx::Conv": 3}`` whose items may be either), computed by
 trusted code (ONNX Runtime through :mod:`autograder.measure.reference_ops`, or the assignment's own
 NumPy). :func:`measure_functions` then records, per function::
 
@@ -19,7 +20,8 @@ What the student may read is kept apart from what only the course staff read:
 - ``first_mismatch`` (staff): the first failing call with its hidden values rendered;
 - ``groups.<g>.failure`` (student): the first failing call of the group told without any hidden
   value (:mod:`.failure`): the masked exception of the student's own code, or the returned kind,
-  dtype, shape and how far off in steps, then the argument *types* of that call, e.g. ``raised
+  dtype, shape, key path and how far off (in steps or the Expect's unit), then the argument
+  *types* of that call, e.g. ``raised
   OverflowError: Python integer <n> out of bounds for uint8 (the call: x a float32 array of shape
   (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar, dtype np.uint8)``;
 - ``replaced`` (student): set when the function the probe called is not the notebook's own (its

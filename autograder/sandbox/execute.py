@@ -39,7 +39,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from .. import tree_walk
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError
-from ..probe_format import ProbeCase
+from ..probe_format import ProbeCase, case_bytes
 from . import cgroups, jail, snapshot
 from .disk_watchdog import SHM_DIR, DiskWatchdog, Held, remove_owned
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
@@ -227,7 +227,8 @@ class _Run:
             interrupt_on_timeout=False, startup_timeout=int(STARTUP_TIMEOUT_S), iopub_timeout=2,
             shell_timeout_interval=1, skip_cells_with_tag="\x00never", record_timing=False,
             output_cap_bytes=int(self.limits.output_cap_kb) * 1024, shutdown_kernel="immediate")
-        probe_s = probe_budget_s(self.limits, len(self.probe.cases)) if self.probe else 0.0
+        probe_s = (probe_budget_s(self.limits, len(self.probe.cases), sum(map(case_bytes, self.probe.cases)))
+                   if self.probe else 0.0)
         total_s = STARTUP_TIMEOUT_S + float(self.limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
         watchdog = Watchdog(total_s + 5, lambda: km.kernel_pid)
         watchdog.start()

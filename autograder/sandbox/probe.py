@@ -165,7 +165,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             x = str.__str__(x)
             counts["strings"] += len(x.encode("utf-8", "surrogatepass"))
             if counts["strings"] > limits["string_bytes"]:
-                raise Unconvertible("more than %d bytes of strings" % limits["string_bytes"])
+                raise Unconvertible("more than %d bytes of strings" % limits["string_bytes"], "strings")
             return x
 
         def numpy(kind, a):
@@ -174,46 +174,48 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             return {kind: key}
 
         def walk(x, depth):
-            if isinstance(x, (dict, list, tuple)):
+            t = type(x)        # never isinstance: a __class__ property is the student's code
+            if issubclass(t, (dict, list, tuple)):
                 if depth >= limits["depth"]:
-                    raise Unconvertible("nested more than %d deep" % limits["depth"])
-                if isinstance(x, dict):
+                    raise Unconvertible("nested more than %d deep" % limits["depth"], "depth")
+                if issubclass(t, dict):
                     pairs = []
                     for k, v in dict.items(x):
-                        if not isinstance(k, str):
+                        if not issubclass(type(k), str):
                             raise Unconvertible("a dict key of type %s (keys must be str)" % type(k).__name__)
                         pairs.append([string(k), walk(v, depth + 1)])
                     return {"dict": pairs}
-                items = list.__iter__(x) if isinstance(x, list) else tuple.__iter__(x)
-                return {"list" if isinstance(x, list) else "tuple": [walk(v, depth + 1) for v in items]}
+                items = list.__iter__(x) if issubclass(t, list) else tuple.__iter__(x)
+                return {"list" if issubclass(t, list) else "tuple": [walk(v, depth + 1) for v in items]}
             counts["leaves"] += 1
             if counts["leaves"] > limits["leaves"]:
-                raise Unconvertible("more than %d values" % limits["leaves"])
+                raise Unconvertible("more than %d values" % limits["leaves"], "leaves")
             if x is None:
                 return {"none": None}
-            if isinstance(x, np.generic):
-                if isinstance(x, str):
+            if issubclass(t, np.generic):
+                if issubclass(t, str):
                     return {"str": string(x)}
-                if x.dtype.kind in "biufc":
-                    return numpy("scalar", np.asarray(x))
-                raise Unconvertible("a NumPy value of dtype %s" % x.dtype)
-            if isinstance(x, np.ndarray):
+                a = np.asarray(x)
+                if a.dtype.kind in "biufc":
+                    return numpy("scalar", a)
+                raise Unconvertible("a NumPy value of dtype %s" % a.dtype)
+            if issubclass(t, np.ndarray):
                 a = np.asarray(x)
                 if a.dtype.kind not in "biufc":
                     raise Unconvertible("an array of dtype %s" % a.dtype)
                 return numpy("array", a)
-            if isinstance(x, bool):
+            if issubclass(t, bool):
                 return {"bool": x is True}
-            if isinstance(x, int):
+            if issubclass(t, int):
                 v = int.__int__(x)
                 if not -2**63 <= v <= 2**64 - 1:
-                    raise Unconvertible("an int beyond 64 bits")
+                    raise Unconvertible("an int beyond 64 bits", "int")
                 return {"int": v}
-            if isinstance(x, float):
+            if issubclass(t, float):
                 return {"float": float.__float__(x)}
-            if isinstance(x, complex):
+            if issubclass(t, complex):
                 return numpy("complex", np.array(x, dtype=np.complex128))
-            if isinstance(x, str):
+            if issubclass(t, str):
                 return {"str": string(x)}
             raise Unconvertible("a value of type %s" % type(x).__name__)
 
@@ -224,7 +226,7 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
             node = {kind: "c%d" % i}
         size = len(json.dumps(node))
         if size > limits["encoded_bytes"]:
-            raise Unconvertible("its encoding is more than %d bytes" % limits["encoded_bytes"])
+            raise Unconvertible("its encoding is more than %d bytes" % limits["encoded_bytes"], "encoded")
         return node, arrays, size + sum(a.nbytes for a in arrays.values())
 
     def error_of(e):
@@ -278,11 +280,13 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
         try:
             node, arrays, size = encode(result, i)
             if total[0] + size > max_bytes:
-                raise Unconvertible("result too large")
-        except (Unconvertible, RecursionError, ValueError, TypeError, OverflowError) as e:
+                raise Unconvertible("all results together are too large", "total")
+        except Exception as e:     # a lying object (a __class__ property) ends up here too
             rec["status"] = "unconvertible"
             rec["error"] = {"type": "ProbeError", "message": "%s returned %s (not JSON-like: %s)"
-                            % (fname, type(result).__name__, str(e)[:300]), "traceback": ""}
+                            % (fname, type(result).__name__, str(e.args[0] if e.args else e)[:300]), "traceback": ""}
+            if isinstance(e, Unconvertible) and len(e.args) > 1:
+                rec["error"]["limit"] = e.args[1]
             return
         total[0] += size
         rec["value"] = node

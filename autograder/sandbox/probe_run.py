@@ -9,7 +9,10 @@ The order is what keeps hidden inputs from coming back (see :mod:`.probe` and :m
 3. one cell per case, each sent only after the previous one returned and after the grader read
    that case's record and arrays (``probe_case.json``, ``probe_case.npz``): what the grader keeps
    of call k was fixed before call k+1 handed the kernel anything new. Each cell is bounded by
-   the call's alarm plus a margin and by the probe's whole budget;
+   the call's alarm plus a margin plus :data:`PAYLOAD_S_PER_MIB` per MiB of its arguments (a
+   hidden file travels in its cell), and by the probe's whole budget. A result's encoding is
+   checked again here (:func:`~autograder.probe_format.decode_result`) and all results together
+   are bounded;
 4. the last cell removes the probe's names and files.
 
 Each cell goes straight to the kernel's shell channel, silent; only its reply is awaited, never
@@ -35,8 +38,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from .. import safe_files
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
-from ..probe_format import (OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
-                            decode_result, inline_cases)
+from ..probe_format import (LIMIT_WORDS, OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
+                            case_bytes, decode_result, inline_cases)
 from ..student_text import mask
 from .probe import case_source, finish_source, setup_source
 
@@ -44,6 +47,7 @@ PROBE_MAX_S = 120.0          # the calls themselves, at most (and at most one ce
 PROBE_CASE_MAX_S = 10.0      # one call
 PER_CELL_OVERHEAD_S = 0.25   # a round trip per case cell, generous for a slow machine
 CELL_MARGIN_S = 5.0          # beyond a call's alarm, before the cell itself times out
+PAYLOAD_S_PER_MIB = 1.0      # to send and decode a MiB of a case's arguments (about 0.35 s here)
 CASE_FILE, CASE_ARRAYS = "probe_case.json", "probe_case.npz"
 MiB = 1024 * 1024
 CASE_RECORD_MAX_BYTES = 64 * 1024 + RESULT_LIMITS.encoded_bytes   # a call's record, its result's encoding included
@@ -67,9 +71,11 @@ def _origin(origin: dict) -> dict[str, Any]:
     return kept
 
 
-def probe_budget_s(limits: ExecutionLimits, n_cases: int) -> float:
-    """How long the whole probe may take: the calls' budget plus a round trip per cell."""
-    return min(PROBE_MAX_S, float(limits.cell_timeout_s)) + PER_CELL_OVERHEAD_S * (n_cases + 2) + CELL_MARGIN_S
+def probe_budget_s(limits: ExecutionLimits, n_cases: int, payload_bytes: int = 0) -> float:
+    """How long the whole probe may take: the calls' budget plus a round trip per cell, plus the
+    time to send and decode ``payload_bytes`` of arguments (:func:`~autograder.probe_format.case_bytes`)."""
+    return (min(PROBE_MAX_S, float(limits.cell_timeout_s)) + PER_CELL_OVERHEAD_S * (n_cases + 2) + CELL_MARGIN_S
+            + PAYLOAD_S_PER_MIB * payload_bytes / MiB)
 
 
 @dataclass
@@ -88,12 +94,13 @@ class ProbeRun:
     async def run(self, execute: Execute, take_snapshot: Callable[[], bool]) -> str:
         """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply;
         ``take_snapshot()`` False stops the probe before any hidden input is sent."""
-        deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases))
+        deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases),
+                                                     sum(case_bytes(c) for c in self.cases))
         case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
         names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
 
-        async def cell(source: str) -> bool:
-            budget = min(case_s + CELL_MARGIN_S, deadline - time.monotonic())
+        async def cell(source: str, payload_bytes: int = 0) -> bool:
+            budget = min(case_s + CELL_MARGIN_S + PAYLOAD_S_PER_MIB * payload_bytes / MiB, deadline - time.monotonic())
             return budget > 0 and await self._ok(execute, source, budget)
 
         if not await cell(setup_source(self.out_dir, names, self.results_variable, case_timeout_s=case_s)):
@@ -102,7 +109,7 @@ class ProbeRun:
         if not take_snapshot():          # before the first hidden input enters the kernel
             return "failed"
         for index, (case, inline) in enumerate(zip(self.cases, inline_cases(self.cases))):
-            if not await cell(case_source(inline)):
+            if not await cell(case_source(inline), case_bytes(case)):
                 return "failed"
             self._read_case(index, case)
         await cell(finish_source())
@@ -141,6 +148,8 @@ class ProbeRun:
         # made while the call held hidden inputs: masked on the way in (autograder.student_text)
         if isinstance(rec.get("error"), dict):
             kept["error"] = {k: mask(rec["error"].get(k, ""), cap) for k, cap in ERROR_CAPS.items()}
+            if rec["error"].get("limit") in LIMIT_WORDS:      # which bound: the grader words it (compare)
+                kept["error"]["limit"] = rec["error"]["limit"]
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
@@ -151,8 +160,10 @@ class ProbeRun:
         if rec["status"] == "ok":
             why = self._unusable_result(rec.get("value"), mine, index)
             if why:
-                self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                    "type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}}
+                error = {"type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}
+                if why == LIMIT_WORDS["total"]:
+                    error["limit"] = "total"
+                self.report["cases"][case.id] = {"status": "unconvertible", "error": error}
                 return
             kept["value"] = rec["value"]
         self.report["cases"][case.id] = kept
@@ -164,14 +175,14 @@ class ProbeRun:
     def _unusable_result(self, node: Any, arrays: dict[str, np.ndarray], index: int) -> str | None:
         """Why a call's result cannot be kept (its encoding checked again, the total bound), or None."""
         if len(arrays) + len(self.outputs) > OUTPUTS_MAX_ENTRIES:
-            return f"more than {OUTPUTS_MAX_ENTRIES:,} arrays in all results"
+            return LIMIT_WORDS["total"]
         try:
             decode_result(node, arrays, index)
         except (ResultError, RecursionError) as e:
             return str(e)
         size = len(json.dumps(node))
         if self._encoded + size > ENCODINGS_MAX_BYTES:
-            return f"all results together hold more than {ENCODINGS_MAX_BYTES // MiB} MiB"
+            return LIMIT_WORDS["total"]
         self._encoded += size
         return None
 
