@@ -1,18 +1,15 @@
-"""Facts about an ONNX graph: what it computes with, how it is quantized, and where it came from.
+"""Facts about any ONNX graph: what it computes with, how big it is, and what ONNX Runtime runs.
 
-Pure functions of ``onnx.ModelProto`` (onnx + numpy only, no ONNX Runtime, no I/O). They run in
-the model worker on models that already passed :mod:`autograder.measure.onnx_load`'s checks.
+Pure functions of ``onnx.ModelProto`` (onnx + numpy, no ONNX Runtime, no I/O). They run in the
+model worker on models that already passed :mod:`autograder.measure.onnx_load`'s checks, for the
+fact groups the caller names (:mod:`autograder.measure.fact_groups`): ``"graph"``
+(:func:`graph_group`), ``"size"`` (:func:`autograder.measure.canonical.size_facts`) and
+``"session"`` (:func:`session_facts`, the model ONNX Runtime optimised). Operators are named by
+:func:`qualified_op` (``MatMul``, ``com.microsoft.Gelu``, ``ai.onnx.ml.ZipMap``), the one naming
+every lesson's reference uses too.
 
-The vocabulary (constant, runtime tensor, weight op, quantized weight) is
-:mod:`autograder.measure.graph_index`'s.
-
-Classification (ort-quantization-facts §6): ``dynamic`` (``DynamicQuantizeLinear`` feeding
-integer MatMuls with integer constant weights, or the fused ``DynamicQuantizeMatMul``; no float
-weight left; no constant-scale Q on an activation), ``static_qdq`` (every MatMul/Gemm takes B from
-DQ(integer constant) and A from DQ(Q(runtime tensor)) with constant scales), ``static_qoperator``
-(QLinearMatMul/QGemm with integer constant weights, no float weight op left),
-``weights_only_qdq`` (every MatMul/Gemm takes B from DQ(integer constant), no activation Q/DQ in
-front of any), ``fp32`` (float weights only, no quantization op at all), else ``unknown``.
+The vocabulary (constant, runtime tensor, weight op) is :mod:`autograder.measure.graph_index`'s.
+Quantization facts are :mod:`autograder.measure.quantization`'s.
 """
 
 from __future__ import annotations
@@ -22,114 +19,13 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto
 
-from .canonical import size_facts
-from .graph_index import (FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, QuantWeight, attr, dq_weight, dtype_name,
-                          float_weight_nodes, float_weights, input_at, quantized_weights)
-from .input_quant import input_quantization_facts
+from .graph_index import FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, input_at
 from .model_policy import qualified_op as qualified_op  # noqa: F401  (the op names of op_counts)
 
-CLASSES = ("fp32", "dynamic", "static_qdq", "static_qoperator", "weights_only_qdq", "unknown")
-
-QUANT_OPS = frozenset({
-    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
-    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "QLinearConv",
-    "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax",
-})
+GRAPH_FACTS = ("node_count", "op_counts", "op_histogram", "opset", "param_count")
 # The fused ops' float bias input (ORT-optimised models fold the Add into them).
 _FLOAT_BIAS_INPUT = {"DynamicQuantizeMatMul": 4, "MatMulIntegerToFloat": 6}
-
-# A genuine quantization rounds each weight to the nearest step: |deq - W| <= scale/2, so the
-# residual max|deq - W| / (scale/2) is <= 1. The 1% slack covers float32 arithmetic in
-# (q - zp) * scale; a model trained elsewhere scores in the hundreds (research: 374-409).
-DERIVED_RESIDUAL_MAX = 1.01
-
-
-# ── classification ─────────────────────────────────────────────────────────────────────────────
-
-def _static_activation_qs(ix: GraphIndex) -> list[onnx.NodeProto]:
-    """QuantizeLinear nodes on runtime tensors with a constant scale (fixed by calibration)."""
-    return [n for n in ix.nodes if n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0])
-            and ix.is_const(input_at(n, 1))]
-
-
-def _dq_of_static_q(ix: GraphIndex, name: str) -> bool:
-    dq = ix.made_by(name, "DequantizeLinear")
-    if dq is None or not ix.is_const(input_at(dq, 1)):
-        return False
-    q = ix.made_by(dq.input[0], "QuantizeLinear")
-    return q is not None and not ix.is_const(q.input[0]) and ix.is_const(input_at(q, 1))
-
-
-def _dynamic_matmuls(ix: GraphIndex) -> list[onnx.NodeProto]:
-    out = []
-    for n in ix.nodes:
-        if n.op_type == "DynamicQuantizeMatMul" and ix.is_int_const(input_at(n, 1)):
-            out.append(n)
-        elif (n.op_type in ("MatMulInteger", "MatMulIntegerToFloat") and ix.is_int_const(input_at(n, 1))
-              and ix.made_by(n.input[0], "DynamicQuantizeLinear") is not None):
-            out.append(n)
-    return out
-
-
-def classify(ix: GraphIndex) -> tuple[str, str]:
-    """``(classification, detail)``: one of :data:`CLASSES` and a sentence saying why."""
-    mms = [n for n in ix.nodes if n.op_type in FLOAT_MATMULS]
-    floats = float_weight_nodes(ix)
-    dyn = _dynamic_matmuls(ix)
-    qop = [n for n in ix.nodes if n.op_type in ("QLinearMatMul", "QGemm") and ix.is_int_const(input_at(n, 3))]
-    act_q = _static_activation_qs(ix)
-    w_dq = [n for n in mms if dq_weight(ix, input_at(n, 1), n.op_type, 1) is not None]
-    full = [n for n in w_dq if _dq_of_static_q(ix, n.input[0])]
-    quant_ops = sum(1 for n in ix.nodes if n.op_type in QUANT_OPS)
-    n_weight_ops = len(mms) + len(dyn) + len(qop)
-
-    if n_weight_ops == 0:
-        return "unknown", "no MatMul or Gemm with a constant weight was found"
-    if dyn and not floats and not act_q and not qop and not w_dq:
-        return "dynamic", (f"{len(dyn)} integer MatMul(s) take integer constant weights and activations "
-                           "quantized at run time by DynamicQuantizeLinear")
-    if mms and len(full) == len(mms) and not dyn and not qop:
-        return "static_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear(integer constant) "
-                              "and activations from Quantize→DequantizeLinear pairs with constant scales")
-    if qop and not mms and not dyn:
-        return "static_qoperator", f"{len(qop)} QLinearMatMul/QGemm with integer constant weights (QOperator format)"
-    if mms and len(w_dq) == len(mms) and not full and not dyn and not qop:
-        return "weights_only_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear, but no "
-                                    "activation passes through a QuantizeLinear with a constant scale")
-    if mms and len(floats) == len(mms) and quant_ops == 0:
-        return "fp32", f"{len(mms)} MatMul/Gemm with float weights and no quantization operator"
-    parts = []
-    if floats:
-        parts.append(f"{len(floats)} MatMul/Gemm still multiply by a float constant weight")
-    if dyn:
-        parts.append(f"{len(dyn)} dynamically quantized MatMul(s)")
-    if w_dq:
-        parts.append(f"{len(w_dq)} of {len(mms)} MatMul/Gemm take weights from DequantizeLinear, "
-                     f"{len(full)} of them with statically quantized activations")
-    if qop:
-        parts.append(f"{len(qop)} QLinearMatMul/QGemm")
-    if act_q and dyn:
-        parts.append(f"{len(act_q)} constant-scale QuantizeLinear on activations")
-    return "unknown", "a mix: " + "; ".join(parts or ["no recognised quantization pattern"])
-
-
-# ── other facts ────────────────────────────────────────────────────────────────────────────────
-
-def activation_dtypes(ix: GraphIndex) -> list[str]:
-    """Integer types activations are quantized to: outputs of Q on runtime tensors (and DQL: uint8)."""
-    found = set()
-    for n in ix.nodes:
-        if n.op_type in ("DynamicQuantizeLinear", "DynamicQuantizeMatMul"):
-            found.add("uint8")
-        elif n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0]):
-            zp = input_at(n, 2)
-            if zp and ix.elem_type(zp) is not None:
-                found.add(dtype_name(ix.elem_type(zp)))
-            else:
-                found.add(dtype_name(int(attr(n, "output_dtype", 0)) or TensorProto.UINT8))
-    return sorted(found)
 
 
 def param_count(ix: GraphIndex) -> int:
@@ -161,128 +57,14 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
     return dict(sorted(Counter(qualified_op(n) for n in model.graph.node).items()))
 
 
-FACT_GROUPS = ("graph", "quantization", "size")
-DEFAULT_GROUPS = ("graph", "size")            # what any lesson gets without naming groups
-PAIR_GROUPS = ("derived_from",)               # facts of the model against the job's baseline
-SESSION_GROUPS = ("session",)                 # facts of the model ONNX Runtime optimised (the worker's)
-ALL_GROUPS = FACT_GROUPS + PAIR_GROUPS + SESSION_GROUPS
-GRAPH_FACTS = ("node_count", "op_counts", "op_histogram", "opset", "param_count")
-QUANTIZATION_FACTS = ("classification", "classification_detail", "weight_dtypes", "quantized_weights",
-                      "float_weights_left", "per_channel", "per_channel_weights", "per_channel_shaped_weights",
-                      "activation_dtypes", "calibrated_input_range", "input_quantization")
-SIZE_FACTS = ("canonical_bytes", "canonical_constant_bytes")
-
-
-def check_groups(groups) -> None:
-    """Raises ValueError naming the groups that are not in :data:`ALL_GROUPS` (the grader's mistake)."""
-    unknown = sorted(set(groups) - set(ALL_GROUPS))
-    if unknown:
-        raise ValueError(f"unknown model fact groups {unknown}; known: {', '.join(ALL_GROUPS)}")
+def graph_group(model: onnx.ModelProto) -> dict[str, Any]:
+    """The ``"graph"`` group, :data:`GRAPH_FACTS`: the main graph's node count and operator counts
+    (domain-qualified, and by type alone), the opsets it imports, and its parameter count."""
+    return {"node_count": len(model.graph.node), "op_counts": op_counts(model), "op_histogram": op_histogram(model),
+            "opset": {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
+            "param_count": param_count(GraphIndex(model))}
 
 
 def session_facts(optimized: onnx.ModelProto, level: str) -> dict[str, Any]:
-    """The ``"session"`` group: the graph ONNX Runtime runs at ``level`` (its optimised model)."""
+    """The ``"session"`` group: the graph ONNX Runtime runs at ``level`` (the optimised model it saved)."""
     return {"optimization_level": level, "node_count": len(optimized.graph.node), "op_counts": op_counts(optimized)}
-
-
-def pair_facts(baseline: onnx.ModelProto, model: onnx.ModelProto, groups) -> dict[str, Any] | None:
-    """The facts of ``model`` against ``baseline`` for the chosen :data:`PAIR_GROUPS` (None: none
-    asked for). ``"derived_from"``: :func:`derived_from`."""
-    return derived_from(baseline, model) if "derived_from" in groups else None
-
-
-def graph_facts(model: onnx.ModelProto, interface=None, groups=FACT_GROUPS) -> dict[str, Any]:
-    """The facts of one model that need no other model and no execution, for the chosen ``groups``.
-
-    ``"graph"``: :data:`GRAPH_FACTS` (the main graph's node count and domain-qualified operator
-    counts, operators by type, opsets, parameters); ``"quantization"``:
-    :data:`QUANTIZATION_FACTS` (classification, weight and activation types, per-channel, the
-    calibrated input range of the live input quantizers, :mod:`autograder.measure.input_quant`);
-    ``"size"``: :data:`SIZE_FACTS` (the canonical re-serialisation's bytes,
-    :mod:`autograder.measure.canonical`). With ``interface`` (a
-    :class:`~autograder.measure.model_interface.ModelInterface`), also ``interface_ok`` and
-    ``problems`` (its deviations from the assignment's contract).
-    """
-    check_groups(groups)
-    ix = GraphIndex(model)
-    out: dict[str, Any] = {}
-    if interface is not None:
-        problems = interface.problems(model)
-        out.update(interface_ok=not problems, problems=problems)
-    quant = "quantization" in groups
-    weights = quantized_weights(ix) if quant else []
-    if quant:
-        classification, detail = classify(ix)
-        out.update(classification=classification, classification_detail=detail)
-    if "graph" in groups:
-        out.update(node_count=len(model.graph.node), op_counts=op_counts(model), op_histogram=op_histogram(model),
-                   opset={(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
-                   param_count=param_count(ix))
-    if quant:
-        out.update(
-            weight_dtypes=sorted({dtype_name(w.elem_type) for w in weights}),
-            quantized_weights=len(weights),
-            float_weights_left=len(float_weight_nodes(ix)),
-            per_channel=bool(weights) and all(w.per_channel for w in weights),
-            per_channel_weights=sum(1 for w in weights if w.per_channel),
-            per_channel_shaped_weights=sum(1 for w in weights if w.scale_per_channel_shape),
-            activation_dtypes=activation_dtypes(ix),
-            **input_quantization_facts(ix),
-        )
-    if "size" in groups:
-        out.update(size_facts(model))
-    return out
-
-
-# ── derived from ───────────────────────────────────────────────────────────────────────────────
-
-def _residual(w: QuantWeight, deq: np.ndarray, ref: np.ndarray) -> float:
-    try:
-        half = w.scale_per_element() / 2.0
-    except (ValueError, IndexError):  # a scale that does not fit its weight: no match
-        return float("inf")
-    diff = np.abs(deq - ref.astype(np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(half > 0, diff / np.where(half > 0, half, 1.0), np.where(diff == 0, 0.0, np.inf))
-    return float(r.max()) if r.size else 0.0
-
-
-def derived_from(fp32_model: onnx.ModelProto, q_model: onnx.ModelProto) -> dict[str, Any]:
-    """How well ``q_model``'s weights dequantize to ``fp32_model``'s.
-
-    Each quantized weight is matched by value to the fp32 weight of the same shape (or its
-    transpose) that fits it best; residual = max|deq - W| / (scale/2) per weight, and the result is
-    the max over weights (<= 1 for a genuine quantization, hundreds for another model).
-    ``covered`` counts fp32 weights matched by a quantized weight or left bit-identical in float.
-    """
-    ref_ix, q_ix = GraphIndex(fp32_model), GraphIndex(q_model)
-    refs = float_weights(ref_ix)
-    weights = quantized_weights(q_ix)
-    residuals, covered = [], set()
-    for w in weights:
-        try:
-            deq = w.dequantized()
-        except (ValueError, IndexError):
-            deq = None
-        best, best_k = np.inf, None
-        for k, ref in enumerate(refs):
-            for cand in (ref, ref.T if ref.ndim == 2 else None):
-                if deq is not None and cand is not None and cand.shape == deq.shape:
-                    r = _residual(w, deq, cand)
-                    if r < best:
-                        best, best_k = r, k
-        residuals.append(best)
-        if best_k is not None and best <= DERIVED_RESIDUAL_MAX:
-            covered.add(best_k)
-    for left in float_weights(q_ix):
-        covered.update(k for k, ref in enumerate(refs) if ref.shape == left.shape and np.array_equal(ref, left))
-    residual = max(residuals) if residuals else None
-    return {
-        "residual": None if residual is None or not np.isfinite(residual) else float(residual),
-        "quantized_weights": len(weights),
-        "unmatched_weights": sum(1 for r in residuals if not np.isfinite(r)),
-        "fp32_weights": len(refs),
-        "fp32_weights_covered": len(covered),
-        "derived": bool(weights) and residual is not None and residual <= DERIVED_RESIDUAL_MAX
-        and len(covered) == len(refs),
-    }

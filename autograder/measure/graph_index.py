@@ -1,6 +1,9 @@
-"""Read an ONNX graph: constants, producers, consumers, and the weights its MatMuls multiply by.
+"""Read an ONNX graph: constants, producers, consumers, live nodes, and the float weights its MatMuls
+multiply by.
 
-Pure (onnx + numpy). Shared by :mod:`autograder.measure.graph_facts`.
+Pure (onnx + numpy). Shared by :mod:`autograder.measure.graph_facts` and
+:mod:`autograder.measure.quantization` (whose :mod:`~autograder.measure.quantization.weights` reads
+the quantized weights).
 
 Vocabulary
 ----------
@@ -8,16 +11,14 @@ Vocabulary
   node; a *runtime tensor* is anything else (the model input and everything computed from it).
 - A *weight op* multiplies by a weight: ``MatMul``/``Gemm`` (float), ``MatMulInteger``,
   ``DynamicQuantizeMatMul``, ``MatMulIntegerToFloat``, ``QLinearMatMul``, ``QGemm``.
-- A *quantized weight* is an integer constant that a weight op multiplies by, directly or through
-  ``DequantizeLinear``; its scale, zero point and channel axis come from that DQ or op (for
-  ``MatMulInteger``, from the ``Cast → Mul`` chain after it, as ``quantize_dynamic`` writes it).
+- A *quantized weight* (:mod:`autograder.measure.quantization.weights`) is an integer constant
+  that a weight op multiplies by, directly or through ``DequantizeLinear``.
 - A node is *live* when one of its outputs reaches a graph output; anything else is dead code that
   ONNX Runtime removes and that no fact may be read from.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,13 +30,6 @@ FLOAT_MATMULS = ("MatMul", "Gemm", "FusedGemm", "FusedMatMul")
 INT_TYPES = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
                        TensorProto.INT32, TensorProto.INT4, TensorProto.UINT4})
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
-
-# A per-channel quantizer fits each channel's scale to that channel's own range, so every channel's
-# integers reach an end of the range the weight uses (±127 symmetric, ±64 with reduce_range, both
-# ends asymmetric). One scale for the whole matrix, repeated per column, leaves most columns short
-# of the ends (measured on the reference's 256×256 layers: 100% of channels reach an end per
-# channel, 0.8% per tensor). 90% leaves room for a few all-zero (dead) channels.
-CHANNEL_FIT_MIN = 0.9
 
 # Weight position of each integer weight op: (weight input, scale input or None, zero point input).
 INT_WEIGHT_INPUTS = {
@@ -49,73 +43,6 @@ INT_WEIGHT_INPUTS = {
 
 def dtype_name(elem_type: int) -> str:
     return TensorProto.DataType.Name(elem_type).lower()
-
-
-@dataclass
-class QuantWeight:
-    """An integer weight with what is needed to dequantize it."""
-
-    node: str          # op type of the weight op, for messages
-    name: str
-    q: np.ndarray
-    elem_type: int
-    scale: np.ndarray | None
-    zero_point: np.ndarray | None
-    axis: int
-    block_size: int = 0
-
-    @property
-    def scale_per_channel_shape(self) -> bool:
-        """The scale has the shape of a per-channel scale: 1-D, one value per channel of ``axis``."""
-        s = self.scale
-        return (s is not None and s.ndim == 1 and self.block_size == 0
-                and 0 <= self.axis < self.q.ndim and s.shape[0] == self.q.shape[self.axis])
-
-    @property
-    def per_channel(self) -> bool:
-        """Really per channel: a per-channel-shaped scale whose values differ across channels and
-        fit each channel's own range (see :data:`CHANNEL_FIT_MIN`). A weight with one channel has
-        nothing to differ: its 1-D scale of one value is what a per-channel quantizer writes."""
-        if not self.scale_per_channel_shape:
-            return False
-        if self.scale.shape[0] == 1:
-            return True
-        s = self.scale.astype(np.float64)
-        return bool(np.ptp(s) > 0) and self.channel_fit_share() >= CHANNEL_FIT_MIN
-
-    def channel_fit_share(self) -> float:
-        """Share of channels (along ``axis``) whose integers reach an end of the weight's range."""
-        q = np.moveaxis(self.q.astype(np.int64), self.axis, 0).reshape(self.q.shape[self.axis], -1)
-        if q.size == 0:
-            return 0.0
-        lo, hi = q.min(), q.max()
-        fits = (q.min(axis=1) <= lo + 1) | (q.max(axis=1) >= hi - 1)
-        return float(np.mean(fits & (q.max(axis=1) > q.min(axis=1))))
-
-    def dequantized(self) -> np.ndarray | None:
-        if self.scale is None:
-            return None
-        scale = _along_axis(self.scale.astype(np.float64), self.q, self.axis, self.block_size)
-        zp = np.zeros(1) if self.zero_point is None else self.zero_point.astype(np.float64)
-        zp = _along_axis(zp, self.q, self.axis, self.block_size)
-        return (self.q.astype(np.float64) - zp) * scale
-
-    def scale_per_element(self) -> np.ndarray:
-        return np.broadcast_to(_along_axis(self.scale.astype(np.float64), self.q, self.axis, self.block_size),
-                               self.q.shape)
-
-
-def _along_axis(v: np.ndarray, q: np.ndarray, axis: int, block_size: int) -> np.ndarray:
-    """A scale or zero point shaped to broadcast against ``q``."""
-    if v.ndim == 0 or v.size == 1:
-        return v.reshape(())
-    if block_size:
-        return np.repeat(v, block_size, axis=axis).take(range(q.shape[axis]), axis=axis)
-    if v.ndim == 1:
-        shape = [1] * q.ndim
-        shape[axis] = v.shape[0]
-        return v.reshape(shape)
-    return v
 
 
 class GraphIndex:
@@ -232,66 +159,7 @@ def input_at(node: onnx.NodeProto, i: int) -> str:
     return node.input[i] if len(node.input) > i else ""
 
 
-# ── weights ────────────────────────────────────────────────────────────────────────────────────
-
-def dq_weight(ix: GraphIndex, name: str, op: str, channel_axis: int) -> QuantWeight | None:
-    """The weight behind ``name`` when it is DequantizeLinear(integer constant)."""
-    dq = ix.made_by(name, "DequantizeLinear")
-    if dq is None or not ix.is_int_const(dq.input[0]):
-        return None
-    scale, zp = ix.array(input_at(dq, 1)), ix.array(input_at(dq, 2))
-    q = ix.array(dq.input[0])
-    axis = int(attr(dq, "axis", 1))
-    axis = axis + q.ndim if axis < 0 else axis
-    if scale is None or scale.ndim == 0:
-        axis = channel_axis
-    return QuantWeight(op, dq.input[0], q, ix.elem_type(dq.input[0]), scale, zp, axis,
-                       int(attr(dq, "block_size", 0)))
-
-
-def _chain_scale(ix: GraphIndex, node: onnx.NodeProto) -> np.ndarray | None:
-    """The weight scale of a MatMulInteger: MatMulInteger → Cast → Mul(·, [Mul(a_scale, w_scale)])."""
-    frontier, seen = [node.output[0]], 0
-    while frontier and seen < 4:
-        seen += 1
-        nxt = []
-        for out in frontier:
-            for c in ix.consumers.get(out, []):
-                if c.op_type == "Cast":
-                    nxt.append(c.output[0])
-                elif c.op_type == "Mul":
-                    other = c.input[1] if c.input[0] == out else c.input[0]
-                    if ix.is_float_const(other):
-                        return ix.array(other)
-                    m = ix.made_by(other, "Mul")
-                    if m is not None:
-                        consts = [i for i in m.input if ix.is_float_const(i)]
-                        if len(consts) == 1:
-                            return ix.array(consts[0])
-        frontier = nxt
-    return None
-
-
-def quantized_weights(ix: GraphIndex) -> list[QuantWeight]:
-    out: list[QuantWeight] = []
-    for n in ix.nodes:
-        if n.op_type in FLOAT_MATMULS:
-            trans_b = "Gemm" in n.op_type and int(attr(n, "transB", 0)) == 1
-            w = dq_weight(ix, input_at(n, 1), n.op_type, 0 if trans_b else 1)
-            if w is not None:
-                out.append(w)
-        elif n.op_type in INT_WEIGHT_INPUTS:
-            wi, si, zi = INT_WEIGHT_INPUTS[n.op_type]
-            name = input_at(n, wi)
-            if not ix.is_int_const(name):
-                continue
-            q = ix.array(name)
-            trans_b = n.op_type == "QGemm" and int(attr(n, "transB", 0)) == 1
-            axis = 0 if trans_b else q.ndim - 1
-            scale = _chain_scale(ix, n) if si is None else ix.array(input_at(n, si))
-            out.append(QuantWeight(n.op_type, name, q, ix.elem_type(name), scale, ix.array(input_at(n, zi)), axis))
-    return out
-
+# ── float weights ─────────────────────────────────────────────────────────────────────────────
 
 def float_weight_nodes(ix: GraphIndex) -> list[onnx.NodeProto]:
     """MatMul/Gemm nodes that still multiply by a float constant."""

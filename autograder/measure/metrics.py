@@ -1,8 +1,10 @@
-"""Numbers that compare a model's outputs with labels or with another model's outputs.
+"""Numbers that compare one model's outputs with another's (its baseline), and time them.
 
-Pure numpy (plus a clock in :func:`interleaved_medians`). ``p`` is a variant's ``probabilities``
-and ``r`` the fp32 model's, both ``(N, 2)`` float32 from one call on the same batch. Every
-function returns a plain Python number.
+Pure numpy (plus a clock in :func:`median_ms` and :func:`interleaved_medians`). ``p`` is a model's
+output and ``r`` the baseline's for the same batch, of the same shape: the first axis is the rows
+(one per input row), any further axes are flattened into the row's values (an ``(N,)`` output has
+one value per row, an ``(N, C)`` one C). Every function returns a plain Python number. Class
+probabilities have their own checks: :mod:`autograder.measure.probabilities`.
 """
 
 from __future__ import annotations
@@ -12,25 +14,17 @@ from collections.abc import Callable
 
 import numpy as np
 
-# Row sums of a genuine model's probabilities: fp32 computes 1 - p exactly to float32 rounding; a
-# QDQ model quantizes both columns separately to 256 levels (step ~1/255 ≈ 0.004), so its rows may
-# sum to 1 ± 2 steps. 0.02 allows five steps and still catches outputs that are not a distribution.
-PROB_SUM_ATOL = 0.02
 
-
-def accuracy(p: np.ndarray, y: np.ndarray) -> float:
-    """Share of rows whose ``argmax(p)`` equals ``y`` (the contract's accuracy)."""
-    return float(np.mean(np.argmax(p, axis=1) == np.asarray(y)))
-
-
-def label_agreement(p: np.ndarray, r: np.ndarray) -> float:
-    """Share of rows where both models predict the same class (argmax of probabilities)."""
-    return float(np.mean(np.argmax(p, axis=1) == np.argmax(r, axis=1)))
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as float64 rows: ``(N, values)`` (an ``(N,)`` array has one value per row)."""
+    a = np.asarray(a, dtype=np.float64)
+    return a.reshape(a.shape[0], int(np.prod(a.shape[1:]))) if a.ndim else a.reshape(1, 1)
 
 
 def row_abs_dp(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``max_j |p[i,j] - r[i,j]|`` per row, in float64."""
-    return np.max(np.abs(p.astype(np.float64) - r.astype(np.float64)), axis=1)
+    d = np.abs(_rows(p) - _rows(r))
+    return d.max(axis=1) if d.shape[1] else np.zeros(len(d))
 
 
 def max_abs_dp(p: np.ndarray, r: np.ndarray) -> float:
@@ -43,20 +37,21 @@ def p99_abs_dp(p: np.ndarray, r: np.ndarray) -> float:
 
 
 def max_rel_drift(p: np.ndarray, r: np.ndarray) -> float:
-    """The contract's drift: ``max_i ( max_j |p[i,j] - r[i,j]| / max_j |r[i,j]| )``.
+    """The relative drift: ``max_i ( max_j |p[i,j] - r[i,j]| / max_j |r[i,j]| )``.
 
-    Per-row normalisation keeps it finite for two-class probabilities (``max_j |r| >= 0.5``); a
-    row of zeros in ``r`` (not a distribution) is divided by float32's smallest normal instead.
+    Per-row normalisation keeps it finite where a row of ``r`` has a large value (class
+    probabilities: ``max_j |r| >= 1/C``); a row of zeros in ``r`` is divided by float32's smallest
+    normal instead.
     """
     if not len(p):
         return 0.0
-    den = np.maximum(np.max(np.abs(r.astype(np.float64)), axis=1), float(np.finfo(np.float32).tiny))
+    den = np.maximum(np.max(np.abs(_rows(r)), axis=1), float(np.finfo(np.float32).tiny))
     return float(np.max(row_abs_dp(p, r) / den))
 
 
 def elementwise_max_rel_drift(p: np.ndarray, r: np.ndarray) -> float | None:
-    """``max |p - r| / |r|`` element by element: NOT the contract's measure, kept to recognise it
-    in a report (it explodes where ``r`` is near 0). None when it is infinite or undefined."""
+    """``max |p - r| / |r|`` element by element: NOT :func:`max_rel_drift`, kept to recognise it in
+    a report (it explodes where ``r`` is near 0). None when it is infinite or undefined."""
     if not len(p):
         return 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -64,13 +59,13 @@ def elementwise_max_rel_drift(p: np.ndarray, r: np.ndarray) -> float | None:
     return float(v) if np.isfinite(v) else None
 
 
-def size_ratio(q_bytes: int, fp32_bytes: int) -> float:
-    """Quantized file size over fp32 file size (0.27 means 3.7× smaller)."""
-    return float(q_bytes) / float(fp32_bytes) if fp32_bytes else float("nan")
+def size_ratio(model_bytes: int, baseline_bytes: int) -> float:
+    """A model's size over its baseline's (0.27 means 3.7× smaller)."""
+    return float(model_bytes) / float(baseline_bytes) if baseline_bytes else float("nan")
 
 
 def latency_ratio(model_ms: float, baseline_ms: float) -> float:
-    """Median latency over the fp32 model's, timed interleaved (< 1 means faster)."""
+    """Median latency over the baseline's, timed interleaved (< 1 means faster)."""
     return float(model_ms) / float(baseline_ms) if baseline_ms > 0 else float("nan")
 
 
@@ -80,21 +75,6 @@ def coverage(x: np.ndarray, lo, hi) -> float:
     if not len(x):
         return 0.0
     return float(np.mean(np.all((x >= np.asarray(lo)) & (x <= np.asarray(hi)), axis=1)))
-
-
-def probability_problems(p: np.ndarray) -> list[str]:
-    """Why ``p`` is not a batch of two-class distributions (empty when it is)."""
-    if not np.all(np.isfinite(p)):
-        return [f"probabilities contain NaN or infinity ({int(np.sum(~np.isfinite(p)))} values)"]
-    problems = []
-    lo, hi = float(np.min(p)), float(np.max(p))
-    if lo < -PROB_SUM_ATOL or hi > 1 + PROB_SUM_ATOL:
-        problems.append(f"probabilities range over [{lo:.4g}, {hi:.4g}], outside [0, 1]")
-    sums = np.sum(p.astype(np.float64), axis=1)
-    if np.any(np.abs(sums - 1.0) > PROB_SUM_ATOL):
-        problems.append(f"probability rows sum to {float(sums.min()):.4g}…{float(sums.max()):.4g}, "
-                        f"not 1 (± {PROB_SUM_ATOL})")
-    return problems
 
 
 def median_ms(fn: Callable[[], object], rounds: int, warmup: int = 3) -> float:

@@ -16,7 +16,7 @@ It sets its own resource limits before importing onnx or ONNX Runtime, then writ
 ``result.json``::
 
     {"ok": false, "stage": "check" | "session" | "worker", "reason": "..."}
-    {"ok": true, "facts": {...graph_facts...}, "derived": {...} | null,
+    {"ok": true, "facts": {...fact_groups.model_facts..., "session"?: {...}}, "derived": {...} | null,
      "run_error": null | "...", "adapted": [...],          # what an ``adapt`` interface adapted
      "latency": {"model_ms", "model_blocks_ms", "rounds", "baseline_ms"?, "model_paired_ms"?} | null,
      "latency_error": null | "..."}
@@ -263,7 +263,8 @@ def work(job_dir: Path) -> dict:
 
     import numpy as np
 
-    from .graph_facts import DEFAULT_GROUPS, PAIR_GROUPS, graph_facts, pair_facts, session_facts
+    from .fact_groups import DEFAULT_GROUPS, model_facts, pair_facts
+    from .graph_facts import session_facts
     from .model_interface import ModelInterface
     from .onnx_load import InvalidModel, LoadLimits, make_session, parse_and_check
 
@@ -277,7 +278,7 @@ def work(job_dir: Path) -> dict:
         return {"ok": False, "stage": "check", "reason": str(e)}
     groups = DEFAULT_GROUPS if job.get("facts") is None else tuple(job["facts"])
     try:
-        facts = graph_facts(model, interface, groups)
+        facts = model_facts(model, interface, groups)
     except ValueError as e:    # unknown fact groups: the grader's own mistake, reported as such
         return {"ok": False, "stage": "worker", "reason": str(e)}
     baseline_model = None
@@ -288,7 +289,7 @@ def work(job_dir: Path) -> dict:
         except InvalidModel:
             baseline_model = None
     if baseline_model is not None:
-        derived = pair_facts(baseline_model, model, [g for g in groups if g in PAIR_GROUPS])
+        derived = pair_facts(baseline_model, model, groups)
     optimized = job_dir / "optimized.onnx" if "session" in groups else None
     try:
         session = make_session(model, level, optimized)
@@ -333,7 +334,7 @@ def _warm_up() -> None:
     import onnx.checker  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    from . import graph_facts, metrics, model_interface, onnx_load  # noqa: F401
+    from . import fact_groups, metrics, model_interface, onnx_load  # noqa: F401
 
 
 def main(argv: list[str]) -> int:

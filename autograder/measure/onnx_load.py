@@ -12,11 +12,15 @@ The pipeline (SECURITY.md, layer 6):
    folder writable, the ``autograder-measure`` uid when the grader is root, seccomp), so a
    memory-safety bug of the parsers does not run as the grader; elsewhere it has rlimits only. In the child, :func:`parse_and_check`:
    ``onnx.load_from_string`` (external data is never loaded) → :func:`structure_problems` (no
-   external data anywhere, no model-local functions or training info, allowed domains and ops,
-   caps on nodes, subgraph nesting and declared initializer bytes) →
-   ``onnx.checker.check_model(full_check=True)``; then :func:`make_session`: ONNX Runtime on
-   ``CPUExecutionProvider`` only, one thread, no custom ops, no configuration from the model
-   (the child's environment is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
+   external data anywhere, no model-local functions or training info, allowed domains and ops:
+   the default allowlist plus the lesson's ``extra_operators``, caps on nodes, subgraph nesting
+   and declared initializer bytes) → ``onnx.checker.check_model(full_check=True)``; then
+   :func:`make_session`: ONNX Runtime on ``CPUExecutionProvider`` only, one thread, the lesson's
+   optimization level, no custom ops, no configuration from the model (the child's environment
+   is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
+
+What a lesson accepts and how its models run is its :class:`~autograder.measure.model_policy.ModelPolicy`
+(``[model_worker]`` in assignment.toml); the default is the strict one.
 
 Data crosses the boundary as files in a fresh temporary folder: ``job.json``, ``model.onnx``,
 ``baseline.onnx``, ``inputs.npz`` in; ``result.json`` and ``outputs.npz`` out, both read back
@@ -249,8 +253,10 @@ def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface:
 
     ``inputs``: input set name → one array (a model with one input) or ``{input name: array}``
     (several inputs); each set runs in one call. ``facts``: the groups of
-    :func:`autograder.measure.graph_facts.graph_facts` to compute (default: all). ``baseline``:
-    another model (already checked) for ``derived_from`` and, with ``latency_baseline``, latency.
+    :mod:`autograder.measure.fact_groups` to compute (default: the generic ``graph`` and ``size``;
+    ``quantization``, ``derived_from`` and ``session`` only when named). ``baseline``: another
+    model (already checked) for the pair groups (``derived_from``) and, with ``latency_baseline``,
+    latency.
     Without ``interface``, each set feeds the model's inputs by name (one array: its only input)
     and every numeric output is kept, with no interface facts.
 

@@ -26,7 +26,7 @@ from autograder.judge import judge
 from autograder.measure import failure
 from autograder.probe_format import CaseOutput, ProbeResult, decode_value
 from autograder.student_text import mask
-from autograder.measure.reference_ops import qrange
+from autograder.measure.quantization.reference_ops import qrange
 
 ROOT = Path(__file__).resolve().parents[2]
 RANGES = {np.int8: (-128, 127), np.uint8: (0, 255)}

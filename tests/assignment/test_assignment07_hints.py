@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.measure.reference_ops import qrange
+from autograder.measure.quantization.reference_ops import qrange
 
 ROOT = Path(__file__).resolve().parents[2]
 

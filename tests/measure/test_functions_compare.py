@@ -7,7 +7,7 @@ import pytest
 
 from autograder.measure import compare
 from autograder.measure.compare import Expect, compare_output
-from autograder.measure.reference_ops import ort_quantize
+from autograder.measure.quantization.reference_ops import ort_quantize
 from autograder.probe_format import Arg, CaseOutput, ProbeCase
 
 EXPECTED = np.array([2, 4, -2], dtype=np.int8)

@@ -7,7 +7,7 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 from autograder.errors import AutograderError
-from autograder.measure import reference_ops as ro
+from autograder.measure.quantization import reference_ops as ro
 
 
 def reference_evaluator(op: str, dtype, x, scale, zero_point) -> np.ndarray:

@@ -213,3 +213,34 @@ def test_the_policys_limits_reach_the_worker():
     tight = ModelPolicy(limits=replace(DEFAULT_POLICY.limits, max_nodes=3))
     run = run_model_worker(erf_gelu_model().SerializeToString(), inputs={"x": X}, facts=(), policy=tight)
     assert not run.ok and "more than 3 nodes" in run.reason
+
+
+# ── node_count and op_counts on real models ────────────────────────────────────────────────────
+
+def test_op_counts_qualify_every_domain_on_an_skl2onnx_pipeline():
+    from skl2onnx import to_onnx
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from autograder.measure.fact_groups import model_facts
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((40, 3)).astype(np.float32), np.arange(40) % 2
+    model = to_onnx(make_pipeline(StandardScaler(), LogisticRegression()).fit(x, y), x[:1])
+    facts = model_facts(model)
+    assert facts["op_counts"]["ai.onnx.ml.ZipMap"] == 1 and facts["op_counts"]["ai.onnx.ml.LinearClassifier"] == 1
+    assert facts["op_counts"]["ai.onnx.ml.Scaler"] == 1
+    assert facts["node_count"] == sum(facts["op_counts"].values()) == len(model.graph.node)
+    assert facts["op_histogram"]["ZipMap"] == 1          # by type alone, as before
+    assert set(facts) >= {"node_count", "op_counts", "op_histogram", "opset", "param_count", "canonical_bytes"}
+    assert "classification" not in facts                 # quantization facts only when named
+
+
+def test_op_counts_of_what_ort_saved(tmp_path):
+    from autograder.measure.graph_facts import graph_group
+
+    for level, counts in [("ORT_DISABLE_ALL", {"MatMul": 1, "Div": 1, "Erf": 1, "Add": 1, "Mul": 2}),
+                          ("ORT_ENABLE_EXTENDED", {"MatMul": 1, GELU: 1})]:
+        facts = graph_group(onnx.load_from_string(ort_optimized(erf_gelu_model(), level, tmp_path)))
+        assert facts["op_counts"] == counts and facts["node_count"] == sum(counts.values()), level

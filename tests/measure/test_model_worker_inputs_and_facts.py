@@ -9,7 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from autograder.measure.graph_facts import GRAPH_FACTS, QUANTIZATION_FACTS
+from autograder.measure.graph_facts import GRAPH_FACTS
+from autograder.measure.quantization.facts import QUANTIZATION_FACTS
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import run_model_worker
 

@@ -16,7 +16,7 @@ import pytest
 import quant_model_factory as factory
 
 from autograder.judge import judge
-from autograder.measure import graph_facts as gf
+from autograder.measure.fact_groups import model_facts
 
 NOT_QUANTIZED = "not judged: the file is not quantized"
 
@@ -139,7 +139,7 @@ def test_an_unused_wide_input_quantizer_does_not_widen_the_calibrated_range(tmp_
     assert cal["coverage"] == cal0["coverage"] and cal["input_range"] == cal0["input_range"]
     assert (cal["live_input_quantizers"], cal["unused_input_quantizers"]) == (1, 1)
     assert not _parts(checks["static_model"])["calibration covers the data"]["passed"]
-    facts = gf.graph_facts(onnx.load(str(ws / "artifacts" / "int8_qdq.onnx")))
+    facts = model_facts(onnx.load(str(ws / "artifacts" / "int8_qdq.onnx")), groups=("graph", "quantization", "size"))
     assert facts["input_quantization"]["unused"] == 1 and len(facts["input_quantization"]["live"]) == 1
 
 
@@ -160,17 +160,18 @@ def test_a_live_second_input_quantizer_counts_only_where_both_let_values_through
     out = next(n for n in g.node if "probabilities" in n.output)
     out.output[list(out.output).index("probabilities")] = "p_before"
     g.node.append(helper.make_node("Add", ["p_before", "nothing"], ["probabilities"]))
-    before = gf.graph_facts(onnx.load(str(models["int8_qdq"])))["calibrated_input_range"]
-    facts = gf.graph_facts(model)
+    before = model_facts(onnx.load(str(models["int8_qdq"])), groups=("graph", "quantization", "size"))["calibrated_input_range"]
+    facts = model_facts(model, groups=("graph", "quantization", "size"))
     assert len(facts["input_quantization"]["live"]) == 2
     assert facts["calibrated_input_range"] == before
 
 
 def test_a_per_tensor_scale_repeated_per_column_is_not_per_channel(tmp_path, models):
-    assert gf.graph_facts(onnx.load(str(models["int8_qdq"])))["per_channel"], "control: real per-channel"
+    assert model_facts(onnx.load(str(models["int8_qdq"])), groups=("quantization",))["per_channel"], \
+        "control: real per-channel"
     for jitter in (0.0, 1e-3):   # the same scale per column, or made to differ a little
         path = factory.with_repeated_per_tensor_scales(models["int8_qdq_pt"], tmp_path / f"rep{jitter}.onnx", jitter)
-        facts = gf.graph_facts(onnx.load(str(path)))
+        facts = model_facts(onnx.load(str(path)), groups=("graph", "quantization", "size"))
         assert facts["per_channel_shaped_weights"] == 3, "every weight has a per-channel-shaped scale"
         assert facts["per_channel"] is False, jitter
         assert facts["per_channel_weights"] == 1, "only the one-column output layer, which has nothing to differ"
@@ -186,7 +187,7 @@ def provenance(assignment07):
 
 def _source(path, provenance):
     prov, split = provenance
-    facts = gf.graph_facts(onnx.load(str(path)), groups=("quantization",))
+    facts = model_facts(onnx.load(str(path)), groups=("quantization",))
     return prov.calibration_source(facts["input_quantization"], split)
 
 
@@ -227,7 +228,7 @@ def _ort_input_qparams(rows: np.ndarray) -> dict:
 def test_the_emulated_input_quantizer_is_onnx_runtimes(tmp_path, models):
     rows = factory.contract_data()[1][:300]
     path = factory.quantize_static_on(models["fp32"], tmp_path / "q.onnx", rows)
-    live = gf.graph_facts(onnx.load(str(path)), groups=("quantization",))["input_quantization"]["live"][0]
+    live = model_facts(onnx.load(str(path)), groups=("quantization",))["input_quantization"]["live"][0]
     want = _ort_input_qparams(rows)["live"][0]
     assert (np.float32(live["scale"]), live["zero_point"]) == (np.float32(want["scale"]), want["zero_point"])
 

@@ -1,4 +1,4 @@
-"""graph_facts on real skl2onnx + ONNX Runtime quantizer models: classification, weights, derivation."""
+"""Graph and quantization facts on real skl2onnx + ONNX Runtime quantizer models: classification, weights, derivation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import onnx
 import pytest
 import quant_model_factory as factory
 
-from autograder.measure import graph_facts as gf
+from autograder.measure.fact_groups import model_facts
+from autograder.measure.quantization.facts import DERIVED_RESIDUAL_MAX, derived_from
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 
 
@@ -21,7 +22,7 @@ INTERFACE = ModelInterface(inputs=(TensorSpec("X", "float32", (None, 2)),),
 
 
 def facts_of(models, name):
-    return gf.graph_facts(onnx.load(str(models[name])), INTERFACE)
+    return model_facts(onnx.load(str(models[name])), INTERFACE, ("graph", "quantization", "size"))
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -126,24 +127,24 @@ def test_interface_json_round_trip():
 @pytest.mark.parametrize("name", ["int8_dynamic", "int8_dynamic_pc", "int8_qdq", "int8_qdq_pt", "int8_qop",
                                   "weights_only_qdq", "ort_int8_dynamic", "ort_int8_qdq"])
 def test_genuine_variants_are_derived_from_their_fp32(models, name):
-    d = gf.derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models[name])))
+    d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models[name])))
     assert d["derived"], d
-    assert 0.5 < d["residual"] <= gf.DERIVED_RESIDUAL_MAX
+    assert 0.5 < d["residual"] <= DERIVED_RESIDUAL_MAX
     assert d["fp32_weights_covered"] == d["fp32_weights"] == 3
 
 
 def test_a_model_of_another_seed_is_not_derived(models):
-    d = gf.derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["other_int8_dynamic"])))
+    d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["other_int8_dynamic"])))
     assert not d["derived"]
     assert d["residual"] > 20, d
 
 
 def test_one_tampered_weight_is_caught(models):
-    d = gf.derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["tampered_dynamic"])))
+    d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["tampered_dynamic"])))
     assert not d["derived"]
     assert d["residual"] >= 2.9, d   # two steps off: |deq - W| >= 1.5 scale
 
 
 def test_an_fp32_model_is_not_derived_from_anything(models):
-    d = gf.derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["fp32"])))
+    d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["fp32"])))
     assert d["quantized_weights"] == 0 and d["residual"] is None and not d["derived"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.measure import metrics
+from autograder.measure import metrics, probabilities
 
 R = np.array([[0.9999, 0.0001], [0.5, 0.5], [0.2, 0.8]], dtype=np.float32)      # fp32 outputs
 P = np.array([[0.9990, 0.0010], [0.4, 0.6], [0.2, 0.8]], dtype=np.float32)      # a variant's
@@ -13,9 +13,9 @@ P = np.array([[0.9990, 0.0010], [0.4, 0.6], [0.2, 0.8]], dtype=np.float32)      
 
 def test_accuracy_and_label_agreement():
     y = np.array([0, 1, 1])
-    assert metrics.accuracy(R, y) == pytest.approx(2 / 3)   # row 1 is a tie: argmax picks class 0
-    assert metrics.accuracy(P, y) == 1.0
-    assert metrics.label_agreement(P, R) == pytest.approx(2 / 3)
+    assert probabilities.accuracy(R, y) == pytest.approx(2 / 3)   # row 1 is a tie: argmax picks class 0
+    assert probabilities.accuracy(P, y) == 1.0
+    assert probabilities.label_agreement(P, R) == pytest.approx(2 / 3)
 
 
 def test_max_rel_drift_is_per_row_not_element_wise():
@@ -55,13 +55,13 @@ def test_ratios_and_coverage():
     (np.array([[0.5, 0.6]], dtype=np.float32), "sum to"),
 ])
 def test_probability_problems(p, fragment):
-    assert any(fragment in m for m in metrics.probability_problems(p))
+    assert any(fragment in m for m in probabilities.probability_problems(p))
 
 
 def test_qdq_rounding_of_probabilities_is_not_a_problem():
     step = 1 / 255
     p = np.array([[0.5 + step, 0.5 + step], [0.2 - step, 0.8]], dtype=np.float32)
-    assert metrics.probability_problems(p) == []
+    assert probabilities.probability_problems(p) == []
 
 
 def test_interleaved_medians_alternate_the_callables():
@@ -70,3 +70,18 @@ def test_interleaved_medians_alternate_the_callables():
                                       rounds=3, warmup=1)
     assert calls == ["a", "b"] + ["a", "b"] * 3
     assert set(out) == {"a", "b"} and all(v >= 0 for v in out.values())
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 1), (5, 3), (5, 2, 4)])
+def test_output_metrics_take_any_shape_row_by_row(shape):
+    rng = np.random.default_rng(0)
+    r = rng.standard_normal(shape).astype(np.float32)
+    p = r.copy()
+    p[2] += np.float32(0.5)                     # one row moved by 0.5 everywhere
+    rows = len(r)
+    assert metrics.row_abs_dp(p, r).shape == (rows,)
+    assert metrics.max_abs_dp(p, r) == pytest.approx(0.5, rel=1e-6)
+    assert metrics.row_abs_dp(p, r)[[0, 1, 3, 4]].max() == 0.0
+    den = np.abs(r[2].astype(np.float64)).max()
+    assert metrics.max_rel_drift(p, r) == pytest.approx(0.5 / den, rel=1e-5)
+    assert metrics.max_abs_dp(p[:0], r[:0]) == 0.0 and metrics.max_rel_drift(p[:0], r[:0]) == 0.0

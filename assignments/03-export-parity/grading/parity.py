@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from autograder.errors import UnsafeFileError
-from autograder.measure import metrics
+from autograder.measure import metrics, probabilities
 from autograder.measure.failure import shape_words
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.compare import Tolerance
@@ -123,7 +123,7 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
     if isinstance(sk, str):
         return {"error": f"no scikit-learn outputs to compare with: {sk}"}
     onnx = {s: run.outputs[f"{s}__probabilities"] for s in SKLEARN_SETS}
-    bad = next((p for s in SKLEARN_SETS for p in metrics.probability_problems(onnx[s])[:1] if "NaN" in p), None)
+    bad = next((p for s in SKLEARN_SETS for p in probabilities.probability_problems(onnx[s])[:1] if "NaN" in p), None)
     if bad:
         return {"error": f"the ONNX model's probabilities are unusable: {bad}"}
     y_test = data.public_split().y_test
@@ -132,15 +132,15 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
     return {
         "rows": len(onnx["hidden"]), "edge_rows": len(onnx["hidden_edge"]),
         "max_abs_diff": metrics.max_abs_dp(onnx["hidden"], sk["hidden"]),
-        "label_agreement": metrics.label_agreement(onnx["hidden"], sk["hidden"]),
+        "label_agreement": probabilities.label_agreement(onnx["hidden"], sk["hidden"]),
         "edge_max_abs_diff": metrics.max_abs_dp(onnx["hidden_edge"], sk["hidden_edge"]),
-        "edge_label_agreement": metrics.label_agreement(onnx["hidden_edge"], sk["hidden_edge"]),
+        "edge_label_agreement": probabilities.label_agreement(onnx["hidden_edge"], sk["hidden_edge"]),
         "public_max_abs_diff": metrics.max_abs_dp(onnx["public_test"], sk["public_test"]),
-        "public_label_agreement": metrics.label_agreement(onnx["public_test"], sk["public_test"]),
+        "public_label_agreement": probabilities.label_agreement(onnx["public_test"], sk["public_test"]),
         "notebook_arithmetic": own, "notebook_max_abs_diff": own_max_abs_diff,
         "notebook_label_agreement": own_label_agreement,
-        "onnx_accuracy": metrics.accuracy(onnx["public_test"], y_test),
-        "sklearn_accuracy": metrics.accuracy(sk["public_test"], y_test),
+        "onnx_accuracy": probabilities.accuracy(onnx["public_test"], y_test),
+        "sklearn_accuracy": probabilities.accuracy(sk["public_test"], y_test),
     }
 
 

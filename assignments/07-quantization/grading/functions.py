@@ -4,7 +4,7 @@
 inputs with explicit dtypes for the edge cases (exact .5 ties with power-of-two scales, saturation
 at both ends, negative zero, zero points at their bounds, scalars, lists, empty and N-d arrays,
 degenerate and one-sided ranges) plus a few seeded random arrays. Expected values are never written
-here: ``measure_functions`` asks ONNX Runtime for them (``autograder.measure.reference_ops``) on the
+here: ``measure_functions`` asks ONNX Runtime for them (``autograder.measure.quantization.reference_ops``) on the
 same inputs and compares with ``autograder.measure.compare``.
 
 Fairness at near-ties (the contract's rule, implemented in ``compare.near_tie``/``tie_offsets``):
@@ -42,9 +42,9 @@ PROBE_STREAM = "07-quantization/probe-cases"   # the random inputs: a stream of 
 
 
 def _reference():
-    """``autograder.measure.reference_ops``, imported when the first answer is needed: it imports
+    """``autograder.measure.quantization.reference_ops``, imported when the first answer is needed: it imports
     onnx and onnxruntime, which the probe's cases (built before the kernel starts) do not need."""
-    from autograder.measure import reference_ops
+    from autograder.measure.quantization import reference_ops
 
     return reference_ops
 

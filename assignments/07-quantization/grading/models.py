@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from autograder.errors import UnsafeFileError
-from autograder.measure import metrics
+from autograder.measure import metrics, probabilities
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.model_policy import ModelPolicy
 from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
@@ -74,7 +74,7 @@ class _Artifact:
             p = self.run.outputs.get(f"{key}__probabilities")
             if p is None:
                 return "no probabilities were produced"
-            bad = metrics.probability_problems(p)
+            bad = probabilities.probability_problems(p)
             if bad and "NaN" in bad[0]:
                 return bad[0]
         return None
@@ -184,11 +184,11 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
         out["metrics_error"] = outputs_error
     else:
         for key in ("hidden_test", "public_test"):
-            for p in metrics.probability_problems(art.p(key))[:1]:
+            for p in probabilities.probability_problems(art.p(key))[:1]:
                 if p not in problems:
                     problems.append(p)
-        out["accuracy"] = metrics.accuracy(art.p("hidden_test"), hidden.y_test)
-        out["public_split"] = {"accuracy": metrics.accuracy(art.p("public_test"), public.y_test)}
+        out["accuracy"] = probabilities.accuracy(art.p("hidden_test"), hidden.y_test)
+        out["public_split"] = {"accuracy": probabilities.accuracy(art.p("public_test"), public.y_test)}
         if base is None:  # the baseline against itself: 0.0 by definition, computed all the same
             out["public_split"].update(
                 max_rel_drift=metrics.max_rel_drift(art.p("public_test"), art.p("public_test")),
@@ -257,14 +257,14 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
     p, r = art.p("hidden_test"), base.p("hidden_test")
     pe, re_ = art.p("hidden_edge"), base.p("hidden_edge")
     quality = dict(
-        accuracy_drop=metrics.accuracy(r, hidden.y_test) - facts["accuracy"],
-        label_agreement=metrics.label_agreement(p, r),
+        accuracy_drop=probabilities.accuracy(r, hidden.y_test) - facts["accuracy"],
+        label_agreement=probabilities.label_agreement(p, r),
         max_abs_dp=metrics.max_abs_dp(p, r),
         p99_abs_dp=metrics.p99_abs_dp(p, r),
         max_rel_drift=metrics.max_rel_drift(p, r),
         edge_max_rel_drift=metrics.max_rel_drift(pe, re_),
         edge_max_abs_dp=metrics.max_abs_dp(pe, re_),
-        edge_label_agreement=metrics.label_agreement(pe, re_),
+        edge_label_agreement=probabilities.label_agreement(pe, re_),
     )
     out["quality"] = {"error": gate, **quality} if gate else quality
     pt, rt, pe_, re_pub = art.p("public_test"), base.p("public_test"), art.p("public_edge"), base.p("public_edge")

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from .graph_index import GraphIndex, attr, input_at
+from ..graph_index import GraphIndex, attr, input_at
 
 # Ops that pass the model input through unchanged in value (looked through to find its quantizers).
 TRANSPARENT = frozenset({"Cast", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
