@@ -36,7 +36,9 @@ ASSIGNMENTS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "a
 
 
 def table(assignment_id: str) -> dict:
-    path = ROOT / "tests" / "assignment" / f"expected_examples_{assignment_id.split('-')[0]}.toml"
+    path = ROOT / "reference" / assignment_id / "expected_examples.toml"
+    if not path.is_file():   # where 03's and 07's tables still are on this branch
+        path = ROOT / "tests" / "assignment" / f"expected_examples_{assignment_id.split('-')[0]}.toml"
     return tomllib.loads(path.read_text())
 
 
