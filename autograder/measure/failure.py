@@ -136,6 +136,7 @@ def amount_words(amount: float, unit: str | None) -> str:
         return _bucket_steps(amount)
     if not np.isfinite(amount):
         return "by an infinite or undefined amount"
+
     def named(n: int | float, text: str) -> str:
         return f"by {text}" + ("" if unit is None else f" {unit if n == 1 else _plural(unit)}")
     if float(amount).is_integer() and amount <= MAX_COUNT_SHOWN:

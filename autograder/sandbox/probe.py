@@ -163,6 +163,8 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
 
         def string(x):
             x = str.__str__(x)
+            if counts["strings"] + len(x) > limits["string_bytes"]:     # never encode a huge one
+                raise Unconvertible("more than %d bytes of strings" % limits["string_bytes"], "strings")
             counts["strings"] += len(x.encode("utf-8", "surrogatepass"))
             if counts["strings"] > limits["string_bytes"]:
                 raise Unconvertible("more than %d bytes of strings" % limits["string_bytes"], "strings")
