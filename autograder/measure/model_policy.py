@@ -23,7 +23,7 @@ Pure: no onnx or ONNX Runtime import until an ``extra_operators`` entry is check
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -118,15 +118,6 @@ class ModelPolicy:
     def at_level(self, level: str | None) -> ModelPolicy:
         """This policy with another optimization level (``None``: unchanged)."""
         return self if level is None or level == self.optimization_level else replace(self, optimization_level=level)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"extra_operators": sorted(self.extra_operators), "optimization_level": self.optimization_level,
-                "limits": asdict(self.limits)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ModelPolicy:
-        return cls(frozenset(data.get("extra_operators", ())), data.get("optimization_level", DEFAULT_OPTIMIZATION_LEVEL),
-                   LoadLimits(**data.get("limits", {})))
 
 
 DEFAULT_POLICY = ModelPolicy()

@@ -244,3 +244,9 @@ def test_op_counts_of_what_ort_saved(tmp_path):
                           ("ORT_ENABLE_EXTENDED", {"MatMul": 1, GELU: 1})]:
         facts = graph_group(onnx.load_from_string(ort_optimized(erf_gelu_model(), level, tmp_path)))
         assert facts["op_counts"] == counts and facts["node_count"] == sum(counts.values()), level
+
+
+def test_a_call_cannot_ask_for_a_level_that_does_not_exist():
+    with pytest.raises(ValueError, match="ORT_ENABLE_EXTENDED"):
+        DEFAULT_POLICY.at_level("ORT_FAST")
+    assert DEFAULT_POLICY.at_level(None) is DEFAULT_POLICY

@@ -15,7 +15,7 @@ from autograder import hidden_secret
 from autograder.hidden_secret import HiddenSecret
 
 MODEL_KEYS = {"path", "size_bytes", "valid", "problems", "interface_ok", "classification",
-              "classification_detail", "op_histogram", "opset", "param_count", "weight_dtypes",
+              "classification_detail", "node_count", "op_counts", "op_histogram", "opset", "param_count", "weight_dtypes",
               "quantized_weights", "float_weights_left", "per_channel", "per_channel_weights",
               "per_channel_shaped_weights", "activation_dtypes", "calibrated_input_range", "input_quantization",
               "canonical_bytes", "canonical_constant_bytes", "quantized", "latency_ms", "accuracy", "public_split"}
