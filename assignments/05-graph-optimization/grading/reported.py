@@ -72,8 +72,10 @@ def measure_reported(reported: Any, reported_error: str | None, policy) -> dict[
     values = reported.get("latency_ms") if isinstance(reported, Mapping) else None
     ratios = [_ratio(values.get(level) if isinstance(values, Mapping) else None, m["latency_ms"])
               for level, m in levels.items()]
-    if None in ratios:   # a latency missing or not a positive number: the check says which, once
-        latency = {"error": "; ".join(latency["problems"]) or "a latency could not be compared with the grader's"}
+    if None in ratios:   # a latency missing or not a positive number: the first problem says which
+        problems = latency["problems"] or ["a latency could not be compared with the grader's"]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        latency = {"error": problems[0] + more}
     else:
         latency.update(measured_ms={level: m["latency_ms"] for level, m in levels.items()}, worst_ratio=max(ratios))
     return {"present": reported is not None, "node_counts": nodes, "latency": latency}
