@@ -213,14 +213,19 @@ def _digest(*arrays) -> str:
     return h.hexdigest()
 
 
+def _value_digest(v) -> bytes:
+    """An argument's digest: a file's bytes (``Arg.file``) as they are, anything else as text."""
+    return v if isinstance(v, bytes) else _digest(np.asarray(v, dtype=object).astype(str)).encode()
+
+
 def _cases_digest(assignment) -> str:
     h = hashlib.sha256()
     for case in assignment.grading.probe_cases():
         h.update(case.id.encode())
         for i in range(len(case.args)):
-            h.update(_digest(np.asarray(case.raw(i), dtype=object).astype(str)).encode())
+            h.update(_value_digest(case.raw(i)))
         for k in sorted(case.kwargs):
-            h.update(k.encode() + _digest(np.asarray(case.raw(k), dtype=object).astype(str)).encode())
+            h.update(k.encode() + _value_digest(case.raw(k)))
     return h.hexdigest()
 
 
@@ -228,6 +233,7 @@ HIDDEN_DATA = {
     "07-quantization": lambda a: _digest(*(lambda s: (s.X_train, s.X_test, s.y_test, s.X_edge))(
         a.grading.data.hidden_split(a))),
     "03-export-parity": lambda a: _digest(*(lambda h: (h.X, h.X_edge))(a.grading.data.hidden_sets())),
+    "05-graph-optimization": lambda a: _digest(a.grading.data.hidden_rows()),
 }
 
 
@@ -256,12 +262,16 @@ RNG_CONSTRUCTORS = {"default_rng", "RandomState", "PCG64", "PCG64DXSM", "MT19937
 def _randomness_outside_the_secret(source: str) -> list[str]:
     """Calls that draw random numbers from something other than autograder.hidden_secret."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    public = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and not node.keywords
+              and [ast.unparse(a) for a in node.args] == ["CONTRACT_SEED"]}   # np.random.default_rng(CONTRACT_SEED)
+    for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             if any(n == "random" or n.startswith("numpy.random") for n in names):
                 found.append(f"line {node.lineno}: imports {', '.join(names)}")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "random":
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "random" \
+                and id(node) not in public:
             found.append(f"line {node.lineno}: np.random.{node.attr}")
         if isinstance(node, ast.Name) and node.id in RNG_CONSTRUCTORS:
             found.append(f"line {node.lineno}: {node.id}")
@@ -275,7 +285,8 @@ def _randomness_outside_the_secret(source: str) -> list[str]:
 
 def test_grading_code_draws_random_numbers_only_from_the_secret():
     """Every assignment's grading package: no RNG seeded from the repository (the contract's
-    public data, ``CONTRACT_SEED``, is the student's too). Type hints such as
+    public data, ``CONTRACT_SEED``, is the student's too: ``random_state=CONTRACT_SEED`` or
+    ``np.random.default_rng(CONTRACT_SEED)``). Type hints such as
     ``np.random.Generator`` are annotations, not draws, and are allowed."""
     problems = {}
     for path in sorted(ROOT.glob("assignments/*/grading/*.py")):
@@ -306,10 +317,13 @@ def test_the_scan_finds_what_it_must():
                 "x = make_moons(random_state=2718)\n",
                 "x = make_moons(random_state=HIDDEN_SEED)\n",
                 "np.random.seed(5)\n",
-                "x = np.random.normal(size=3)\n"):
+                "x = np.random.normal(size=3)\n",
+                "rng = np.random.default_rng(HIDDEN_SEED)\n",
+                "rng = np.random.default_rng(CONTRACT_SEED, 1)\n"):
         assert _randomness_outside_the_secret(bad), bad
     for good in ("rng = hidden_secret.generator(PROBE_STREAM)\n",
                  "split = train_test_split(X, y, random_state=CONTRACT_SEED)\n",
+                 "weights = build(np.random.default_rng(CONTRACT_SEED))\n",
                  "x = make_moons(random_state=secret.random_state(HIDDEN_STREAM))\n"):
         assert not _randomness_outside_the_secret(good), good
 

@@ -1,0 +1,37 @@
+"""Assignment 05's trusted grading code (the interface: autograder/grading_plugin.py).
+
+``probe_cases()``: ``count_ops`` on hidden model files (``count_ops.py``). ``measure(ctx)``: the
+``functions``, ``models`` and ``reported`` sections. ``measure_artifacts`` checks the saved model
+beside the probe (it reads only that file); ``prepare`` builds the grader's own data while the
+kernel runs. No ``calibration_samples`` and no leaderboard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autograder.measure.functions import measure_functions
+
+from . import data
+from .count_ops import FUNCTION, expect_count_ops
+from .count_ops import probe_cases as probe_cases
+from .optimized import measure_optimized
+from .reported import measure_reported
+
+
+def prepare(assignment) -> None:
+    data.timing_batch()
+    data.hidden_rows()
+
+
+def measure_artifacts(ctx) -> dict[str, Any]:
+    return measure_optimized(ctx.assignment, ctx.workspace)
+
+
+def measure(ctx) -> dict[str, Any]:
+    optimized = ctx.early if ctx.early is not None else measure_optimized(ctx.assignment, ctx.workspace)
+    return {
+        "functions": measure_functions(ctx.cases, ctx.probe, {FUNCTION: expect_count_ops}),
+        "models": {"optimized": optimized},
+        "reported": measure_reported(ctx.probe.reported, ctx.probe.reported_error, ctx.assignment.model_policy),
+    }

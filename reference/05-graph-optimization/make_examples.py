@@ -1,0 +1,90 @@
+"""Example submissions of assignment 05, made from the solution by small code edits.
+
+``autograder build 05-graph-optimization`` calls :func:`make_examples` and writes the notebooks to
+``assignments/05-graph-optimization/examples/``, so the examples always follow the current
+solution. Each mistake is one realistic edit of one cell of the solution (each ``old`` must match
+exactly once, so a changed solution makes the build fail loudly), and each mistake notebook's first
+cell says what it gets wrong and which single check loses points.
+``reference/05-graph-optimization/expected_examples.toml`` states every example's score per check.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import nbformat
+from nbformat.v4 import new_markdown_cell
+
+
+@dataclass(frozen=True)
+class Mistake:
+    file: str
+    check: str          # the one check id that loses points
+    title: str
+    what: str           # what the submission gets wrong, for the first cell
+    edits: tuple        # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+
+
+MISTAKES = (
+    Mistake(
+        "count_ops_ignores_domains.ipynb", "count_ops", "count_ops ignores domains",
+        "`count_ops` counts `node.op_type` alone, as most snippets online do: ONNX Runtime's "
+        "`com.microsoft.Gelu` is counted as `Gelu`, and an `ai.onnx.ml.Scaler` as `Scaler`. The "
+        "totals stay right, so the node counts the notebook reports are still the grader's.",
+        (('        default = node.domain in ("", "ai.onnx")\n'
+          '        counts[node.op_type if default else f"{node.domain}.{node.op_type}"] += 1',
+          '        counts[node.op_type] += 1'),),
+    ),
+    Mistake(
+        "saved_at_basic.ipynb", "optimized_model", "the model to deploy saved at ORT_ENABLE_BASIC",
+        "The model to deploy is saved from a session at `ORT_ENABLE_BASIC`, the level that keeps to "
+        "standard ONNX operators: fewer nodes (Gemm, LayerNormalization), the same outputs, but no "
+        "contrib operator, so each GELU still runs as five nodes.",
+        (('deployed = optimized_session("ORT_ENABLE_EXTENDED", "artifacts/mlp_optimized.onnx")',
+          'deployed = optimized_session("ORT_ENABLE_BASIC", "artifacts/mlp_optimized.onnx")'),),
+    ),
+    Mistake(
+        "node_counts_of_model_as_written.ipynb", "reported_node_counts", "node counts of the model as written",
+        "`RESULTS[\"node_counts\"]` counts `MODEL_PATH`, the model the sessions loaded, at every level "
+        "instead of the graph each session saved: 26 nodes four times.",
+        (('    "node_counts": {level: sum(count_ops(f"artifacts/mlp_{level}.onnx").values()) for level in LEVELS},',
+          '    "node_counts": {level: sum(count_ops(MODEL_PATH).values()) for level in LEVELS},'),),
+    ),
+    Mistake(
+        "latency_in_seconds.ipynb", "reported_latency", "latencies in seconds",
+        "`latency_ms` returns the median of `time.perf_counter()` differences as they are, in "
+        "seconds: every latency is reported a thousand times too small.",
+        (('    return float(np.median(times) * 1000)', '    return float(np.median(times))'),),
+    ),
+)
+
+
+def first_cell(m: Mistake) -> nbformat.NotebookNode:
+    return new_markdown_cell(
+        f"**Example submission · {m.title}.** This is the reference solution with one realistic "
+        f"mistake. {m.what}\n\n"
+        f"Expected grade: loses points at the `{m.check}` check only; every other check passes.")
+
+
+def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
+    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+    count = sum(c.source.count(old) for c in hits)
+    if count != 1:
+        raise ValueError(f"example edit must match exactly once in the solution's code, matched {count}: {old!r}")
+    hits[0].source = hits[0].source.replace(old, new)
+
+
+def make_mistake(solution: nbformat.NotebookNode, m: Mistake) -> nbformat.NotebookNode:
+    nb = copy.deepcopy(solution)
+    for old, new in m.edits:
+        apply_edit(nb, old, new)
+    nb.cells.insert(0, first_cell(m))
+    return nb
+
+
+def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    examples = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
+    for m in MISTAKES:
+        examples[m.file] = make_mistake(solution, m)
+    return examples

@@ -1,0 +1,172 @@
+"""Assignment 05 (graph optimization), what is specific to it, on the grading code alone (fast; the
+examples graded through the real jail are the conformance suite's):
+
+- the notebook's given model cell is the grader's ``build_mlp``, so both hold the same model;
+- count_ops's hidden models, for any hidden-data secret (hypothesis): each group tests what it is
+  named for, and each common way of keying operators fails exactly the groups that name it;
+- RESULTS: node counts judged exactly, latencies by their ratio to the grader's timing, a unit
+  slip told apart from an honest report.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autograder import hidden_secret
+from autograder.assignment import load_assignment
+from autograder.hidden_secret import HiddenSecret
+from autograder.probe_format import CaseOutput, ProbeResult
+
+ROOT = Path(__file__).resolve().parents[2]
+ID = "05-graph-optimization"
+
+
+@pytest.fixture(scope="module")
+def grading():
+    return load_assignment(ID, ROOT).grading
+
+
+def test_the_notebooks_model_cell_is_the_graders_builder(grading):
+    builder = inspect.getsource(grading.model.build_mlp)
+    for path in (ROOT / "assignments" / ID / f"{ID}.ipynb", ROOT / "reference" / ID / "solution.ipynb"):
+        cells = [c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code" and "def build_mlp" in c.source]
+        assert len(cells) == 1 and builder.strip() in cells[0], f"{path.name}: the model cell is not grading/model.py's"
+        assert f"build_mlp(np.random.default_rng({grading.model.CONTRACT_SEED}))" in cells[0]
+
+
+def test_the_contract_model_is_what_the_readme_says(grading):
+    model = onnx.load_from_string(grading.model.contract_model_bytes())
+    counts = Counter(n.op_type for n in model.graph.node)
+    assert len(model.graph.node) == 26 and counts["Erf"] == 2 and counts["MatMul"] == 3
+    assert {n.domain for n in model.graph.node} == {""}
+
+
+# ── count_ops: the hidden models and the ways of keying an operator ─────────────────────────────
+
+def contract(node) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def op_type_only(node) -> str:               # the common snippet: domains dropped
+    return node.op_type
+
+
+def ai_onnx_as_a_domain(node) -> str:        # only "" taken as the default domain
+    return node.op_type if node.domain == "" else f"{node.domain}.{node.op_type}"
+
+
+def domain_always(node) -> str:              # every key prefixed, the default domain as "ai.onnx"
+    return f"{node.domain or 'ai.onnx'}.{node.op_type}"
+
+
+# a way of keying → the groups whose cases it must fail (and it agrees on every other group)
+KEYINGS = {contract: set(), op_type_only: {"contrib", "other_domains"},
+           ai_onnx_as_a_domain: {"other_domains"}, domain_always: {"standard", "contrib", "other_domains"}}
+
+
+def _outputs(cases, keying) -> ProbeResult:
+    out = {}
+    for c in cases:
+        model = onnx.load_from_string(c.raw(0))
+        out[c.id] = CaseOutput("ok", value=dict(Counter(keying(n) for n in model.graph.node)))
+    return ProbeResult(True, None, out, {"count_ops": "defined"}, None, None)
+
+
+def _failing_groups(grading, cases, keying) -> set[str]:
+    measured = grading.measure_functions(cases, _outputs(cases, keying), {"count_ops": grading.expect_count_ops})
+    return {g for g, r in measured["count_ops"]["groups"].items() if r["agree"] < r["cases"]}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(secret=st.binary(min_size=32, max_size=32))
+def test_for_any_secret_each_keying_fails_exactly_its_groups(grading, secret):
+    with hidden_secret.using(HiddenSecret(secret)):
+        cases = grading.probe_cases()
+    assert {c.group for c in cases} == {"standard", "contrib", "other_domains"}
+    for case in cases:
+        model = onnx.load_from_string(case.raw(0))
+        domains = {n.domain for n in model.graph.node}
+        assert {"standard": {""}, "contrib": {"", "com.microsoft"},
+                "other_domains": {"", "ai.onnx", "ai.onnx.ml"}}[case.group] == domains, case.id
+    for keying, groups in KEYINGS.items():
+        assert _failing_groups(grading, cases, keying) == groups, keying.__name__
+
+
+def test_a_miscount_is_told_in_nodes_without_the_model(grading):
+    cases = [c for c in grading.probe_cases() if c.group == "standard"]
+    probe = _outputs(cases, contract)
+    first = probe.cases[cases[0].id]
+    key = next(iter(first.value))
+    first.value[key] += 1
+    measured = grading.measure_functions(cases, probe, {"count_ops": grading.expect_count_ops})["count_ops"]
+    assert "by 1 node" in measured["groups"]["standard"]["failure"]
+
+
+def test_the_hidden_models_change_with_the_secret(grading):
+    with hidden_secret.using(HiddenSecret(b"a" * 32)):
+        a = [c.raw(0) for c in grading.probe_cases()]
+    with hidden_secret.using(HiddenSecret(b"b" * 32)):
+        b = [c.raw(0) for c in grading.probe_cases()]
+    assert a != b and len(a) == len(b) == 7
+
+
+# ── RESULTS ─────────────────────────────────────────────────────────────────────────────────────
+
+LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
+GRADER = {level: {"node_count": n, "latency_ms": ms, "why_not": None}
+          for level, n, ms in zip(LEVELS, (26, 15, 7, 7), (0.08, 0.06, 0.05, 0.05))}
+
+
+@pytest.fixture
+def reported(grading, monkeypatch):
+    monkeypatch.setattr(grading.reported, "grader_levels", lambda policy: GRADER)
+    return lambda results: grading.reported.measure_reported(results, None, None)
+
+
+def honest():
+    return {"node_counts": {lv: g["node_count"] for lv, g in GRADER.items()},
+            "latency_ms": {lv: 1.5 * g["latency_ms"] for lv, g in GRADER.items()}}
+
+
+def test_an_honest_report(reported):
+    r = reported(honest())
+    assert r["node_counts"]["honest_share"] == 1.0 and r["node_counts"]["problems"] == []
+    assert r["latency"]["worst_ratio"] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("mistake, section, bad", [
+    (lambda r: r["node_counts"].update({lv: 26 for lv in LEVELS}), "node_counts", 0.25),
+    (lambda r: r["node_counts"].update(ORT_ENABLE_ALL=8), "node_counts", 0.75),
+])
+def test_a_node_count_must_be_exact(reported, mistake, section, bad):
+    results = honest()
+    mistake(results)
+    r = reported(results)
+    assert r[section]["honest_share"] == bad
+    assert r["latency"]["worst_ratio"] == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("scale, ratio", [(1e-3, 1000 / 1.5), (100.0, 150.0)])
+def test_a_latency_is_judged_by_its_ratio_to_the_graders(reported, scale, ratio):
+    results = honest()
+    results["latency_ms"] = {lv: v * scale for lv, v in results["latency_ms"].items()}
+    r = reported(results)
+    assert r["latency"]["worst_ratio"] == pytest.approx(ratio)
+    assert r["node_counts"]["honest_share"] == 1.0
+
+
+@pytest.mark.parametrize("results", [None, {}, {"node_counts": honest()["node_counts"]}, [1, 2],
+                                     {**honest(), "latency_ms": {lv: -1.0 for lv in LEVELS}},
+                                     {**honest(), "latency_ms": {lv: "fast" for lv in LEVELS}}])
+def test_latencies_that_cannot_be_compared_are_an_error_with_a_reason(reported, results):
+    r = reported(results)
+    assert set(r["latency"]) == {"error"} and r["latency"]["error"]
+    assert "fast" not in r["latency"]["error"]          # what the notebook wrote is never echoed
