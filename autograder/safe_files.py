@@ -170,7 +170,7 @@ def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
         return out
     except UnsafeFileError:
         raise
-    except Exception as e:  # zipfile.BadZipFile, ValueError (pickled), OSError...
+    except Exception as e:  # noqa: BLE001 - zipfile.BadZipFile, ValueError (pickled), OSError...
         raise UnsafeFileError(f"{relpath} is not a valid .npz of plain arrays ({type(e).__name__}: {e})"[:300]) from None
 
 

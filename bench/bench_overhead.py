@@ -138,8 +138,8 @@ def startup_costs(assignment: Any, workdir: Path, rounds: int) -> dict[str, Any]
     for i, (label, source) in enumerate(TINY_NOTEBOOKS.items()):
         path = workdir / f"tiny-{i}.ipynb"
         nbformat.write(new_notebook(cells=[new_code_cell(source)]), str(path))
-        runs = interleaved({"bare_1t": lambda r: bare_execute(path, timeout, workdir, one_thread=True)["seconds"],
-                            "jail": lambda r: jail_execute(path, assignment, workdir)["seconds"]}, rounds)
+        runs = interleaved({"bare_1t": lambda r, path=path: bare_execute(path, timeout, workdir, one_thread=True)["seconds"],
+                            "jail": lambda r, path=path: jail_execute(path, assignment, workdir)["seconds"]}, rounds)
         out[label] = {"bare_1t_s": spread(runs["bare_1t"]), "jail_s": spread(runs["jail"]),
                       "diff_s": spread(paired_diffs(runs["jail"], runs["bare_1t"]))}
     return out

@@ -68,7 +68,7 @@ class Lesson:
             self._graded = {}
             for row in summary.rows:
                 folder = out / row["name"]
-                read = lambda name: json.loads((folder / name).read_text()) if (folder / name).is_file() else {}  # noqa: E731
+                read = lambda name, folder=folder: json.loads((folder / name).read_text()) if (folder / name).is_file() else {}  # noqa: E731
                 self._graded[f"{row['name']}.ipynb"] = Graded(row, read("grade.json"), read("results.json"),
                                                               read("measurements.json"), read("execution.json"))
         return self._graded

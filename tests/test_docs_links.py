@@ -159,11 +159,11 @@ def test_the_checker_finds_broken_links(tmp_path, markdown, broken):
 _TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".sh", ".cfg", ".ini", ".json", ".ipynb", ".yml",
                   ".yaml", ".html", ".j2", ".jinja", ".Dockerfile"}
 _TEXT_NAMES = {"Makefile", "run_autograder", "run"}
-# This file is scanned too, so it spells the words it looks for in pieces: I is the word, W the
+# This file is scanned too, so it spells the words it looks for in pieces: ISSUE is the word, W the
 # shared folder's root.
-I, W = "iss" + "ue", "/wo" + "rk/"
+ISSUE, W = "iss" + "ue", "/wo" + "rk/"
 _OUTSIDE = re.compile("|".join([
-    rf"\b{I}s?\s+#?\d", rf"\({I}\b", rf"\b{I}-\d",
+    rf"\b{ISSUE}s?\s+#?\d", rf"\({ISSUE}\b", rf"\b{ISSUE}-\d",
     re.escape(W), r"\.\./" + "shared", "shared/" + "specs",
 ]), re.IGNORECASE)
 
@@ -184,12 +184,12 @@ def test_nothing_names_an_issue_or_a_path_outside_the_repository():
 
 
 @pytest.mark.parametrize(("text", "named"), [
-    ("fixed in {I} 13", True), ("{Cap} 15: gamed files", True), ("({I} NN)", True),
-    ("see {I}s 12-16", True), ("branch {I}-26", True), ("the spec in {W}shared", True),
+    ("fixed in {ISSUE} 13", True), ("{Cap} 15: gamed files", True), ("({ISSUE} NN)", True),
+    ("see {ISSUE}s 12-16", True), ("branch {ISSUE}-26", True), ("the spec in {W}shared", True),
     ("../" + "shared/research", True), ("the shared/" + "specs folder", True),
-    ("ONNX Runtime {I}s [#4349](https://github.com/microsoft/onnxruntime/{I}s/4349)", False),
-    ("the {I} of memory", False), ("an {I}: none", False),
+    ("ONNX Runtime {ISSUE}s [#4349](https://github.com/microsoft/onnxruntime/{ISSUE}s/4349)", False),
+    ("the {ISSUE} of memory", False), ("an {ISSUE}: none", False),
 ])
 def test_the_outside_reference_rule(text, named):
-    text = text.format(I=I, Cap=I.capitalize(), W=W)
+    text = text.format(ISSUE=ISSUE, Cap=ISSUE.capitalize(), W=W)
     assert bool(outside_references(text)) is named

@@ -21,7 +21,7 @@ def returns(call: Callable[[], Any], what: str, bound_s: float = NEVER_S) -> Any
     def run() -> None:
         try:
             done["value"] = call()
-        except BaseException as e:      # handed to the test's thread below
+        except BaseException as e:  # noqa: BLE001 - handed to the test's thread below
             done["error"] = e
 
     thread = threading.Thread(target=run, daemon=True, name=f"returns: {what}")

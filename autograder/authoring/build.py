@@ -223,7 +223,7 @@ def plain_notebooks(assignment: Assignment) -> tuple[nbformat.NotebookNode, nbfo
                               f"notebook {assignment.notebook} and a solution {solution_path} written by hand")
     try:
         return (nbformat.read(assignment.notebook, as_version=4), nbformat.read(solution_path, as_version=4))
-    except Exception as e:  # nbformat raises several kinds on malformed files
+    except Exception as e:  # noqa: BLE001 - nbformat raises several kinds on malformed files
         raise AssignmentError(f"cannot build {assignment.id}: a notebook is not valid nbformat 4: {e}") from None
 
 

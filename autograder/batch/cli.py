@@ -69,7 +69,7 @@ def batch(
         except KeyboardInterrupt:
             typer.secho(f"interrupted: finished submissions are kept in {out}; run the same command again to resume",
                         fg="yellow", err=True)
-            raise typer.Exit(EXIT_INTERRUPTED)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
     for warning in summary.warnings:
         typer.secho(f"warning: {warning}", fg="yellow", err=True)
     for warning in summary.version_drift:

@@ -29,7 +29,7 @@ def _reencode(t: onnx.TensorProto, name: str) -> onnx.TensorProto:
     """The same tensor as ``raw_data`` under ``name`` (unchanged but renamed if it cannot be)."""
     try:
         out = numpy_helper.from_array(numpy_helper.to_array(t), name)
-    except Exception:  # a type numpy_helper cannot round-trip: keep the encoding, drop the rest
+    except Exception:  # noqa: BLE001 - a type numpy_helper cannot round-trip: keep the encoding, drop the rest
         out = onnx.TensorProto()
         out.CopyFrom(t)
         out.name = name

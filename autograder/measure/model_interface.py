@@ -127,7 +127,7 @@ def _declared_problem(spec: TensorSpec, vi, is_input: bool, adapt: bool = False)
     tt = vi.type.tensor_type
     try:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type)).name
-    except Exception:
+    except Exception:  # noqa: BLE001 - a type NumPy has no dtype for: named by its number
         dtype = f"type {tt.elem_type}"
     if dtype != spec.dtype:
         return f"{what} is {dtype}, expected {spec.dtype}"

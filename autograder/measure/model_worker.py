@@ -210,7 +210,7 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
                 adapted += [note] if note not in adapted else []
             else:
                 values = session.run(None, feed)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - ONNX Runtime's run failed on this model: the reason, as data
             return {}, run_failure(e), []
         got = dict(zip(names, values))
         if interface is None:
@@ -315,7 +315,7 @@ def work(job_dir: Path) -> dict:
         try:
             base = make_session(baseline_model, level) if baseline_model is not None and job.get("latency_baseline") else None
             latency = _latency(session, base, feeds[job["latency_input"]], int(job["latency_rounds"]))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a model that cannot be timed still has its other facts
             latency_error = timing_failure(e)
     if kept:
         np.savez(job_dir / "outputs.npz", **kept)
@@ -353,7 +353,7 @@ def main(argv: list[str]) -> int:
         result = work(job_dir)
     except MemoryError:
         result = {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
-    except Exception as e:  # a bug of ours or a model that breaks a library: data, not a crash
+    except Exception as e:  # noqa: BLE001 - a bug of ours or a model that breaks a library: data, not a crash
         result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
     (job_dir / "result.json").write_text(json.dumps(result), encoding="utf-8")
     return 0

@@ -130,7 +130,7 @@ def structure_problems(model, limits: LoadLimits = LoadLimits(),
             n *= d
         try:
             item = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-        except Exception:
+        except Exception:  # noqa: BLE001 - an element type NumPy does not know: counted as one byte
             item = 1
         return n * item
 
@@ -182,7 +182,7 @@ def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits(), extra_operat
         raise InvalidModel("the file is empty")
     try:
         model = onnx.load_from_string(data)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - protobuf raises several kinds on a malformed file
         raise InvalidModel(f"not an ONNX model file ({_short(type(e).__name__ + ': ' + str(e), 200)})") from None
     if not model.HasField("graph") or not len(model.graph.node):
         raise InvalidModel("not an ONNX model file (no graph or no nodes)")
@@ -191,7 +191,7 @@ def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits(), extra_operat
         raise InvalidModel(_short("; ".join(problems[:3])))
     try:
         onnx.checker.check_model(model, full_check=True)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the checker raises several kinds; each is the model's problem
         raise InvalidModel(f"the ONNX checker rejects it: {_short(e, 240)}") from None
     return model
 
@@ -215,7 +215,7 @@ def make_session(model, optimization_level: str = DEFAULT_POLICY.optimization_le
     so.add_session_config_entry("session.load_model_format", "ONNX")
     try:
         return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - ONNX Runtime raises its own kinds; each means the model cannot load
         raise InvalidModel(f"ONNX Runtime cannot load it: {_short(e, 240)}") from None
 
 

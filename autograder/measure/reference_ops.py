@@ -71,7 +71,7 @@ def node_model(op_type: str, inputs: Sequence[np.ndarray], *, outputs: int = 1, 
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
         onnx.checker.check_model(model, full_check=True)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - shape inference and the checker raise several kinds
         raise AutograderError(f"reference {op_type}{attributes or ''} is not a valid ONNX node: {e}") from None
     return model
 

@@ -60,7 +60,7 @@ def ensure_named_user(name: str) -> SandboxUser:
                                "--shell", "/usr/sbin/nologin", "--user-group", name],
                               capture_output=True, text=True, timeout=30)
         if proc.returncode not in (0, 9):  # 9: created meanwhile by a concurrent run
-            raise SandboxUserError(f"useradd {name} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+            raise SandboxUserError(f"useradd {name} failed (exit {proc.returncode}): {proc.stderr.strip()}") from None
         pw = pwd.getpwnam(name)
     if pw.pw_uid == 0 or pw.pw_gid == 0:
         raise SandboxUserError(f"sandbox user {name} has uid/gid 0; refusing to use it")

@@ -129,7 +129,7 @@ def _fake_cpu_files(folder: Path, cores: int) -> dict[str, Path]:
     blocks = []
     for i in range(cores):
         b = re.sub(r"^processor\s*:.*$", f"processor\t: {i}", first, flags=re.M)
-        b = re.sub(r"^(apicid|initial apicid|core id)\s*:.*$", lambda m: f"{m.group(1)}\t: {i}", b, flags=re.M)
+        b = re.sub(r"^(apicid|initial apicid|core id)\s*:.*$", lambda m, i=i: f"{m.group(1)}\t: {i}", b, flags=re.M)
         b = re.sub(r"^(cpu cores|siblings)\s*:.*$", lambda m: f"{m.group(1)}\t: {cores}", b, flags=re.M)
         blocks.append(b)
     files = {"/proc/cpuinfo": folder / "cpuinfo"}

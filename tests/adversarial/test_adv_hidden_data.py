@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import types
 from pathlib import Path
 

@@ -36,7 +36,7 @@ def make_assignment(root: Path, grading: str, toml: str = "", name: str = "plug-
 def test_a_package_without_the_interface_is_refused_when_loaded(tmp_path, grading, message):
     a = make_assignment(tmp_path, grading)
     with pytest.raises(AssignmentError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        a.grading
+        _ = a.grading
 
 
 @pytest.mark.parametrize("sections, message", [
@@ -107,7 +107,7 @@ def test_environment_records_the_core_and_the_assignments_packages(tmp_path):
     assert a.environment_fingerprint() != other.environment_fingerprint()
     broken = make_assignment(tmp_path / "c", VALID, toml='[environment]\npackages = "numpy"\n')
     with pytest.raises(AssignmentError, match="packages must be a list"):
-        broken.packages
+        _ = broken.packages
 
 
 def test_summary_scatter_comes_from_the_assignment_only(tmp_path, assignment07):

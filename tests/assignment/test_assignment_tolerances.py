@@ -13,6 +13,7 @@ import pytest
 from autograder.authoring.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
                                   tolerance_specs)
 from autograder.dotted import lookup
+from autograder.errors import AssignmentError
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,7 @@ def test_derive_upper_lower_and_count():
     assert lower["value"] == pytest.approx(1 - (0.01 + 0.002) * 2) and lower["worst"] == 0.99
     count = derive(Spec("k", "m", "lower", 2.0), [4, 4, 4], step=0.0)
     assert count["value"] == 4
-    with pytest.raises(Exception):
+    with pytest.raises(AssignmentError):
         derive(Spec("k", "m", "lower", 2.0), [True, 1.0], step=0.0)
 
 

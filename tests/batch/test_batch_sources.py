@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 from batchkit import make_export_zip, notebook_json
 
 from autograder.batch.sources import SourceError, discover, parse_metadata, sanitize_name
@@ -58,7 +59,7 @@ def test_parse_metadata_loads_ruby_tags_as_plain_data():
 
 @pytest.mark.parametrize("text", ["- just\n- a list\n", "key: [unclosed\n", "!!python/object:os.system x\n"])
 def test_parse_metadata_rejects_what_is_not_a_mapping_of_submissions(text):
-    with pytest.raises(Exception):
+    with pytest.raises((ValueError, yaml.YAMLError)):
         parse_metadata(text)
 
 

@@ -74,7 +74,7 @@ def test_any_class_at_any_width_shows_every_total_whole(width, names, n_checks, 
     text = _render(rows, width)
     assert all(len(line) <= width for line in text.splitlines())
     cells = [[c.strip() for c in line.split("│")] for line in _table_lines(text)]
-    for i, row in enumerate(rows):
+    for row in rows:
         total = f"{row['score']:g} / 1000"
         assert any(total in line for line in cells), (total, width, text)
 

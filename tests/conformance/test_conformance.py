@@ -39,7 +39,7 @@ def test_the_suite_covers_every_folder_with_an_assignment_toml(tmp_path):
 def test_a_lesson_without_its_table_fails_with_the_path(tmp_path):
     lesson = Lesson(tmp_path, "x-one", tmp_path / "work")
     with pytest.raises(AssertionError, match="reference/x-one/expected_examples.toml"):
-        lesson.table
+        _ = lesson.table
 
 
 def test_problems_sees_a_point_lost_outside_the_mistakes_check():

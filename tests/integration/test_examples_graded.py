@@ -52,7 +52,7 @@ def test_untouched_notebook_gets_one_short_paragraph(graded):
     assert "## Nothing to grade yet" in feedback and "## Checks" not in feedback
     assert "Hint" not in feedback and "not measured" not in feedback
     assert "artifacts/fp32.onnx is missing" in feedback
-    line = next(l for l in feedback.splitlines() if l.startswith("Checks with nothing to grade yet"))
+    line = next(ln for ln in feedback.splitlines() if ln.startswith("Checks with nothing to grade yet"))
     assert "The dynamic int8 model" in line and "quantize" in line
     assert len(feedback) < 3000, len(feedback)
     results = json.loads((out / "results.json").read_text())

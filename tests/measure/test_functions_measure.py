@@ -42,7 +42,7 @@ def run_probe(impls: dict, functions: dict | None = None) -> ProbeResult:
         try:
             with np.errstate(all="ignore"):
                 r = f(*args, **kwargs)
-        except Exception as e:  # the probe records every exception as data
+        except Exception as e:  # noqa: BLE001 - the probe records every exception as data
             out[c.id] = CaseOutput("raised", error={"type": type(e).__name__, "message": str(e), "traceback": ""})
             continue
         if isinstance(r, (tuple, list)):

@@ -101,7 +101,7 @@ def test_feedback_untrusted_text_cannot_break_out_of_its_code_span():
     measurements = failing_measurements()
     measurements["execution"]["first_error"]["evalue"] = "`<img src=x onerror=alert(1)>` [click](http://x)\nnext"
     text = feedback_markdown(judge(RUBRIC, TOLERANCES, measurements), measurements)
-    line = next(l for l in text.splitlines() if "ValueError" in l)
+    line = next(ln for ln in text.splitlines() if "ValueError" in ln)
     assert "``ValueError: `<img src=x onerror=alert(1)>` [click](http://x) next``" in line
 
 

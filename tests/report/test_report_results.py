@@ -133,7 +133,7 @@ def test_results_test_output_shows_parts_measured_threshold_and_hint_for_failure
 def test_results_output_reports_the_first_error_and_disarms_its_html():
     measurements = failing_measurements()
     results = results_json(judge(RUBRIC, TOLERANCES, measurements), measurements)
-    line = next(l for l in results["output"].splitlines() if "ValueError" in l)
+    line = next(ln for ln in results["output"].splitlines() if "ValueError" in ln)
     assert line.startswith("- Code cell 6 (cell 12 of the notebook) raised")
     assert "`ValueError: operands could not be broadcast <b>together</b>`" in line  # inside a code span
 

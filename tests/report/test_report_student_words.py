@@ -66,7 +66,7 @@ def test_an_error_without_a_name_is_not_nonetype():
 
 def test_another_language_is_named_in_one_line_escaped():
     text = _lines(language="R")
-    line = next(l for l in text.splitlines() if "language" in l)
+    line = next(ln for ln in text.splitlines() if "language" in ln)
     assert line == ("- Your notebook's metadata names the `R` language, but the grader runs every notebook with "
                     "Python, so its cells ran as Python code. Write this assignment in Python (in Jupyter: "
                     "Kernel › Change kernel › Python 3).")
@@ -157,7 +157,7 @@ def test_the_console_shows_a_list_threshold_literally():
     grade = judge(RUBRIC, TOLERANCES, with_values(MEASUREMENTS, models__int8_dynamic__weight_dtypes=["uint8"]))
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(grade_table(grade))
-    row = next(l for l in out.getvalue().splitlines() if "int8 weights" in l)
+    row = next(ln for ln in out.getvalue().splitlines() if "int8 weights" in ln)
     assert "[uint8]" in row and "one of int8" in row
 
 

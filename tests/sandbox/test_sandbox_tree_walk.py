@@ -11,7 +11,6 @@ with few descriptors; nothing raises but the graded reason.
 
 from __future__ import annotations
 
-import errno
 import os
 import resource
 import stat

@@ -204,7 +204,7 @@ def test_disk_watchdog_kills_past_the_byte_cap_or_the_file_cap(tmp_path):
         folder.mkdir()
         sleeper = subprocess.Popen(["sleep", "600"])
         try:
-            dog = DiskWatchdog([("the folder", folder, MiB, 100, None)], lambda: sleeper.pid, interval_s=0.05)
+            dog = DiskWatchdog([("the folder", folder, MiB, 100, None)], lambda s=sleeper: s.pid, interval_s=0.05)
             polls = _counting_polls(dog)
             dog.start()
             for _ in range(2):                    # it looked at the folder below the cap, twice
