@@ -61,7 +61,7 @@ class ExecutionLimits:
     notebook_timeout_s: float = 600.0
     memory_mb: int = 4096
     output_cap_kb: int = 1024
-    workspace_mb: int = 256        # total size of the working directory (a capped tmpfs, or a watchdog)
+    workspace_mb: int = 256  # total size of the working directory (a capped tmpfs, or a watchdog)
 
 
 @dataclass
@@ -179,13 +179,15 @@ def load_assignment(assignment_id: str, root: Path | None = None) -> Assignment:
     folder = root / "assignments" / assignment_id
     if not assignment_id or "/" in assignment_id or assignment_id.startswith(".") or not folder.is_dir():
         known = assignment_ids(root)
-        raise AssignmentError(f"no assignment {assignment_id!r} under {root / 'assignments'} "
-                              f"(known: {', '.join(known) or 'none'})")
+        raise AssignmentError(
+            f"no assignment {assignment_id!r} under {root / 'assignments'} (known: {', '.join(known) or 'none'})"
+        )
     config = load_toml(folder / "assignment.toml")
     # where the grader's assignments and hidden reference data live is the grader's path too: a
     # notebook that finds it (the fallback jail cannot hide /proc/self/mountinfo) gets <grader>
     redact.register(root)
-    assignment = Assignment(id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id,
-                            config=config)
+    assignment = Assignment(
+        id=assignment_id, folder=folder, reference_folder=root / "reference" / assignment_id, config=config
+    )
     assignment.model_policy  # noqa: B018 - a bad [model_worker] table fails here, naming the key
     return assignment

@@ -33,14 +33,21 @@ from typing import Iterable, Sequence
 from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
-from .sandbox import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
-                      read_each, read_notebook_bytes)
+from .sandbox import (
+    DECLARED_AT,
+    MAX_NOTEBOOK_BYTES,
+    LoadedNotebook,
+    UnreadableNotebook,
+    load_notebook,
+    read_each,
+    read_notebook_bytes,
+)
 
-METADATA_KEY = DECLARED_AT["autograder"][0]   # notebook metadata written by `autograder build`: {"assignment": id}
-SOURCE_PEEK_LIMIT = 500                # notebooks of a batch source looked at to decide
-FOLDER_DEPTH = 64                      # nested folders of a batch source looked into
+METADATA_KEY = DECLARED_AT["autograder"][0]  # notebook metadata written by `autograder build`: {"assignment": id}
+SOURCE_PEEK_LIMIT = 500  # notebooks of a batch source looked at to decide
+FOLDER_DEPTH = 64  # nested folders of a batch source looked into
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-_SOURCES = {"autograder": "its autograder metadata", "otter": "its otter-assign metadata"}   # ours first
+_SOURCES = {"autograder": "its autograder metadata", "otter": "its otter-assign metadata"}  # ours first
 
 
 @dataclass(frozen=True)
@@ -48,16 +55,16 @@ class Declared:
     """An assignment id a notebook declares, and where it says so."""
 
     id: str
-    source: str       # "its autograder metadata" | "its otter-assign metadata"
+    source: str  # "its autograder metadata" | "its otter-assign metadata"
 
 
 @dataclass(frozen=True)
 class NotebookFacts:
     """What deciding the assignment needs of one notebook, as the bounded reader gave it."""
 
-    name: str                        # its file name
-    declared: Declared | None        # the assignment its metadata names, if any
-    readable: bool = True            # False: the reader refused it (the grader reports why later)
+    name: str  # its file name
+    declared: Declared | None  # the assignment its metadata names, if any
+    readable: bool = True  # False: the reader refused it (the grader reports why later)
 
 
 def declared_assignment(loaded: LoadedNotebook) -> Declared | None:
@@ -91,8 +98,7 @@ def mismatch_reason(name: str, facts: NotebookFacts, assignment: Assignment) -> 
     declared = facts.declared
     if declared is None or declared.id == assignment.id:
         return None
-    return (f"{_shown(name)} was made for assignment '{declared.id}' ({declared.source}), "
-            f"not '{assignment.id}'")
+    return f"{_shown(name)} was made for assignment '{declared.id}' ({declared.source}), not '{assignment.id}'"
 
 
 def matching_ids(facts: NotebookFacts, notebooks: dict[str, str]) -> tuple[list[str], str]:
@@ -107,8 +113,14 @@ def matching_ids(facts: NotebookFacts, notebooks: dict[str, str]) -> tuple[list[
     return by_name, "its file name"
 
 
-def resolve_assignment(requested: str | None, notebooks: Sequence[NotebookFacts] = (), *,
-                       root: Path | None = None, what: str = "", option: str = "--assignment") -> Assignment:
+def resolve_assignment(
+    requested: str | None,
+    notebooks: Sequence[NotebookFacts] = (),
+    *,
+    root: Path | None = None,
+    what: str = "",
+    option: str = "--assignment",
+) -> Assignment:
     """The assignment to use (the rules above); raises AssignmentError with one line otherwise.
 
     ``notebooks``: the facts of what will be graded (none for build, calibrate, …);
@@ -123,8 +135,11 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[NotebookFacts]
             reason = mismatch_reason(notebooks[0].name, notebooks[0], assignment)
             if reason:
                 declared = notebooks[0].declared
-                hint = (f"; grade it with --assignment {declared.id}" if declared and declared.id in ids
-                        else ", and it is not an assignment of this course")
+                hint = (
+                    f"; grade it with --assignment {declared.id}"
+                    if declared and declared.id in ids
+                    else ", and it is not an assignment of this course"
+                )
                 raise AssignmentError(reason + hint)
         return assignment
     if not ids:
@@ -144,16 +159,18 @@ def resolve_assignment(requested: str | None, notebooks: Sequence[NotebookFacts]
     if not notebooks:
         raise AssignmentError(f"there are {len(ids)} assignments; {choices}")
     if not votes:
-        raise AssignmentError(f"cannot tell which assignment {subject} is for ({_why_none(notebooks, ids)}); "
-                              f"{choices}")
+        raise AssignmentError(f"cannot tell which assignment {subject} is for ({_why_none(notebooks, ids)}); {choices}")
     counts = ", ".join(f"{i}: {n}" for i, n in votes.most_common())
     raise AssignmentError(f"{subject} are for different assignments ({counts}); {choices}")
 
 
 def _why_none(notebooks: Sequence[NotebookFacts], ids: list[str]) -> str:
     """Why no notebook matched an assignment: unreadable, or naming one this course does not have."""
-    foreign = Counter(f"'{f.declared.id}' ({f.declared.source})" for f in notebooks
-                      if f.declared is not None and f.declared.id not in ids)
+    foreign = Counter(
+        f"'{f.declared.id}' ({f.declared.source})"
+        for f in notebooks
+        if f.declared is not None and f.declared.id not in ids
+    )
     if len(notebooks) == 1:
         if not notebooks[0].readable:
             return "it could not be read"
@@ -161,8 +178,10 @@ def _why_none(notebooks: Sequence[NotebookFacts], ids: list[str]) -> str:
             return f"it names assignment {next(iter(foreign))}, which is not an assignment of this course"
     elif foreign:
         named = ", ".join(list(foreign)[:3]) + (" …" if len(foreign) > 3 else "")
-        return (f"{sum(foreign.values())} of them name assignments this course does not have ({named}), "
-                "and no file name matches one")
+        return (
+            f"{sum(foreign.values())} of them name assignments this course does not have ({named}), "
+            "and no file name matches one"
+        )
     return "no metadata names one and no file name matches one"
 
 
@@ -189,6 +208,7 @@ def files_facts(paths: Iterable[Path]) -> dict[Path, NotebookFacts]:
 
 def _read_all(items: Iterable[Path | tuple[str, bytes]]) -> list[NotebookFacts]:
     """Facts of each item (a path, or a name and bytes), read a few at a time (:func:`read_each`)."""
+
     def one(item: Path | tuple[str, bytes]) -> NotebookFacts:
         return notebook_facts(item) if isinstance(item, Path) else notebook_facts_of(*item)
 
@@ -202,11 +222,15 @@ def _folder_notebooks(root: Path, limit: int) -> Iterable[Path]:
     found = 0
     top = tree_walk.open_folder(root)
     try:
-        for e in tree_walk.walk(top, what=str(root), max_entries=1 << 62,
-                                include=lambda e: not e.is_dir or (e.depth <= FOLDER_DEPTH and not (
-                                    e.name.startswith(".") or e.name == "__MACOSX"))):
-            if (e.is_dir or e.name.startswith(".") or not e.name.endswith(".ipynb")
-                    or not stat.S_ISREG(e.st.st_mode)):
+        for e in tree_walk.walk(
+            top,
+            what=str(root),
+            max_entries=1 << 62,
+            include=lambda e: (
+                not e.is_dir or (e.depth <= FOLDER_DEPTH and not (e.name.startswith(".") or e.name == "__MACOSX"))
+            ),
+        ):
+            if e.is_dir or e.name.startswith(".") or not e.name.endswith(".ipynb") or not stat.S_ISREG(e.st.st_mode):
                 continue
             yield root / e.path
             found += 1
@@ -221,8 +245,12 @@ def _zip_notebooks(path: Path, limit: int) -> Iterable[tuple[str, bytes]]:
         found = 0
         for info in zf.infolist():
             parts = info.filename.split("/")
-            if (info.is_dir() or not info.filename.endswith(".ipynb") or info.file_size > MAX_NOTEBOOK_BYTES
-                    or any(p.startswith(".") or p == "__MACOSX" for p in parts)):
+            if (
+                info.is_dir()
+                or not info.filename.endswith(".ipynb")
+                or info.file_size > MAX_NOTEBOOK_BYTES
+                or any(p.startswith(".") or p == "__MACOSX" for p in parts)
+            ):
                 continue
             with zf.open(info) as f:
                 yield parts[-1], f.read(MAX_NOTEBOOK_BYTES + 1)

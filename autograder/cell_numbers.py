@@ -70,14 +70,14 @@ def error_summary(ename: Any, evalue: Any) -> str:
 # notebook's cells becomes :data:`OTHER_CODE`, never a temporary file name.
 
 OTHER_CODE = "code run outside the notebook's cells"
-HASHED_CHARS = 500_000       # of cell sources hashed to recognise a temporary file name (larger ones: OTHER_CODE)
+HASHED_CHARS = 500_000  # of cell sources hashed to recognise a temporary file name (larger ones: OTHER_CODE)
 _LINE = r"(?:(?::|, line )(\d+))?"
 _FORMS = (
-    ("file", re.compile(r"(?<=\()(\d+)\.py, line (\d+)(?=\))")),                             # SyntaxError's str
-    ("file", re.compile(r"(?:File )?\"?(?:[^\s\"]*/)?ipykernel_\d+/(\d+)\.py\"?" + _LINE)),   # a path
-    ("count", re.compile(r"Cell In ?\[(\d+)\]" + _LINE)),                                   # IPython ≥ 8.5
-    ("count", re.compile(r"Input In ?\[(\d+)\]" + _LINE)),                                  # IPython 8.0-8.4
-    ("count", re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>" + _LINE)),                      # IPython 7
+    ("file", re.compile(r"(?<=\()(\d+)\.py, line (\d+)(?=\))")),  # SyntaxError's str
+    ("file", re.compile(r"(?:File )?\"?(?:[^\s\"]*/)?ipykernel_\d+/(\d+)\.py\"?" + _LINE)),  # a path
+    ("count", re.compile(r"Cell In ?\[(\d+)\]" + _LINE)),  # IPython ≥ 8.5
+    ("count", re.compile(r"Input In ?\[(\d+)\]" + _LINE)),  # IPython 8.0-8.4
+    ("count", re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>" + _LINE)),  # IPython 7
 )
 _ERROR_LINE = re.compile(r"\(\d+\.py, line (\d+)\)|Cell In ?\[\d+\], line (\d+)|Input In ?\[\d+\].*?line: (\d+)")
 
@@ -95,10 +95,10 @@ class CellPlaces:
         return self._by_count.get(int(count)) if len(count) < 10 else None
 
     def by_file(self, digits: str) -> str | None:
-        if self._by_file is None:   # hashed only when an error names a file (ipykernel's own hash)
+        if self._by_file is None:  # hashed only when an error names a file (ipykernel's own hash)
             from ipykernel.compiler import get_tmp_hash_seed, murmur2_x86
 
-            seed, budget = get_tmp_hash_seed(), HASHED_CHARS   # a pure-Python hash: bounded work
+            seed, budget = get_tmp_hash_seed(), HASHED_CHARS  # a pure-Python hash: bounded work
             self._by_file = {}
             for where, source, _ in self._cells:
                 if len(source) <= budget:
@@ -111,10 +111,12 @@ def place_errors(text: str, places: CellPlaces) -> str:
     """``text`` (an error message or traceback) with every kernel name of a cell replaced by the
     student's "code cell 9 (cell 16 of the notebook), line 4"."""
     for kind, form in _FORMS:
+
         def named(m: re.Match[str], kind: str = kind) -> str:
             where = (places.by_file if kind == "file" else places.by_count)(m.group(1)) or OTHER_CODE
             line = next((g for g in m.groups()[1:] if g), None)
             return f"{where}, line {line}" if line else where
+
         text = form.sub(named, text)
     return text
 
@@ -131,5 +133,6 @@ def error_line(evalue: Any, traceback: Any) -> int | None:
 
 def without_place(evalue: str) -> str:
     """A SyntaxError's message without its ``(file, line N)`` suffix: ``expected ':'``."""
-    return re.sub(r"\s*\((?:\d+\.py|code cell [^()]*\([^()]*\)|" + re.escape(OTHER_CODE) + r"), line \d+\)\s*$",
-                  "", evalue)
+    return re.sub(
+        r"\s*\((?:\d+\.py|code cell [^()]*\([^()]*\)|" + re.escape(OTHER_CODE) + r"), line \d+\)\s*$", "", evalue
+    )

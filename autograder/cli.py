@@ -15,6 +15,7 @@ import threading
 from typing import Iterator, NoReturn
 
 import typer
+
 # typer carries its own copy of click (typer._click): its usage errors are these classes
 from typer._click.core import Context
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -51,7 +52,7 @@ class OneLineErrors(TyperGroup):
 def _one_line_usage() -> Iterator[None]:
     try:
         yield
-    except (UsageLine, NoArgsIsHelpError):   # already one line; or the help, shown when no argument is given
+    except (UsageLine, NoArgsIsHelpError):  # already one line; or the help, shown when no argument is given
         raise
     except UsageError as e:
         raise UsageLine(e.format_message(), e.ctx) from None
@@ -76,8 +77,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                         help="Print the version and exit.")) -> None:
+def options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """Grade 'ONNX Runtime for Engineers' notebooks: execute in a jail, measure, judge, report."""
 
 
@@ -142,10 +146,10 @@ def terminate_as_interrupt() -> list[int]:
 def _leave(code: object) -> NoReturn:
     if code is None:
         code = 0
-    elif not isinstance(code, int):      # sys.exit("message"): printed, exit status 1
+    elif not isinstance(code, int):  # sys.exit("message"): printed, exit status 1
         print(code, file=sys.stderr)
         code = 1
-    if threading.active_count() > 1:     # a thread still runs: the normal exit waits for it
+    if threading.active_count() > 1:  # a thread still runs: the normal exit waits for it
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

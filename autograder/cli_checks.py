@@ -53,14 +53,17 @@ def command_errors(*kinds: type[BaseException]) -> Iterator[None]:
 
 # ── paths ─────────────────────────────────────────────────────────────────────────────────────
 
+
 def check_notebook(path: Path) -> Path:
     """A readable, non-empty ``.ipynb`` file. Its content is the student's: not checked here."""
     path = Path(path)
     if not path.exists():
         raise CommandError(f"{path} does not exist: give the path of a submitted notebook (.ipynb)")
     if path.is_dir():
-        raise CommandError(f"{path} is a folder, not a notebook: `autograder grade` takes one .ipynb file "
-                           f"(for a folder of notebooks use `autograder batch {path} --out DIR`)")
+        raise CommandError(
+            f"{path} is a folder, not a notebook: `autograder grade` takes one .ipynb file "
+            f"(for a folder of notebooks use `autograder batch {path} --out DIR`)"
+        )
     if not path.is_file():
         raise CommandError(f"{path} is not a regular file: give a notebook (.ipynb)")
     if path.suffix.lower() != NOTEBOOK_SUFFIX:
@@ -84,8 +87,7 @@ def check_source(path: Path) -> Path:
     if not os.access(path, os.R_OK):
         raise CommandError(f"{path} cannot be read (permission denied)")
     if not zipfile.is_zipfile(path):
-        raise CommandError(f"{path} is neither a folder nor a zip file (Gradescope's 'Export Submissions' "
-                           "gives a zip)")
+        raise CommandError(f"{path} is neither a folder nor a zip file (Gradescope's 'Export Submissions' gives a zip)")
     return path
 
 

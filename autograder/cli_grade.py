@@ -8,24 +8,41 @@ from typing import Optional
 
 import typer
 
-from .cli_checks import (EXIT_INTERRUPTED, check_empty_or_absent, check_file, check_grading_files, check_notebook,
-                         check_out_dir, command_errors, create_out_dir)
+from .cli_checks import (
+    EXIT_INTERRUPTED,
+    check_empty_or_absent,
+    check_file,
+    check_grading_files,
+    check_notebook,
+    check_out_dir,
+    command_errors,
+    create_out_dir,
+)
 from .errors import AssignmentError, SandboxUnavailableError
 from .grade_options import GradeOptions
 from .student_text import clean
 
-ASSIGNMENT_HELP = ("Assignment id (a folder under assignments/). Default: the only one, else the one the "
-                   "notebook's metadata or file name names.")
-UNSAFE_OPT = typer.Option(False, "--unsafe-no-sandbox",
-                          help="Run even when no isolation layer is available. Only for trusted notebooks.")
+ASSIGNMENT_HELP = (
+    "Assignment id (a folder under assignments/). Default: the only one, else the one the "
+    "notebook's metadata or file name names."
+)
+UNSAFE_OPT = typer.Option(
+    False, "--unsafe-no-sandbox", help="Run even when no isolation layer is available. Only for trusted notebooks."
+)
 
 
 def grade(
     notebook: Path = typer.Argument(..., metavar="NOTEBOOK", help="The submitted notebook (.ipynb)."),
     assignment: Optional[str] = typer.Option(None, "--assignment", "-a", help=ASSIGNMENT_HELP),
-    out: Path = typer.Option(Path("out"), "--out", "-o", help="Where results.json, feedback.md and the stage files go."),
-    workspace: Optional[Path] = typer.Option(None, "--workspace", help="Keep the jailed working directory here for inspection."),
-    tolerances: Optional[Path] = typer.Option(None, "--tolerances", help="Override some tolerances: a TOML file with only the keys to change."),
+    out: Path = typer.Option(
+        Path("out"), "--out", "-o", help="Where results.json, feedback.md and the stage files go."
+    ),
+    workspace: Optional[Path] = typer.Option(
+        None, "--workspace", help="Keep the jailed working directory here for inspection."
+    ),
+    tolerances: Optional[Path] = typer.Option(
+        None, "--tolerances", help="Override some tolerances: a TOML file with only the keys to change."
+    ),
     unsafe_no_sandbox: bool = UNSAFE_OPT,
 ) -> None:
     """Grade one notebook: execute it in the jail, measure, judge, and write results.json + feedback.md.
@@ -51,7 +68,7 @@ def grade(
         with command_errors(SandboxUnavailableError):
             options = GradeOptions(tolerances=tolerances, unsafe_no_sandbox=unsafe_no_sandbox)
             grade_ = grade_notebook(notebook, a, out, options=options, workspace=workspace)
-    except KeyboardInterrupt:   # Ctrl-C or SIGTERM: the pipeline removed what this grade wrote
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the pipeline removed what this grade wrote
         if created:
             _remove_if_empty(out)
         typer.secho(f"interrupted: nothing was graded; {out} holds no results.json", fg="yellow", err=True)
@@ -61,7 +78,9 @@ def grade(
     for warning in grade_.get("version_drift", []):
         typer.secho(f"warning: {warning}", fg="yellow")
     print_grade_table(grade_, measurements=_read_json(out / MEASUREMENTS_FILE))
-    typer.echo(f"score {grade_['score']:g}/{grade_['max_score']:g} · wrote {out / 'results.json'} and {out / 'feedback.md'}")
+    typer.echo(
+        f"score {grade_['score']:g}/{grade_['max_score']:g} · wrote {out / 'results.json'} and {out / 'feedback.md'}"
+    )
 
 
 def execution_notes(execution_file: Path) -> list[str]:
@@ -90,7 +109,7 @@ def execution_notes(execution_file: Path) -> list[str]:
 def _remove_if_empty(folder: Path) -> None:
     try:
         folder.rmdir()
-    except OSError:   # not empty (a --workspace inside it, say) or already gone
+    except OSError:  # not empty (a --workspace inside it, say) or already gone
         pass
 
 
@@ -108,8 +127,9 @@ def plain(text: object, limit: int = 400) -> str:
 
 
 def demo(
-    assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
-                                             help="Assignment id. Default: every assignment, each into OUT/ID/."),
+    assignment: Optional[str] = typer.Option(
+        None, "--assignment", "-a", help="Assignment id. Default: every assignment, each into OUT/ID/."
+    ),
     out: Path = typer.Option(Path("demo-out"), "--out", "-o", help="Where each example's results go."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel submissions (0: the number of cores)."),
 ) -> None:

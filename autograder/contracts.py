@@ -105,8 +105,11 @@ def _inner(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     error of a choice of the right type, so the message names the key inside
     (``$.first_error.cell``, not "first_error must be null"); the error itself when no choice
     has the value's type."""
-    while (error.validator in ("oneOf", "anyOf") and error.context
-           and error.validator not in error.schema.get("x-errors", {})):
+    while (
+        error.validator in ("oneOf", "anyOf")
+        and error.context
+        and error.validator not in error.schema.get("x-errors", {})
+    ):
         depth = len(error.absolute_path)
         closer = [e for e in error.context if not (e.validator == "type" and len(e.absolute_path) == depth)]
         if not closer:
@@ -152,13 +155,20 @@ def _describe(error: jsonschema.ValidationError, file_kind: str) -> str:
     return f"{key}: {error.message}"
 
 
-_TYPE_WORDS = {"object": "a table", "array": "a list", "string": "a string", "number": "a number",
-               "integer": "an integer", "boolean": "true or false", "null": "null"}
+_TYPE_WORDS = {
+    "object": "a table",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def _short(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 1] + "…"
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
 
 
 @cache

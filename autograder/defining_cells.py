@@ -73,8 +73,13 @@ def _defined(node: ast.stmt) -> list[str]:
         return [node.name]
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(a.asname or a.name).split(".")[0] for a in node.names]
-    targets = node.targets if isinstance(node, ast.Assign) else \
-        [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, (ast.AnnAssign, ast.AugAssign))
+        else []
+    )
     out: list[str] = []
     for target in targets:
         out += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
@@ -88,8 +93,9 @@ def _read_lines(source: str, names: list[str]) -> dict[str, int]:
         for name in names:
             n = re.escape(name)
             if name not in lines and (
-                    re.match(rf"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{n}\b", line)
-                    or re.match(rf"{n}[ \t]*(?::[^=\n]*)?=(?!=)", line)
-                    or re.match(rf"(?:from[ \t]+\S+[ \t]+)?import[ \t].*\b{n}\b", line)):
+                re.match(rf"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{n}\b", line)
+                or re.match(rf"{n}[ \t]*(?::[^=\n]*)?=(?!=)", line)
+                or re.match(rf"(?:from[ \t]+\S+[ \t]+)?import[ \t].*\b{n}\b", line)
+            ):
                 lines[name] = number
     return lines

@@ -37,8 +37,11 @@ def lookup(data: Any, path: str) -> tuple[Any, str | None]:
                     break
             else:
                 return None, _sibling_error(node) or missing
-        elif isinstance(node, (list, tuple)) and _INDEX.fullmatch(segments[i]) \
-                and -len(node) <= int(segments[i]) < len(node):
+        elif (
+            isinstance(node, (list, tuple))
+            and _INDEX.fullmatch(segments[i])
+            and -len(node) <= int(segments[i]) < len(node)
+        ):
             node, i = node[int(segments[i])], i + 1
         else:
             return None, missing

@@ -21,9 +21,9 @@ from typing import Any
 class GradeOptions:
     """The same for every notebook of a run. Frozen and picklable: it travels to workers as is."""
 
-    tolerances: Path | None = None     # an override of some tolerances (instructor's TOML); None: the calibrated ones
-    rubric: Path | None = None         # another rubric.toml; None: the assignment's own
-    unsafe_no_sandbox: bool = False    # run even when no isolation layer is available (trusted notebooks only)
+    tolerances: Path | None = None  # an override of some tolerances (instructor's TOML); None: the calibrated ones
+    rubric: Path | None = None  # another rubric.toml; None: the assignment's own
+    unsafe_no_sandbox: bool = False  # run even when no isolation layer is available (trusted notebooks only)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON, one key per field (a path as a string, none as null): batch.json keeps each
@@ -46,4 +46,4 @@ def _plain(value: Any) -> Any:
 
 
 def _is_path(annotation: Any) -> bool:
-    return "Path" in str(annotation)   # the annotations are strings here (``from __future__ import annotations``)
+    return "Path" in str(annotation)  # the annotations are strings here (``from __future__ import annotations``)

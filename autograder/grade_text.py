@@ -31,8 +31,17 @@ from typing import Any
 from .dotted import is_number, lookup
 
 FORMATS = ("text", "int", "float3", "percent", "pp", "bytes", "ratio", "auto")
-OP_TEXT = {"==": "=", "!=": "≠", "<=": "≤", "<": "<", ">=": "≥", ">": ">", "in": "one of",
-           "is_true": "=", "is_false": "="}
+OP_TEXT = {
+    "==": "=",
+    "!=": "≠",
+    "<=": "≤",
+    "<": "<",
+    ">=": "≥",
+    ">": ">",
+    "in": "one of",
+    "is_true": "=",
+    "is_false": "=",
+}
 UNKNOWN = "?"
 DEFAULT_MESSAGE = "measured {measured}, expected {op} {threshold}"
 TEMPLATE_FIELDS = ("measured", "threshold", "op", "name")
@@ -53,14 +62,18 @@ def template_problem(template: str) -> str | None:
             return f"unknown format ':{m.group(2)}' in {m.group(0)} (known: {', '.join(FORMATS)})"
     rest = PLACEHOLDER.sub("", template)
     if "{" in rest or "}" in rest:
-        at = template[max(0, template.find("{" if "{" in rest else "}") - 20):][:60]
-        return (f"a lone brace near {at!r}; write {{{{ and }}}} for literal braces "
-                "and {dotted.path} for a value")
+        at = template[max(0, template.find("{" if "{" in rest else "}") - 20) :][:60]
+        return f"a lone brace near {at!r}; write {{{{ and }}}} for literal braces and {{dotted.path}} for a value"
     return None
 
 
-def render(template: str, fields: Mapping[str, str], raw: Mapping[str, Any],
-           measurements: Mapping[str, Any], tolerances: Mapping[str, Any]) -> str:
+def render(
+    template: str,
+    fields: Mapping[str, str],
+    raw: Mapping[str, Any],
+    measurements: Mapping[str, Any],
+    tolerances: Mapping[str, Any],
+) -> str:
     """The template filled in, sentence by sentence: a sentence with a value missing is left out.
 
     ``fields`` are the part's own texts (``TEMPLATE_FIELDS``), ``raw`` their values before
@@ -74,7 +87,9 @@ def render(template: str, fields: Mapping[str, str], raw: Mapping[str, Any],
             return token[0]
         if name in fields:
             return fields[name] if fmt is None else format_value(raw.get(name, fields[name]), fmt)
-        source, path = (tolerances, name[len("tolerances."):]) if name.startswith("tolerances.") else (measurements, name)
+        source, path = (
+            (tolerances, name[len("tolerances.") :]) if name.startswith("tolerances.") else (measurements, name)
+        )
         value, reason = lookup(source, path)
         if reason is not None:
             missing = True

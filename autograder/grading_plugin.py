@@ -31,9 +31,9 @@ SECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class CalibrationContext:
     """What ``calibration_samples`` receives for one run of the reference solution."""
 
-    assignment: Any               # the Assignment
-    workspace: Path               # that run's working directory (its artifacts), kept until the call returns
-    run: int                      # 0, 1, … (the run's parameters are ``value + run``)
+    assignment: Any  # the Assignment
+    workspace: Path  # that run's working directory (its artifacts), kept until the call returns
+    run: int  # 0, 1, … (the run's parameters are ``value + run``)
     measurements: dict[str, Any]  # that run's measurements.json
 
 
@@ -45,8 +45,9 @@ class GradingPlugin:
         self.where = where
         missing = [name for name in REQUIRED if not callable(getattr(module, name, None))]
         if missing:
-            raise AssignmentError(f"{where} must define {' and '.join(f'{n}()' for n in missing)} "
-                                  "(see docs/ADDING-AN-ASSIGNMENT.md)")
+            raise AssignmentError(
+                f"{where} must define {' and '.join(f'{n}()' for n in missing)} (see docs/ADDING-AN-ASSIGNMENT.md)"
+            )
         for name in OPTIONAL:
             hook = getattr(module, name, None)
             if hook is not None and not callable(hook):
@@ -70,8 +71,7 @@ class GradingPlugin:
     def probe_cases(self) -> list[ProbeCase]:
         cases = self.module.probe_cases()
         if not isinstance(cases, (list, tuple)) or not all(isinstance(c, ProbeCase) for c in cases):
-            raise AssignmentError(f"{self.where}: probe_cases() must return a list of ProbeCase, "
-                                  f"got {_kind(cases)}")
+            raise AssignmentError(f"{self.where}: probe_cases() must return a list of ProbeCase, got {_kind(cases)}")
         ids = [c.id for c in cases]
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[:3]
@@ -90,8 +90,9 @@ class GradingPlugin:
             return []
         samples = self.calibration_samples_hook(ctx)
         if not isinstance(samples, (list, tuple)):
-            raise AssignmentError(f"{self.where}: calibration_samples(ctx) must return a list of dicts, "
-                                  f"got {_kind(samples)}")
+            raise AssignmentError(
+                f"{self.where}: calibration_samples(ctx) must return a list of dicts, got {_kind(samples)}"
+            )
         return [validate_sections(s, f"{self.where}: calibration_samples(ctx)[{i}]") for i, s in enumerate(samples)]
 
     def leaderboard(self, grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:
@@ -110,14 +111,20 @@ def validate_sections(sections: Any, where: str) -> dict[str, Any]:
         raise AssignmentError(f"{where} must return a dict of sections, got {_kind(sections)}")
     for name, section in sections.items():
         if not isinstance(name, str) or not SECTION_NAME.match(name):
-            raise AssignmentError(f"{where} returned a section named {name!r:.60}: section names are "
-                                  "identifiers (letters, digits, _), since rubric paths are dotted")
+            raise AssignmentError(
+                f"{where} returned a section named {name!r:.60}: section names are "
+                "identifiers (letters, digits, _), since rubric paths are dotted"
+            )
         if name in RESERVED_SECTIONS:
-            raise AssignmentError(f"{where} returned a section '{name}', a name the core writes itself "
-                                  f"(reserved: {', '.join(sorted(RESERVED_SECTIONS))}); rename it")
+            raise AssignmentError(
+                f"{where} returned a section '{name}', a name the core writes itself "
+                f"(reserved: {', '.join(sorted(RESERVED_SECTIONS))}); rename it"
+            )
         if not isinstance(section, dict):
-            raise AssignmentError(f"{where} returned section '{name}' as {_kind(section)}: a section is a "
-                                  'dict of facts, or {"error": "reason"} when nothing could be measured')
+            raise AssignmentError(
+                f"{where} returned section '{name}' as {_kind(section)}: a section is a "
+                'dict of facts, or {"error": "reason"} when nothing could be measured'
+            )
     return sections
 
 

@@ -49,9 +49,9 @@ if TYPE_CHECKING:  # numpy is imported when data is generated, not when the modu
 SECRET_FILE = "hidden-data.secret"
 SECRET_ENV = "AUTOGRADER_SECRET_FILE"
 MIN_BITS = 128
-GENERATED_BYTES = 32                      # 256 bits
+GENERATED_BYTES = 32  # 256 bits
 MAX_FILE_BYTES = 4096
-POOL_WORDS = 8                            # SeedSequence pool of 8 × 32 bits: all 256 bits of a stream's seed
+POOL_WORDS = 8  # SeedSequence pool of 8 × 32 bits: all 256 bits of a stream's seed
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _FINGERPRINT_LABEL = b"autograder hidden-data secret fingerprint\x00"
 
@@ -79,11 +79,15 @@ class HiddenSecret:
         """Parse a file's content: hex digits on one line (surrounding whitespace ignored)."""
         digits = text.strip()
         if not _HEX.fullmatch(digits or "-"):
-            raise AssignmentError(f"{where} must hold one line of hex digits (e.g. 64 of them, as "
-                                  f"`autograder gradescope build` writes), found something else")
+            raise AssignmentError(
+                f"{where} must hold one line of hex digits (e.g. 64 of them, as "
+                f"`autograder gradescope build` writes), found something else"
+            )
         if len(digits) * 4 < MIN_BITS:
-            raise AssignmentError(f"{where} holds {len(digits) * 4} bits; a hidden-data secret needs at "
-                                  f"least {MIN_BITS} ({MIN_BITS // 4} hex digits)")
+            raise AssignmentError(
+                f"{where} holds {len(digits) * 4} bits; a hidden-data secret needs at "
+                f"least {MIN_BITS} ({MIN_BITS // 4} hex digits)"
+            )
         return cls(bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits))
 
     def text(self) -> str:
@@ -118,6 +122,7 @@ class HiddenSecret:
 
 # ── where the deployment's secret lives ───────────────────────────────────────────────────────
 
+
 def secret_path(root: Path | None = None) -> Path:
     """``$AUTOGRADER_SECRET_FILE`` when set, else :data:`SECRET_FILE` at ``root`` (the project root)."""
     env = os.environ.get(SECRET_ENV)
@@ -131,8 +136,10 @@ def load(path: Path) -> HiddenSecret:
     try:
         st = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
-        raise AssignmentError(f"the hidden-data secret {path} does not exist"
-                              + (f" (${SECRET_ENV} names it)" if os.environ.get(SECRET_ENV) else "")) from None
+        raise AssignmentError(
+            f"the hidden-data secret {path} does not exist"
+            + (f" (${SECRET_ENV} names it)" if os.environ.get(SECRET_ENV) else "")
+        ) from None
     except OSError as e:
         raise AssignmentError(f"cannot read the hidden-data secret {path}: {e.strerror}") from None
     return _load(str(path), st.st_mtime_ns, st.st_size, st.st_mode)
@@ -170,7 +177,7 @@ def write(path: Path, secret: HiddenSecret) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
-        except OSError:                    # a file system without hard links: create it exclusively
+        except OSError:  # a file system without hard links: create it exclusively
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             except FileExistsError:
@@ -189,11 +196,16 @@ def ensure(path: Path) -> HiddenSecret:
         try:
             created = write(path, HiddenSecret.generate())
         except OSError as e:
-            raise AssignmentError(f"no hidden-data secret at {path}, and one cannot be created there: "
-                                  f"{e.strerror}; set ${SECRET_ENV} to a secret file") from None
+            raise AssignmentError(
+                f"no hidden-data secret at {path}, and one cannot be created there: "
+                f"{e.strerror}; set ${SECRET_ENV} to a secret file"
+            ) from None
         if created:
-            print(f"note: created a new hidden-data secret in {path} (256 random bits, never committed; "
-                  f"the hidden test data comes from it: see SECURITY.md, \"Hidden data\")", file=sys.stderr)
+            print(
+                f"note: created a new hidden-data secret in {path} (256 random bits, never committed; "
+                f'the hidden test data comes from it: see SECURITY.md, "Hidden data")',
+                file=sys.stderr,
+            )
     return load(path)
 
 

@@ -59,7 +59,9 @@ def judge(rubric: Mapping[str, Any], tolerances: Mapping[str, Any], measurements
     }
 
 
-def _judge_check(check: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any]) -> dict[str, Any]:
+def _judge_check(
+    check: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any]
+) -> dict[str, Any]:
     requires = check.get("requires", [])
     requires = [requires] if isinstance(requires, str) else requires
     blocked = _first_missing(requires, measurements)
@@ -76,7 +78,7 @@ def _judge_check(check: Mapping[str, Any], tolerances: Mapping[str, Any], measur
     if "description" in check:
         graded["description"] = str(check["description"])
     cause = check_cause(parts, requires, measurements)
-    if cause is not None:   # said once for the check, before its parts (root_cause.py)
+    if cause is not None:  # said once for the check, before its parts (root_cause.py)
         graded["cause"] = cause
     return graded
 
@@ -89,16 +91,21 @@ def _first_missing(requires: list[str], measurements: Mapping[str, Any]) -> str 
     return None
 
 
-def _judge_part(part: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any],
-                blocked: str | None) -> dict[str, Any]:
+def _judge_part(
+    part: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any], blocked: str | None
+) -> dict[str, Any]:
     op, fmt, path = part["op"], part.get("format", "text"), part["measure"]
     limit = plain(threshold(part, tolerances))
     measured, reason = (None, blocked) if blocked is not None else lookup(measurements, path)
     passed = False
     if reason is None:
         passed, reason = _compare(op, measured, limit, path)
-    fields = {"measured": format_value(measured, fmt), "threshold": threshold_text(op, limit, fmt),
-              "op": OP_TEXT[op], "name": part["name"]}
+    fields = {
+        "measured": format_value(measured, fmt),
+        "threshold": threshold_text(op, limit, fmt),
+        "op": OP_TEXT[op],
+        "name": part["name"],
+    }
     raw = {"measured": measured, "threshold": limit}
 
     def fill(template: str) -> str:
@@ -106,13 +113,21 @@ def _judge_part(part: Mapping[str, Any], tolerances: Mapping[str, Any], measurem
 
     points = part["points"]
     return {
-        "name": part["name"], "measure": path, "op": op, "format": fmt,
-        "passed": passed, "points": points, "score": points if passed else 0 * points,
-        "measured": measured, "threshold": limit,
-        "measured_text": fields["measured"], "threshold_text": fields["threshold"],
-        "message": reason if reason is not None else (fill(part.get("message") or DEFAULT_MESSAGE)
-                                                       or fill(DEFAULT_MESSAGE)),
-        "hint": fill(part.get("hint", "")) if reason is None else "",   # no hint for what was not measured
+        "name": part["name"],
+        "measure": path,
+        "op": op,
+        "format": fmt,
+        "passed": passed,
+        "points": points,
+        "score": points if passed else 0 * points,
+        "measured": measured,
+        "threshold": limit,
+        "measured_text": fields["measured"],
+        "threshold_text": fields["threshold"],
+        "message": reason
+        if reason is not None
+        else (fill(part.get("message") or DEFAULT_MESSAGE) or fill(DEFAULT_MESSAGE)),
+        "hint": fill(part.get("hint", "")) if reason is None else "",  # no hint for what was not measured
         "reason": reason,
     }
 

@@ -25,14 +25,14 @@ from typing import Iterable
 from .report.escape import clean
 
 IGNORED_NAMES = frozenset({"__MACOSX"})
-NAME_CHARS = 120                       # of a file name quoted in a message
-LISTED = 8                             # file names listed in a message at most
+NAME_CHARS = 120  # of a file name quoted in a message
+LISTED = 8  # file names listed in a message at most
 
 
 @dataclass(frozen=True)
 class NotebookChoice:
-    chosen: str | None                 # the notebook to grade, relative to the submission folder
-    message: str                       # why none was chosen, or a note about the choice ('' if none)
+    chosen: str | None  # the notebook to grade, relative to the submission folder
+    message: str  # why none was chosen, or a note about the choice ('' if none)
 
 
 def ignored(relpath: str) -> bool:
@@ -64,16 +64,22 @@ def choose_notebook(files: Iterable[tuple[str, bool]], preferred_name: str) -> N
         found = f" It holds {listing(others)}." if others else " It is empty."
         if links:
             found = f" {listing(links)} {'is a symbolic link' if len(links) == 1 else 'are symbolic links'}, not a notebook file."
-        return NotebookChoice(None, f"No notebook (.ipynb) found in your submission.{found} "
-                                    "Upload exactly one .ipynb file.")
+        return NotebookChoice(
+            None, f"No notebook (.ipynb) found in your submission.{found} Upload exactly one .ipynb file."
+        )
     named = [n for n in notebooks if PurePosixPath(n).name == preferred_name]
     if len(named) == 1:
         rest = [n for n in notebooks if n != named[0]]
-        return NotebookChoice(named[0], f"Your submission has {len(notebooks)} notebooks; graded "
-                                        f"{shown(named[0])}, ignored {listing(rest)}.")
-    return NotebookChoice(None, f"Your submission has {len(notebooks)} notebooks ({listing(notebooks)}), and "
-                                f"the grader cannot tell which one to grade. Upload exactly one .ipynb "
-                                f"file, or name the one to grade {shown(preferred_name)}.")
+        return NotebookChoice(
+            named[0],
+            f"Your submission has {len(notebooks)} notebooks; graded {shown(named[0])}, ignored {listing(rest)}.",
+        )
+    return NotebookChoice(
+        None,
+        f"Your submission has {len(notebooks)} notebooks ({listing(notebooks)}), and "
+        f"the grader cannot tell which one to grade. Upload exactly one .ipynb "
+        f"file, or name the one to grade {shown(preferred_name)}.",
+    )
 
 
 def shown(name: str) -> str:

@@ -56,9 +56,12 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     summary = {k: v for k, v in execution.items() if k != "cells"}
     summary["completed"] = execution.get("status") == "completed"
     status = execution.get("status")
-    summary["ran"] = {"error": execution.get("reason") or f"the notebook did not run ({status})"} \
-        if status in NOT_RUN_STATUSES else True
-    if status == "completed" and execution.get("cells_total") == 0:   # no code, no credit
+    summary["ran"] = (
+        {"error": execution.get("reason") or f"the notebook did not run ({status})"}
+        if status in NOT_RUN_STATUSES
+        else True
+    )
+    if status == "completed" and execution.get("cells_total") == 0:  # no code, no credit
         summary["ran"] = {"error": "the notebook has no code cell, so nothing ran"}
     return summary
 
@@ -113,10 +116,17 @@ class _EarlyMeasure:
             self.thread.join()
 
 
-def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, workspace: Path, *,
-                        unsafe_no_sandbox: bool = False, slot: int = 0,
-                        on_stage: StageCallback | None = None,
-                        timings: dict[str, float] | None = None) -> dict[str, Any]:
+def execute_and_measure(
+    notebook: Path,
+    assignment: Assignment,
+    out_dir: Path,
+    workspace: Path,
+    *,
+    unsafe_no_sandbox: bool = False,
+    slot: int = 0,
+    on_stage: StageCallback | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
 
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe."""
@@ -125,8 +135,9 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     stage = on_stage or (lambda _name: None)
     cases = assignment.grading.probe_cases()
     probe_cfg = assignment.config.get("probe", {})
-    spec = ProbeSpec(cases=cases, functions=list(probe_cfg.get("functions", [])),
-                     results_variable=assignment.results_variable)
+    spec = ProbeSpec(
+        cases=cases, functions=list(probe_cfg.get("functions", [])), results_variable=assignment.results_variable
+    )
     stage("execute")
     # once the kernel is launched, one measuring child per artifact starts, warm by the time the
     # cells have run, and the trusted warm-ups run beside the kernel
@@ -140,10 +151,17 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     early = _EarlyMeasure(assignment) if assignment.grading.measure_artifacts is not None else None
     with warm_workers(len(assignment.artifacts), assignment.model_policy.limits, start_when=kernel_started):
         warm = _start_warm_ups(assignment, warm_up_now)
-        execution = run_submission(notebook, workspace, limits=assignment.limits, probe=spec,
-                                   unsafe_no_sandbox=unsafe_no_sandbox, slot=slot, on_kernel_started=started,
-                                   on_snapshot=early.start if early is not None else None)
-        warm_up_now.set()    # a kernel that never started: measuring may still need the warm-ups
+        execution = run_submission(
+            notebook,
+            workspace,
+            limits=assignment.limits,
+            probe=spec,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            slot=slot,
+            on_kernel_started=started,
+            on_snapshot=early.start if early is not None else None,
+        )
+        warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups
         warm.join()
         if early is not None:
             early.join()
@@ -152,13 +170,23 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
         _write_json(out_dir / EXECUTION_FILE, execution)
         stage("measure")
         probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
-        ctx = MeasureContext(assignment=assignment, workspace=workspace, cases=cases, probe=probe,
-                             execution=execution, early=early.value if early is not None else None)
+        ctx = MeasureContext(
+            assignment=assignment,
+            workspace=workspace,
+            cases=cases,
+            probe=probe,
+            execution=execution,
+            early=early.value if early is not None else None,
+        )
         sections = assignment.grading.measure(ctx)
     measurements = {
         "schema": 1,
-        "assignment": {"id": assignment.id, "version": assignment.version,
-                       "fingerprint": assignment.fingerprint(), "hidden_secret": hidden_secret.fingerprint()},
+        "assignment": {
+            "id": assignment.id,
+            "version": assignment.version,
+            "fingerprint": assignment.fingerprint(),
+            "hidden_secret": hidden_secret.fingerprint(),
+        },
         "environment": assignment.environment(),
         "execution": _execution_summary(execution),
         **sections,
@@ -167,8 +195,14 @@ def execute_and_measure(notebook: Path, assignment: Assignment, out_dir: Path, w
     return measurements
 
 
-def rejudge(out_dir: Path, assignment: Assignment, *, options: GradeOptions = GradeOptions(),
-            execution_time: float | None = None, timings: dict[str, float] | None = None) -> dict[str, Any]:
+def rejudge(
+    out_dir: Path,
+    assignment: Assignment,
+    *,
+    options: GradeOptions = GradeOptions(),
+    execution_time: float | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed; judged with
     ``options``' tolerances and rubric.
 
@@ -196,9 +230,11 @@ def rejudge(out_dir: Path, assignment: Assignment, *, options: GradeOptions = Gr
     write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
-    _write_json(out_dir / RESULTS_FILE, results_json(grade, measurements, execution_time=execution_time,
-                                                     extra=extra, figure_cache=out_dir))
-    if timings is not None:   # the reports' time too, once they are written
+    _write_json(
+        out_dir / RESULTS_FILE,
+        results_json(grade, measurements, execution_time=execution_time, extra=extra, figure_cache=out_dir),
+    )
+    if timings is not None:  # the reports' time too, once they are written
         grade["timings"]["report_s"] = round(time.monotonic() - reporting, 3)
         _write_json(out_dir / GRADE_FILE, grade)
     return grade
@@ -223,8 +259,7 @@ def _stage_seconds(marks: list[tuple[str, float]]) -> dict[str, float]:
     present, ran inside "execute", beside the probe): "setup" is the workspace before the jail,
     "execute" the jailed run with the probe, "measure" the trusted measurements (the measuring
     children included)."""
-    return {f"{name}_s": round(end - start, 3) for (name, start), (_, end) in zip(marks, marks[1:])
-            if name != "judge"}
+    return {f"{name}_s": round(end - start, 3) for (name, start), (_, end) in zip(marks, marks[1:]) if name != "judge"}
 
 
 def _remove_unfinished(out_dir: Path, kept: set[str], created: bool) -> None:
@@ -240,9 +275,16 @@ def _remove_unfinished(out_dir: Path, kept: set[str], created: bool) -> None:
         pass
 
 
-def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
-                   options: GradeOptions = GradeOptions(), workspace: Path | None = None, slot: int = 0,
-                   on_stage: StageCallback | None = None) -> dict[str, Any]:
+def grade_notebook(
+    notebook: Path,
+    assignment: Assignment,
+    out_dir: Path,
+    *,
+    options: GradeOptions = GradeOptions(),
+    workspace: Path | None = None,
+    slot: int = 0,
+    on_stage: StageCallback | None = None,
+) -> dict[str, Any]:
     """Grade ``notebook`` into ``out_dir`` as ``options`` say; returns the grade (grade.json's content).
 
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
@@ -250,7 +292,7 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     process holds (a batch worker's); ``on_stage``: called with each stage's name as it starts.
     """
     from .sandbox import make_workspace_folder, prepared_workspace  # nbclient and the jail: loaded only to execute
-    from .tree_walk import remove_tree   # the student's tree: any depth, no link followed
+    from .tree_walk import remove_tree  # the student's tree: any depth, no link followed
 
     out_dir = Path(out_dir)
     created = not out_dir.exists()
@@ -271,8 +313,12 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
     overlapped: dict[str, float] = {}
     try:
         # while grading runs: a zero that says so (a grader killed outright leaves this one)
-        _write_json(out_dir / RESULTS_FILE, failure_results_json(
-            "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."))
+        _write_json(
+            out_dir / RESULTS_FILE,
+            failure_results_json(
+                "Grading did not finish. If this message stays, the grader itself failed; course staff can see why."
+            ),
+        )
         if workspace is None:
             tmp = make_workspace_folder()  # mode 711: the jail's uid passes through (fallback); swept if we die
             workspace = tmp / "work"
@@ -280,20 +326,38 @@ def grade_notebook(notebook: Path, assignment: Assignment, out_dir: Path, *,
         # a size-capped tmpfs while the kernel writes and the measurement reads (when root);
         # a workspace the caller keeps is copied back out of it
         with prepared_workspace(workspace, assignment.limits, keep=tmp is None):
-            execute_and_measure(Path(notebook), assignment, out_dir, workspace,
-                                unsafe_no_sandbox=options.unsafe_no_sandbox, slot=slot, on_stage=stage,
-                                timings=overlapped)
+            execute_and_measure(
+                Path(notebook),
+                assignment,
+                out_dir,
+                workspace,
+                unsafe_no_sandbox=options.unsafe_no_sandbox,
+                slot=slot,
+                on_stage=stage,
+                timings=overlapped,
+            )
         stage("judge")
-        return rejudge(out_dir, assignment, options=options,
-                       execution_time=time.monotonic() - started, timings={**_stage_seconds(marks), **overlapped})
+        return rejudge(
+            out_dir,
+            assignment,
+            options=options,
+            execution_time=time.monotonic() - started,
+            timings={**_stage_seconds(marks), **overlapped},
+        )
     except SandboxUnavailableError as e:
-        _write_json(out_dir / RESULTS_FILE, failure_results_json(
-            f"The grader refused to run the notebook without isolation: {e}"))
+        _write_json(
+            out_dir / RESULTS_FILE,
+            failure_results_json(f"The grader refused to run the notebook without isolation: {e}"),
+        )
         raise
     except Exception as e:
-        _write_json(out_dir / RESULTS_FILE, failure_results_json(
-            "The grader itself failed while grading this notebook; this is not a problem with your "
-            f"work, and course staff can see the error ({type(e).__name__})."))
+        _write_json(
+            out_dir / RESULTS_FILE,
+            failure_results_json(
+                "The grader itself failed while grading this notebook; this is not a problem with your "
+                f"work, and course staff can see the error ({type(e).__name__})."
+            ),
+        )
         raise
     except BaseException:  # interrupted: KeyboardInterrupt (Ctrl-C, or SIGTERM in the CLI), a batch stopping
         _remove_unfinished(out_dir, kept, created)

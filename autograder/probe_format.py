@@ -70,21 +70,21 @@ REPORT_FILE = "probe_report.json"
 REPORTED_FILE = "reported.json"
 
 MiB = 1024 * 1024
-FILE_MAX_BYTES = 8 * MiB              # one Arg.file
-CASE_MAX_BYTES = 12 * MiB             # one case's arguments, as bytes before base64 (a cell decodes ~4 MiB/s)
-STRINGS_MAX_ITEMS = 10_000            # one Arg.strings
-STRINGS_MAX_BYTES = 1_000_000         # ... its strings together, UTF-8
-FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")   # a plain file name: no separator, no dot first
+FILE_MAX_BYTES = 8 * MiB  # one Arg.file
+CASE_MAX_BYTES = 12 * MiB  # one case's arguments, as bytes before base64 (a cell decodes ~4 MiB/s)
+STRINGS_MAX_ITEMS = 10_000  # one Arg.strings
+STRINGS_MAX_BYTES = 1_000_000  # ... its strings together, UTF-8
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a plain file name: no separator, no dot first
 
 
 @dataclass(frozen=True)
 class ResultLimits:
     """How large one call's result may be (see the module docstring)."""
 
-    depth: int = 8                    # containers nested in containers
-    leaves: int = 10_000              # values that are not containers (an ndarray is one)
-    string_bytes: int = 1_000_000     # UTF-8 bytes of all strings and keys together
-    encoded_bytes: int = 2 * MiB      # the result's encoding as JSON (strings escaped)
+    depth: int = 8  # containers nested in containers
+    leaves: int = 10_000  # values that are not containers (an ndarray is one)
+    string_bytes: int = 1_000_000  # UTF-8 bytes of all strings and keys together
+    encoded_bytes: int = 2 * MiB  # the result's encoding as JSON (strings escaped)
 
 
 RESULT_LIMITS = ResultLimits()
@@ -97,7 +97,7 @@ LIMIT_WORDS = {
     "int": "an int beyond 64 bits",
     "total": "all results of the probe together are too large",
 }
-INT_MIN, INT_MAX = -2**63, 2**64 - 1  # what NumPy holds as int64 or uint64
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # what NumPy holds as int64 or uint64
 
 
 class ResultError(ValueError):
@@ -135,8 +135,13 @@ class Arg:
         items = tuple(items)
         if not all(type(x) is str for x in items):
             raise TypeError("Arg.strings takes str items only")
-        if len(items) > STRINGS_MAX_ITEMS or sum(len(x.encode("utf-8", "surrogatepass")) for x in items) > STRINGS_MAX_BYTES:
-            raise ValueError(f"Arg.strings holds at most {STRINGS_MAX_ITEMS} strings of {STRINGS_MAX_BYTES} bytes in all")
+        if (
+            len(items) > STRINGS_MAX_ITEMS
+            or sum(len(x.encode("utf-8", "surrogatepass")) for x in items) > STRINGS_MAX_BYTES
+        ):
+            raise ValueError(
+                f"Arg.strings holds at most {STRINGS_MAX_ITEMS} strings of {STRINGS_MAX_BYTES} bytes in all"
+            )
         return Arg("strings", items)
 
     @staticmethod
@@ -258,21 +263,23 @@ def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarr
     arrays: dict[str, np.ndarray] = {}
     plain = []
     for i, c in enumerate(cases):
-        plain.append({
-            "index": i,
-            "id": c.id,
-            "function": c.function,
-            "args": [_plain(a, arrays) for a in c.args],
-            "kwargs": {k: _plain(v, arrays) for k, v in c.kwargs.items()},
-        })
+        plain.append(
+            {
+                "index": i,
+                "id": c.id,
+                "function": c.function,
+                "args": [_plain(a, arrays) for a in c.args],
+                "kwargs": {k: _plain(v, arrays) for k, v in c.kwargs.items()},
+            }
+        )
     return plain, arrays
 
 
 def _inline(value: dict, arrays: dict[str, np.ndarray]) -> dict:
-    (kind, v), = value.items()
+    ((kind, v),) = value.items()
     if kind not in ("array", "list", "scalar"):
         return value
-    a = np.asarray(arrays[v])            # not ascontiguousarray: that makes a 0-d array 1-d
+    a = np.asarray(arrays[v])  # not ascontiguousarray: that makes a 0-d array 1-d
     if a.dtype.kind not in "biufc":
         raise TypeError(f"probe arrays must be numeric, not {a.dtype}")
     return {kind: {"dtype": a.dtype.str, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode()}}
@@ -288,6 +295,7 @@ def inline_cases(cases: list[ProbeCase]) -> list[dict]:
 
 
 # ---------------------------------------------------------------- results
+
 
 def _number_leaf(v: Any) -> bool:
     """A value the array view (``CaseOutput.values``) holds as one array."""
@@ -308,8 +316,7 @@ def array_view(value: Any) -> tuple[list[np.ndarray], bool] | None:
     return None
 
 
-def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int,
-                  limits: ResultLimits = RESULT_LIMITS) -> Any:
+def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int, limits: ResultLimits = RESULT_LIMITS) -> Any:
     """Case ``index``'s result from its encoding and its NumPy values (keys ``c{index}`` and
     ``c{index}_{j}`` of ``arrays``). ResultError when the encoding is malformed, refers to another
     case's arrays or exceeds ``limits``: the grader checks what the probe already checked."""
@@ -325,7 +332,7 @@ def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int,
         return s
 
     def array(key: Any) -> np.ndarray:
-        if not isinstance(key, str) or not (key == own or key.startswith(own + "_") and key[len(own) + 1:].isdigit()):
+        if not isinstance(key, str) or not (key == own or key.startswith(own + "_") and key[len(own) + 1 :].isdigit()):
             raise ResultError("a NumPy value that is not this call's")
         if key not in arrays:
             raise ResultError("a NumPy value is missing")
@@ -337,7 +344,7 @@ def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int,
     def walk(n: Any, depth: int) -> Any:
         if not isinstance(n, dict) or len(n) != 1:
             raise ResultError("a malformed result encoding")
-        (kind, v), = n.items()
+        ((kind, v),) = n.items()
         if kind in ("list", "tuple", "dict"):
             if depth >= limits.depth:
                 raise ResultError(f"nested more than {limits.depth} deep")
@@ -426,10 +433,10 @@ class ProbeResult:
     functions: dict[str, str]
     reported: Any | None
     reported_error: str | None
-    origins: dict[str, dict] = field(default_factory=dict)   # function → {"module", "qualname", "params"}
+    origins: dict[str, dict] = field(default_factory=dict)  # function → {"module", "qualname", "params"}
 
 
-REPORT_MAX_BYTES = 24 * MiB    # probe_report.json (the probe keeps its results' encodings to 16 MiB in all)
+REPORT_MAX_BYTES = 24 * MiB  # probe_report.json (the probe keeps its results' encodings to 16 MiB in all)
 OUTPUTS_MAX_ENTRIES = 100_000  # arrays in probe_outputs.npz
 
 
@@ -441,22 +448,31 @@ def _ok_output(i: int, rec: dict, arrays: dict[str, np.ndarray]) -> CaseOutput:
             return CaseOutput("unconvertible", error={"type": "ProbeError", "message": f"result unusable: {e}"})
         values, is_tuple = array_view(value) or ([], False)
         return CaseOutput("ok", values, is_tuple, value=value)
-    if f"c{i}" in arrays:               # a record from before results carried their encoding
+    if f"c{i}" in arrays:  # a record from before results carried their encoding
         return CaseOutput("ok", [arrays[f"c{i}"]])
     vals, j = [], 0
     while f"c{i}_{j}" in arrays:
         vals.append(arrays[f"c{i}_{j}"])
         j += 1
-    return CaseOutput("ok", vals, is_tuple=True) if vals or rec.get("parts") == 0 \
+    return (
+        CaseOutput("ok", vals, is_tuple=True)
+        if vals or rec.get("parts") == 0
         else CaseOutput("unconvertible", error={"type": "ProbeError", "message": "result missing"})
+    )
 
 
 def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: bool) -> ProbeResult:
     """Read the probe's files from ``workspace``; anything missing or malformed becomes a reason."""
     not_run = {c.id: CaseOutput("not_run") for c in cases}
     if not probe_completed:
-        return ProbeResult(False, "the probe did not run to completion (the notebook did not finish)",
-                           not_run, {}, None, "the probe did not run")
+        return ProbeResult(
+            False,
+            "the probe did not run to completion (the notebook did not finish)",
+            not_run,
+            {},
+            None,
+            "the probe did not run",
+        )
     try:
         report = safe_files.load_json(workspace, REPORT_FILE, REPORT_MAX_BYTES)
         arrays = safe_files.load_npz(workspace, OUTPUTS_FILE, max_entries=OUTPUTS_MAX_ENTRIES)
@@ -482,5 +498,12 @@ def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: 
     except UnsafeFileError as e:
         reported_error = str(e)
     origins = report.get("origins") if isinstance(report.get("origins"), dict) else {}
-    return ProbeResult(True, None, out, {str(k): str(v) for k, v in functions.items()}, reported, reported_error,
-                       {str(k): v for k, v in origins.items() if isinstance(v, dict)})
+    return ProbeResult(
+        True,
+        None,
+        out,
+        {str(k): str(v) for k, v in functions.items()},
+        reported,
+        reported_error,
+        {str(k): v for k, v in origins.items() if isinstance(v, dict)},
+    )

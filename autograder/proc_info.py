@@ -30,20 +30,21 @@ _V1_FLAGS = frozenset({"rw", "ro", "xattr", "noprefix", "clone_children", "cpuse
 
 # ── mounts ────────────────────────────────────────────────────────────────────────────────────
 
+
 @dataclass(frozen=True)
 class Mount:
     """One line of mountinfo (proc(5)): ``36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw``."""
 
     mount_id: int
     parent_id: int
-    device: str                  # major:minor
-    root: str                    # the folder of the file system mounted here
-    point: str                   # where, in this process's view
-    options: tuple[str, ...]     # per mount: rw/ro, nosuid, ...
-    optional: tuple[str, ...]    # shared:N, master:N, propagate_from:N, unbindable
+    device: str  # major:minor
+    root: str  # the folder of the file system mounted here
+    point: str  # where, in this process's view
+    options: tuple[str, ...]  # per mount: rw/ro, nosuid, ...
+    optional: tuple[str, ...]  # shared:N, master:N, propagate_from:N, unbindable
     fstype: str
     source: str
-    super_options: tuple[str, ...]   # per file system: size=, nr_inodes=; a v1 cgroup's controllers
+    super_options: tuple[str, ...]  # per file system: size=, nr_inodes=; a v1 cgroup's controllers
 
     @property
     def writable(self) -> bool:
@@ -63,7 +64,7 @@ def parse_mountinfo(text: bytes | str) -> list[Mount]:
     """Every well-formed line of a mountinfo text; a malformed one is skipped."""
     data = os.fsencode(text) if isinstance(text, str) else text
     out = []
-    for line in data.split(b"\n"):     # not splitlines: a mount point may hold a bare \r
+    for line in data.split(b"\n"):  # not splitlines: a mount point may hold a bare \r
         left, sep, right = line.partition(b" - ")
         fields, rfields = left.split(b" "), right.split(b" ")
         if not sep or len(fields) < 6 or len(rfields) < 3:
@@ -72,9 +73,20 @@ def parse_mountinfo(text: bytes | str) -> list[Mount]:
             mount_id, parent_id = int(fields[0]), int(fields[1])
         except ValueError:
             continue
-        out.append(Mount(mount_id, parent_id, fields[2].decode("ascii", "replace"), _unescape(fields[3]),
-                         _unescape(fields[4]), _options(fields[5]), tuple(_unescape(f) for f in fields[6:] if f),
-                         _unescape(rfields[0]), _unescape(rfields[1]), _options(rfields[2])))
+        out.append(
+            Mount(
+                mount_id,
+                parent_id,
+                fields[2].decode("ascii", "replace"),
+                _unescape(fields[3]),
+                _unescape(fields[4]),
+                _options(fields[5]),
+                tuple(_unescape(f) for f in fields[6:] if f),
+                _unescape(rfields[0]),
+                _unescape(rfields[1]),
+                _options(rfields[2]),
+            )
+        )
     return out
 
 
@@ -88,6 +100,7 @@ def mounts() -> list[Mount]:
 
 
 # ── cgroups ───────────────────────────────────────────────────────────────────────────────────
+
 
 def parse_cgroup_membership(text: str) -> dict[str, str]:
     """``controller → path`` from a ``/proc/<pid>/cgroup`` text (``4:memory:/user.slice``; a named
@@ -125,12 +138,13 @@ def cgroup_v1_mounts(table: list[Mount] | None = None) -> dict[str, Mount]:
 
 # ── processes ─────────────────────────────────────────────────────────────────────────────────
 
+
 @dataclass(frozen=True)
 class Process:
     pid: int
     ppid: int
-    state: str                   # R, S, D, Z, X, ...
-    uids: tuple[int, ...]        # real, effective, saved, file system
+    state: str  # R, S, D, Z, X, ...
+    uids: tuple[int, ...]  # real, effective, saved, file system
 
 
 def parse_status(pid: int, text: bytes) -> Process | None:
@@ -141,8 +155,9 @@ def parse_status(pid: int, text: bytes) -> Process | None:
         if sep and key in (b"State", b"PPid", b"Uid"):
             fields[key] = value.split()
     try:
-        return Process(pid, int(fields[b"PPid"][0]), fields[b"State"][0].decode("ascii"),
-                       tuple(int(u) for u in fields[b"Uid"]))
+        return Process(
+            pid, int(fields[b"PPid"][0]), fields[b"State"][0].decode("ascii"), tuple(int(u) for u in fields[b"Uid"])
+        )
     except (KeyError, IndexError, ValueError, UnicodeDecodeError):
         return None
 

@@ -24,7 +24,7 @@ def register(path: str | os.PathLike[str]) -> None:
         p = p.rstrip("/")
         if len(p) > 1 and p not in _paths and p not in ("/tmp", "/usr", "/home", "/opt", "/root"):
             _paths.append(p)
-    _paths.sort(key=len, reverse=True)   # the longest first: a nested path is replaced whole
+    _paths.sort(key=len, reverse=True)  # the longest first: a nested path is replaced whole
 
 
 def redact(text: str) -> str:
@@ -37,10 +37,13 @@ def redact(text: str) -> str:
 
 def _defaults() -> list[str]:
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = [package_parent,                   # the checkout (or site-packages) holding autograder
-             sys.prefix, sys.base_prefix,
-             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
-             os.path.join(tempfile.gettempdir(), "autograder-")]   # run, workspace and pool folders
+    paths = [
+        package_parent,  # the checkout (or site-packages) holding autograder
+        sys.prefix,
+        sys.base_prefix,
+        os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+        os.path.join(tempfile.gettempdir(), "autograder-"),
+    ]  # run, workspace and pool folders
     if os.environ.get("AUTOGRADER_ROOT"):
         paths.append(os.environ["AUTOGRADER_ROOT"])
     return paths

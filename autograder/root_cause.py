@@ -25,8 +25,9 @@ from .cell_numbers import cell_where, error_summary, without_place
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 
 
-def check_cause(parts: Sequence[Mapping[str, Any]], requires: Sequence[str],
-                measurements: Mapping[str, Any]) -> dict[str, Any] | None:
+def check_cause(
+    parts: Sequence[Mapping[str, Any]], requires: Sequence[str], measurements: Mapping[str, Any]
+) -> dict[str, Any] | None:
     """The root cause of a check's unmeasured parts, or None (nothing unmeasured, or no
     function of the contract is to blame). ``{"name", "kind", "where", "cell", "code_cell",
     "line", "text"}``; ``kind``: ``syntax_error``, ``error``, ``timeout``, ``not_run`` or
@@ -48,19 +49,33 @@ def check_cause(parts: Sequence[Mapping[str, Any]], requires: Sequence[str],
 
 def _cause(name: str, spot: Any, execution: Mapping[str, Any]) -> dict[str, Any] | None:
     if spot is None:
-        return {"name": name, "kind": "undefined", "where": None, "cell": None, "code_cell": None, "line": None,
-                "text": f"{name} could not be checked: no code cell of the notebook defines it at its top level"}
+        return {
+            "name": name,
+            "kind": "undefined",
+            "where": None,
+            "cell": None,
+            "code_cell": None,
+            "line": None,
+            "text": f"{name} could not be checked: no code cell of the notebook defines it at its top level",
+        }
     if not isinstance(spot, Mapping):
         return None
     status = spot.get("status")
-    where = spot.get("where") if isinstance(spot.get("where"), str) else cell_where(spot.get("code_cell"), spot.get("cell"))
+    where = (
+        spot.get("where") if isinstance(spot.get("where"), str) else cell_where(spot.get("code_cell"), spot.get("cell"))
+    )
     head = f"{name} could not be checked: {where}, where it is defined,"
     line = spot.get("error_line") if isinstance(spot.get("error_line"), int) else None
     ename, evalue = str(spot.get("ename") or ""), str(spot.get("evalue") or "")
     if status == "error" and ename in SYNTAX_ERRORS:
         kind = "syntax_error"
-        what = "has a syntax error" if ename == "SyntaxError" else f"has an {ename}" if ename[0] in "AEIOU" \
+        what = (
+            "has a syntax error"
+            if ename == "SyntaxError"
+            else f"has an {ename}"
+            if ename[0] in "AEIOU"
             else f"has a {ename}"
+        )
         text = f"{head} {what}" + (f" at line {line}" if line else "") + f": {without_place(evalue) or ename}"
     elif status == "error":
         kind = "error"
@@ -73,5 +88,12 @@ def _cause(name: str, spot: Any, execution: Mapping[str, Any]) -> dict[str, Any]
         text = f"{head} did not run" + (f": {reason}" if isinstance(reason, str) and reason else "")
     else:
         return None
-    return {"name": name, "kind": kind, "where": where, "cell": spot.get("cell"), "code_cell": spot.get("code_cell"),
-            "line": line, "text": text}
+    return {
+        "name": name,
+        "kind": kind,
+        "where": where,
+        "cell": spot.get("cell"),
+        "code_cell": spot.get("code_cell"),
+        "line": line,
+        "text": text,
+    }

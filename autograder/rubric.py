@@ -34,7 +34,7 @@ OPS = ("==", "!=", "<=", "<", ">=", ">", "in", "is_true", "is_false")
 ORDERING_OPS = ("<=", "<", ">=", ">")
 NO_THRESHOLD_OPS = ("is_true", "is_false")
 _POINTS_EPS = 1e-9
-_VALID: set[str] = set()    # JSON texts of (rubric, tolerances) pairs found valid
+_VALID: set[str] = set()  # JSON texts of (rubric, tolerances) pairs found valid
 _VALID_KEPT = 16
 
 
@@ -57,7 +57,7 @@ def validate_rubric(rubric: Any, tolerances: Any) -> tuple[list[dict], list[dict
 def _key(rubric: Any, tolerances: Any) -> str | None:
     try:
         return json.dumps([rubric, tolerances], sort_keys=True)
-    except (TypeError, ValueError):   # not plain JSON (a TOML date, say): checked every time
+    except (TypeError, ValueError):  # not plain JSON (a TOML date, say): checked every time
         return None
 
 
@@ -92,8 +92,9 @@ def _check(rubric: Any, tolerances: Any) -> None:
             _check_threshold(part["op"], threshold(part, tolerances, part_where), part_where)
         total = math.fsum(p["points"] for p in check["parts"])
         if not math.isfinite(check["points"]) or abs(check["points"] - total) > _POINTS_EPS:
-            raise AssignmentError(f"{where}: points = {check['points']:g} but its parts add up to {total:g}; "
-                                  "make them equal")
+            raise AssignmentError(
+                f"{where}: points = {check['points']:g} but its parts add up to {total:g}; make them equal"
+            )
     for item in manual:
         _new_id(item["id"], seen)
 
@@ -132,8 +133,9 @@ def _check_path(path: str, what: str) -> None:
     """A path into the core's sections of measurements.json must name one of their fields (a
     typo there would fail every student's part as "missing"); an assignment's sections are open."""
     if not knows_path("measurements", path):
-        raise AssignmentError(f"{what} '{path}' is not a field of measurements.json "
-                              "(autograder/schemas/measurements.schema.json)")
+        raise AssignmentError(
+            f"{what} '{path}' is not a field of measurements.json (autograder/schemas/measurements.schema.json)"
+        )
 
 
 def _new_id(cid: str, seen: set[str]) -> None:

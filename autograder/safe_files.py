@@ -34,7 +34,7 @@ from .errors import UnsafeFileError
 from .student_text import scrub_surrogates
 
 MiB = 1024 * 1024
-MAX_JSON_DEPTH = 100      # of a JSON file a submission wrote (RESULTS, the probe's report)
+MAX_JSON_DEPTH = 100  # of a JSON file a submission wrote (RESULTS, the probe's report)
 
 
 def _open_under(root: Path, relpath: str) -> int:
@@ -115,8 +115,7 @@ def load_json(root: Path | str, relpath: str, max_bytes: int = 4 * MiB) -> Any:
         raise UnsafeFileError(f"{relpath} is not valid JSON ({type(e).__name__}: {scrub(str(e))})"[:300]) from None
 
 
-
-scrub = scrub_surrogates   # every lone surrogate replaced by U+FFFD (the rest unchanged)
+scrub = scrub_surrogates  # every lone surrogate replaced by U+FFFD (the rest unchanged)
 
 
 def scrub_strings(value: Any, max_depth: int | None = None) -> Any:
@@ -149,8 +148,9 @@ def scrub_strings(value: Any, max_depth: int | None = None) -> Any:
     return value
 
 
-def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
-             max_entries: int = 10_000) -> dict[str, np.ndarray]:
+def load_npz(
+    root: Path | str, relpath: str, max_bytes: int = 64 * MiB, max_entries: int = 10_000
+) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz`` file: numeric or bool dtypes only, never pickles."""
     data = read_bytes(root, relpath, max_bytes)
     try:
@@ -171,10 +171,13 @@ def load_npz(root: Path | str, relpath: str, max_bytes: int = 64 * MiB,
     except UnsafeFileError:
         raise
     except Exception as e:  # noqa: BLE001 - zipfile.BadZipFile, ValueError (pickled), OSError...
-        raise UnsafeFileError(f"{relpath} is not a valid .npz of plain arrays ({type(e).__name__}: {e})"[:300]) from None
+        raise UnsafeFileError(
+            f"{relpath} is not a valid .npz of plain arrays ({type(e).__name__}: {e})"[:300]
+        ) from None
 
 
 # ── writing the grader's own files ──────────────────────────────────────────────────────────
+
 
 @contextmanager
 def atomic_replace(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -248,7 +251,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, str):
-        return scrub(value)          # a lone surrogate cannot be written as UTF-8
+        return scrub(value)  # a lone surrogate cannot be written as UTF-8
     if value is None or isinstance(value, (int, float)):
         return value
     return scrub(str(value))

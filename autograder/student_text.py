@@ -39,29 +39,51 @@ import unicodedata
 from .redact import redact
 
 ELLIPSIS = "…"
-MASK = "<n>"                 # a number, in any script
-CUT = "<…>"                  # a run that may encode data
-TRUNCATED = "..."            # the end of a masked text that was cut (ASCII: masking it again keeps it)
-LINE_LIMIT = 300             # characters of one cleaned line, unless the caller says otherwise
-MASK_LIMIT = 160             # characters of one masked message
-MAX_WORD = 26                # letters of a word kept by mask() (MODEL_REQUIRES_COMPILATION)
-MAX_SYMBOLS = 11             # characters of a run of symbols kept by mask()
-DTYPE_NAMES = frozenset({
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "intp", "uintp",
-    "float16", "float32", "float64", "float128", "bfloat16", "complex64", "complex128", "complex256",
-    "float8e4m3fn", "float8e5m2", "int4", "uint4",
-})
+MASK = "<n>"  # a number, in any script
+CUT = "<…>"  # a run that may encode data
+TRUNCATED = "..."  # the end of a masked text that was cut (ASCII: masking it again keeps it)
+LINE_LIMIT = 300  # characters of one cleaned line, unless the caller says otherwise
+MASK_LIMIT = 160  # characters of one masked message
+MAX_WORD = 26  # letters of a word kept by mask() (MODEL_REQUIRES_COMPILATION)
+MAX_SYMBOLS = 11  # characters of a run of symbols kept by mask()
+DTYPE_NAMES = frozenset(
+    {
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "intp",
+        "uintp",
+        "float16",
+        "float32",
+        "float64",
+        "float128",
+        "bfloat16",
+        "complex64",
+        "complex128",
+        "complex256",
+        "float8e4m3fn",
+        "float8e5m2",
+        "int4",
+        "uint4",
+    }
+)
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})   # controls, format/bidi, separators
-_TOKEN = re.compile(r"(<n>|<…>)|(\w+)|(\s+)|((?:(?!<n>|<…>)[^\w\s])+)")   # a mark is one token
-_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{%d,}" % (MAX_WORD + 1))   # base64, hex: one long run of their alphabet
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})  # controls, format/bidi, separators
+_TOKEN = re.compile(r"(<n>|<…>)|(\w+)|(\s+)|((?:(?!<n>|<…>)[^\w\s])+)")  # a mark is one token
+_ENCODED = re.compile(r"[A-Za-z0-9+/=_\-]{%d,}" % (MAX_WORD + 1))  # base64, hex: one long run of their alphabet
 _MARK = "(?:" + re.escape(MASK) + "|" + re.escape(CUT) + ")"
-_MARK_RUN = re.compile(_MARK + r"(?:[^\w<>]{0,4}" + _MARK + ")+")   # masks a few separators apart
+_MARK_RUN = re.compile(_MARK + r"(?:[^\w<>]{0,4}" + _MARK + ")+")  # masks a few separators apart
 
 
 # ── cleaning: every string ────────────────────────────────────────────────────────────────────
+
 
 def scrub_surrogates(s: str) -> str:
     """``s`` with every lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
@@ -90,7 +112,7 @@ def clean(value: object, limit: int = LINE_LIMIT) -> str:
     """``value`` as one line of at most ``limit`` characters: no lone surrogates, ANSI escapes,
     control, format or bidi characters, or grader paths; whitespace collapsed; ``…`` marks a cut."""
     s = as_text(value)
-    if len(s) > 16 * limit + 4096:        # bound the work on huge input; only the start is shown
+    if len(s) > 16 * limit + 4096:  # bound the work on huge input; only the start is shown
         s = s[: 16 * limit + 4096]
     s = _strip_controls(scrub_surrogates(s))
     s = redact(" ".join(s.split()))
@@ -101,13 +123,14 @@ def clean_lines(value: object, limit: int) -> str:
     """Like :func:`clean` but keeping line breaks and tabs (a traceback), and the *end* of the text
     (where the error is) when it is longer than ``limit``."""
     s = as_text(value)
-    if len(s) > 4 * limit + 4096:         # bound the work on a huge message: only its end is kept
-        s = s[-(4 * limit + 4096):]
+    if len(s) > 4 * limit + 4096:  # bound the work on a huge message: only its end is kept
+        s = s[-(4 * limit + 4096) :]
     s = redact(_strip_controls(scrub_surrogates(s), keep="\n\t"))
-    return s if len(s) <= limit else (ELLIPSIS + s[len(s) - limit + 1:])[:max(0, limit)]
+    return s if len(s) <= limit else (ELLIPSIS + s[len(s) - limit + 1 :])[: max(0, limit)]
 
 
 # ── masking: text made while hidden data was in reach ─────────────────────────────────────────
+
 
 def _printable_ascii(s: str) -> bool:
     return s.isascii() and s.isprintable()
@@ -127,7 +150,7 @@ def mask(value: object, limit: int = MASK_LIMIT) -> str:
     """``value`` cleaned, with every number (any script), every character outside printable ASCII
     and every long word or symbol run masked, bounded to ``limit`` characters (see the module)."""
     s = unicodedata.normalize("NFKC", clean(value, 8 * limit + 64))
-    s = clean(s, 8 * limit + 64).replace("<...>", CUT)   # NFKC may make controls or spaces; "…" is "..."
+    s = clean(s, 8 * limit + 64).replace("<...>", CUT)  # NFKC may make controls or spaces; "…" is "..."
     s = _ENCODED.sub(CUT, s)
     out = []
     for m in _TOKEN.finditer(s):
@@ -136,5 +159,5 @@ def mask(value: object, limit: int = MASK_LIMIT) -> str:
     s = _MARK_RUN.sub(lambda r: CUT if CUT in r.group(0) else MASK, "".join(out))
     if len(s) <= limit:
         return s
-    head = re.sub(r"<[n…]?$", "", s[: max(0, limit - len(TRUNCATED))])   # never half a mask
+    head = re.sub(r"<[n…]?$", "", s[: max(0, limit - len(TRUNCATED))])  # never half a mask
     return head + TRUNCATED

@@ -29,7 +29,9 @@ OVERRIDE = "override"
 DRIFT_PACKAGES = ("onnxruntime", "onnx", "numpy", "scikit-learn")
 
 
-def merge_tolerances(calibrated: dict[str, Any], override: dict[str, Any], *, source: str = "override") -> dict[str, Any]:
+def merge_tolerances(
+    calibrated: dict[str, Any], override: dict[str, Any], *, source: str = "override"
+) -> dict[str, Any]:
     """``calibrated`` with the keys of ``override`` replaced; raises AssignmentError on an unknown key."""
     merged = copy.deepcopy(calibrated)
     changed: dict[str, dict[str, Any]] = {}
@@ -43,17 +45,22 @@ def merge_tolerances(calibrated: dict[str, Any], override: dict[str, Any], *, so
     return merged
 
 
-def _merge_entry(table: dict[str, Any], key: str, value: Any, path: str, source: str,
-                 changed: dict[str, dict[str, Any]]) -> None:
+def _merge_entry(
+    table: dict[str, Any], key: str, value: Any, path: str, source: str, changed: dict[str, dict[str, Any]]
+) -> None:
     if key not in table:
         known = ", ".join(sorted(k for k in table if k != PROVENANCE)[:12])
-        raise AssignmentError(f"{source}: '{path}' is not a tolerance of the calibrated file "
-                              f"(keys here: {known or 'none'}); an override may only change existing keys")
+        raise AssignmentError(
+            f"{source}: '{path}' is not a tolerance of the calibrated file "
+            f"(keys here: {known or 'none'}); an override may only change existing keys"
+        )
     current = table[key]
     if _is_section(current):
         if not isinstance(value, dict):
-            raise AssignmentError(f"{source}: '{path}' is a table of tolerances in the calibrated file, "
-                                  f"not a single value; write [{path}] with the keys to change")
+            raise AssignmentError(
+                f"{source}: '{path}' is a table of tolerances in the calibrated file, "
+                f"not a single value; write [{path}] with the keys to change"
+            )
         for sub, sub_value in value.items():
             _merge_entry(current, sub, sub_value, f"{path}.{sub}", source, changed)
         return
@@ -85,6 +92,7 @@ def _same_kind(old: Any, new: Any) -> bool:
         if isinstance(x, (int, float)):
             return "number"
         return type(x).__name__
+
     return kind(old) == kind(new)
 
 
@@ -102,8 +110,15 @@ def tolerances_record(calibrated_path: Path, override_path: Path | None, merged:
     override = merged.get(PROVENANCE, {}).get(OVERRIDE, {}) if isinstance(merged.get(PROVENANCE), dict) else {}
     return {
         "calibrated": {"path": str(calibrated_path), "sha256": file_sha256(calibrated_path)},
-        "override": ({"path": str(override_path), "sha256": file_sha256(override_path),
-                      "changed": dict(override.get("changed", {}))} if override_path else None),
+        "override": (
+            {
+                "path": str(override_path),
+                "sha256": file_sha256(override_path),
+                "changed": dict(override.get("changed", {})),
+            }
+            if override_path
+            else None
+        ),
         "values": flat_values(merged),
     }
 
@@ -111,10 +126,12 @@ def tolerances_record(calibrated_path: Path, override_path: Path | None, merged:
 def public_tolerances_record(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` as results.json carries it: each file by its name and hash, never the grader's
     path (results.json is shown to the student)."""
+
     def files(entry: Any) -> Any:
         if not isinstance(entry, dict):
             return entry
         return {**entry, "path": Path(str(entry.get("path", ""))).name}
+
     return {**record, "calibrated": files(record.get("calibrated")), "override": files(record.get("override"))}
 
 
@@ -143,7 +160,9 @@ def version_drift(tolerances: dict[str, Any], environment: Any) -> list[str]:
     for name in DRIFT_PACKAGES:
         then, now = calibrated.get(name), environment.get(name)
         if then and now and str(then) != str(now):
-            out.append(f"{name} {now} grades here, but the tolerances were calibrated with {name} {then}: "
-                       "scores are unchanged; re-run `autograder calibrate` on this version or check "
-                       "the thresholds")
+            out.append(
+                f"{name} {now} grades here, but the tolerances were calibrated with {name} {then}: "
+                "scores are unchanged; re-run `autograder calibrate` on this version or check "
+                "the thresholds"
+            )
     return out

@@ -32,11 +32,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_DEPTH = 256                  # folders nested in a student's tree
-MAX_ENTRIES = 20_000             # files and folders (the workspace's tmpfs has as many inodes)
-REMOVE_OPEN_MAX = 64             # folders a removal keeps open; deeper ones are moved up first
-REMOVE_ROUNDS_MAX = 100_000      # rounds of a removal (a round removes 64 levels of every chain)
-HOIST_PREFIX = ".autograder-hoisted-"   # + a token per removal: a student cannot guess the names
+MAX_DEPTH = 256  # folders nested in a student's tree
+MAX_ENTRIES = 20_000  # files and folders (the workspace's tmpfs has as many inodes)
+REMOVE_OPEN_MAX = 64  # folders a removal keeps open; deeper ones are moved up first
+REMOVE_ROUNDS_MAX = 100_000  # rounds of a removal (a round removes 64 levels of every chain)
+HOIST_PREFIX = ".autograder-hoisted-"  # + a token per removal: a student cannot guess the names
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 # errors of an entry that vanished or changed type between the listing and its use
@@ -119,8 +119,14 @@ def open_at(dir_fd: int, name: str, *, folder: bool) -> int | None:
         raise
 
 
-def walk(top: int, *, what: str = "the working directory", max_depth: int = MAX_DEPTH,
-         max_entries: int = MAX_ENTRIES, include: Callable[[Entry], bool] | None = None) -> Iterator[Entry]:
+def walk(
+    top: int,
+    *,
+    what: str = "the working directory",
+    max_depth: int = MAX_DEPTH,
+    max_entries: int = MAX_ENTRIES,
+    include: Callable[[Entry], bool] | None = None,
+) -> Iterator[Entry]:
     """Every entry under the open folder ``top``, depth first, folders before their contents,
     each folder's entries in sorted order.
 
@@ -180,14 +186,22 @@ def open_folder(path: Path | str) -> int:
     return os.open(path, DIR_FLAGS)
 
 
-def usage(folder: Path | str, *, what: str, max_depth: int = MAX_DEPTH, max_entries: int = MAX_ENTRIES,
-          owner: int | None = None) -> tuple[int, int]:
+def usage(
+    folder: Path | str,
+    *,
+    what: str,
+    max_depth: int = MAX_DEPTH,
+    max_entries: int = MAX_ENTRIES,
+    owner: int | None = None,
+) -> tuple[int, int]:
     """``(bytes on disk, entries)`` under ``folder``; with ``owner``, only that uid's top-level
     entries (and what is inside them) count. :class:`TreeLimitError` past the limits."""
     include = None
     if owner is not None:
+
         def include(e: Entry) -> bool:
             return e.depth > 1 or e.st.st_uid == owner
+
     try:
         top = open_folder(folder)
     except OSError:
@@ -241,8 +255,9 @@ def empty_folder(folder: Path | str, *, include: Callable[[str, os.stat_result],
     return removed
 
 
-def _empty(folder: Path | str, errors: list[OSError],
-           include: Callable[[str, os.stat_result], bool] | None = None) -> int:
+def _empty(
+    folder: Path | str, errors: list[OSError], include: Callable[[str, os.stat_result], bool] | None = None
+) -> int:
     top = open_folder(folder)
     prefix = f"{HOIST_PREFIX}{secrets.token_hex(6)}-"
     try:
@@ -257,7 +272,7 @@ def _empty(folder: Path | str, errors: list[OSError],
                     chosen.add(name)
         for _ in range(REMOVE_ROUNDS_MAX):
             names = _names(top, 1 << 62) or []
-            if chosen is not None:   # the chosen entries, and what was moved up out of them
+            if chosen is not None:  # the chosen entries, and what was moved up out of them
                 names = [n for n in names if n in chosen or n.startswith(prefix)]
             if not names:
                 break
@@ -312,7 +327,7 @@ def _remove_entry(top: int, name: str, dev: int, errors: list[OSError], hoist: t
             if cst.st_dev != dev:
                 errors.append(OSError(errno.EXDEV, "a mount point inside the tree was left in place", child))
                 continue
-            if len(stack) >= REMOVE_OPEN_MAX:           # deep: move it up, remove it in a later round
+            if len(stack) >= REMOVE_OPEN_MAX:  # deep: move it up, remove it in a later round
                 if _hoist(fd, child, top, hoist[0], hoist[1] + moved, errors):
                     moved += 1
                 continue
@@ -352,7 +367,7 @@ def _make_listable(dir_fd: int, name: str) -> bool:
         try:
             st = lstat_at(dir_fd, name)
             if st is not None and stat.S_ISDIR(st.st_mode):
-                os.chmod(name, 0o700, dir_fd=dir_fd)   # Linux has no lchmod; it is a folder, not a link
+                os.chmod(name, 0o700, dir_fd=dir_fd)  # Linux has no lchmod; it is a folder, not a link
                 return True
         except OSError:
             pass
@@ -365,7 +380,7 @@ def _unlink(dir_fd: int, name: str, errors: list[OSError]) -> bool:
     except FileNotFoundError:
         pass
     except OSError as e:
-        if e.errno == errno.EISDIR:      # it became a folder meanwhile: a later round removes it
+        if e.errno == errno.EISDIR:  # it became a folder meanwhile: a later round removes it
             return False
         errors.append(e)
         return False
@@ -378,7 +393,7 @@ def _rmdir(dir_fd: int, name: str, errors: list[OSError]) -> bool:
     except FileNotFoundError:
         pass
     except OSError as e:
-        if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):   # refilled or replaced: next round
+        if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):  # refilled or replaced: next round
             return False
         errors.append(e)
         return False

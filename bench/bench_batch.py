@@ -132,22 +132,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     result = {
-        "submissions": args.n, "examples_used": sorted(set(origins)), "statuses": statuses,
-        "j1_s": times[1], f"j{args.jobs}_s": times[args.jobs],
-        "j1_median_s": statistics.median(times[1]), f"j{args.jobs}_median_s": statistics.median(times[args.jobs]),
-        "speedup_median": statistics.median(ratios), "speedup_rounds": ratios,
-        "rescore_submissions": args.rescore_n, "rescore_s": rescore_times,
+        "submissions": args.n,
+        "examples_used": sorted(set(origins)),
+        "statuses": statuses,
+        "j1_s": times[1],
+        f"j{args.jobs}_s": times[args.jobs],
+        "j1_median_s": statistics.median(times[1]),
+        f"j{args.jobs}_median_s": statistics.median(times[args.jobs]),
+        "speedup_median": statistics.median(ratios),
+        "speedup_rounds": ratios,
+        "rescore_submissions": args.rescore_n,
+        "rescore_s": rescore_times,
         "rescore_median_s": statistics.median(rescore_times),
         "rescore_per_submission_ms": 1000 * statistics.median(rescore_times) / args.rescore_n,
-        "cpu_count": os.cpu_count(), "environment": environment_versions(),
+        "cpu_count": os.cpu_count(),
+        "environment": environment_versions(),
     }
-    print(f"\nbatch of {args.n} submissions ({len(result['examples_used'])} distinct examples, "
-          f"{result['cpu_count']} cores, {args.rounds} round(s)):")
+    print(
+        f"\nbatch of {args.n} submissions ({len(result['examples_used'])} distinct examples, "
+        f"{result['cpu_count']} cores, {args.rounds} round(s)):"
+    )
     print(f"  -j 1      median {result['j1_median_s']:.1f} s   ({result['j1_median_s'] / args.n:.1f} s per submission)")
     print(f"  -j {args.jobs}      median {result[f'j{args.jobs}_median_s']:.1f} s")
-    print(f"  speed-up  {result['speedup_median']:.2f}x  (paired median of t(-j 1) / t(-j {args.jobs}); ideal {args.jobs:.1f}x)")
+    print(
+        f"  speed-up  {result['speedup_median']:.2f}x  (paired median of t(-j 1) / t(-j {args.jobs}); ideal {args.jobs:.1f}x)"
+    )
     print(f"rescore of {args.rescore_n} stored submissions ({args.rescore_rounds} rounds, nothing executed):")
-    print(f"  median {result['rescore_median_s']:.2f} s   ({result['rescore_per_submission_ms']:.1f} ms per submission)")
+    print(
+        f"  median {result['rescore_median_s']:.2f} s   ({result['rescore_per_submission_ms']:.1f} ms per submission)"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -93,11 +93,15 @@ BATCH_ROWS = (
     ("submissions", "the submissions (sum of their totals)"),
     ("batch_total", "**the whole batch** (its cgroup: every process of the batch)"),
 )
-THREAD_ROWS = {"autograder-warm-ups": "warm_ups", "autograder-warm-workers": "start_children",
-               "autograder-measure-artifacts": "beside_probe"}
+THREAD_ROWS = {
+    "autograder-warm-ups": "warm_ups",
+    "autograder-warm-workers": "start_children",
+    "autograder-measure-artifacts": "beside_probe",
+}
 
 
 # ── one submission's readings ────────────────────────────────────────────────────────────────
+
 
 @dataclass
 class Readings:
@@ -106,7 +110,7 @@ class Readings:
     name: str
     kernel: CpuGroup | None = None
     process: CpuGroup | None = None
-    marks: list[tuple[str, float]] = field(default_factory=list)    # (stage, RUSAGE_SELF) at each mark
+    marks: list[tuple[str, float]] = field(default_factory=list)  # (stage, RUSAGE_SELF) at each mark
     threads: dict[str, float] = field(default_factory=dict)
     cells: dict[str, float] = field(default_factory=lambda: {"import": 0.0, "other": 0.0})
     first_cell_kernel: float | None = None
@@ -116,7 +120,7 @@ class Readings:
     judge: float = 0.0
     picture: float = 0.0
     figure_warm_up: float = 0.0
-    children: list[dict[str, Any]] = field(default_factory=list)    # per measuring child: startup, job, used
+    children: list[dict[str, Any]] = field(default_factory=list)  # per measuring child: startup, job, used
     live_children: dict[str, tuple[CpuGroup, list[float]]] = field(default_factory=dict)
     hooks_missing: list[str] = field(default_factory=list)
 
@@ -131,7 +135,7 @@ class Readings:
 _current: Readings | None = None
 _record_dir: Path | None = None
 _batch: dict[str, float] = {}
-_batch_group: CpuGroup | None = None     # the batch's process and everything under it
+_batch_group: CpuGroup | None = None  # the batch's process and everything under it
 
 
 def is_import_only(source: str) -> bool:
@@ -141,8 +145,12 @@ def is_import_only(source: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     imports = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom))]
-    rest = [s for s in body if not isinstance(s, (ast.Import, ast.ImportFrom))
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    rest = [
+        s
+        for s in body
+        if not isinstance(s, (ast.Import, ast.ImportFrom))
+        and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
     return bool(imports) and not rest
 
 
@@ -165,27 +173,43 @@ def budget_of(r: Readings, other_children_s: float) -> dict[str, Any]:
     thread_sum = sum(threads.get(k, 0.0) for k in ("warm_ups", "start_children", "beside_probe", "other_threads"))
     judge_stage = own.get("judge", 0.0)
     self_total = r.marks[-1][1] - r.marks[0][1] if len(r.marks) > 1 else 0.0
-    total = r.process.seconds() if r.process is not None else None     # everything, the kernel's included
+    total = r.process.seconds() if r.process is not None else None  # everything, the kernel's included
     startup = sum(c["startup"] for c in r.children)
     jobs = sum(c["job"] for c in r.children)
     warm_ups = threads.get("warm_ups", 0.0)
-    rows.update({
-        "setup": own.get("setup"), "execute_rest": execute - thread_sum - r.probe_loop, "probe_loop": r.probe_loop,
-        "warm_ups": warm_ups - r.figure_warm_up, "figure_warm_up": r.figure_warm_up,
-        "start_children": threads.get("start_children", 0.0),
-        "beside_probe": threads.get("beside_probe", 0.0), "other_threads": threads.get("other_threads", 0.0),
-        "measure": own.get("measure"), "judge": r.judge, "picture": r.picture,
-        "reports": judge_stage - r.judge - r.picture,
-        "children_startup": startup, "children_jobs": jobs,
-        "other_children": other_children_s,
-    })
+    rows.update(
+        {
+            "setup": own.get("setup"),
+            "execute_rest": execute - thread_sum - r.probe_loop,
+            "probe_loop": r.probe_loop,
+            "warm_ups": warm_ups - r.figure_warm_up,
+            "figure_warm_up": r.figure_warm_up,
+            "start_children": threads.get("start_children", 0.0),
+            "beside_probe": threads.get("beside_probe", 0.0),
+            "other_threads": threads.get("other_threads", 0.0),
+            "measure": own.get("measure"),
+            "judge": r.judge,
+            "picture": r.picture,
+            "reports": judge_stage - r.judge - r.picture,
+            "children_startup": startup,
+            "children_jobs": jobs,
+            "other_children": other_children_s,
+        }
+    )
     grader = self_total + startup + jobs + other_children_s
-    rows.update({"kernel_total": kernel if r.kernel is not None else None, "grader_total": grader,
-                 "sum": None if r.kernel is None else kernel + grader, "total": total})
+    rows.update(
+        {
+            "kernel_total": kernel if r.kernel is not None else None,
+            "grader_total": grader,
+            "sum": None if r.kernel is None else kernel + grader,
+            "total": total,
+        }
+    )
     return {"name": r.name, "rows": rows, "children": r.children, "hooks_missing": r.hooks_missing}
 
 
 # ── the hooks (patches inside the benchmark's process) ───────────────────────────────────────
+
 
 class _CountedThread(threading.Thread):
     """A thread whose CPU time is added to the submission being graded, by its name."""
@@ -215,8 +239,11 @@ def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[list[str]]:
     for owner, name, make in patches:
         original = getattr(owner, name, None)
         if original is None:
-            where = getattr(owner, "__module__", "") + "." + getattr(owner, "__qualname__", "") \
-                if isinstance(owner, type) else getattr(owner, "__name__", "autograder.sandbox.execute.<a class>")
+            where = (
+                getattr(owner, "__module__", "") + "." + getattr(owner, "__qualname__", "")
+                if isinstance(owner, type)
+                else getattr(owner, "__name__", "autograder.sandbox.execute.<a class>")
+            )
             missing.append(f"{where}.{name}")
             continue
         saved.append((owner, name, original))
@@ -237,7 +264,9 @@ def _time_thread(field_name: str) -> Callable[[Any], Any]:
             finally:
                 if _current is not None:
                     setattr(_current, field_name, getattr(_current, field_name) + time.thread_time() - t0)
+
         return wrapper
+
     return make
 
 
@@ -247,12 +276,12 @@ def _grade_notebook(original: Any) -> Any:
         r = Readings(Path(notebook).stem)
         r.hooks_missing = list(_missing)
         hierarchy, _ = cpu_accounting.available()
-        if hierarchy is not None:    # the kernel's and the children's groups under the grade's: all counted
+        if hierarchy is not None:  # the kernel's and the children's groups under the grade's: all counted
             try:
                 r.process = CpuGroup("grade", under=_batch_group) if _batch_group else CpuGroup("grade", hierarchy)
                 r.kernel = CpuGroup("kernel", under=r.process)
                 r.process.enter()
-            except OSError as e:     # graded all the same; its cgroup rows are then missing
+            except OSError as e:  # graded all the same; its cgroup rows are then missing
                 r.hooks_missing.append(f"a counting cgroup ({e})")
                 for group in (r.kernel, r.process):
                     if group is not None:
@@ -273,7 +302,7 @@ def _grade_notebook(original: Any) -> Any:
         finally:
             r.marks.append(("end", self_seconds()))
             other_children = children_seconds() - children0
-            for label, (group, _) in list(r.live_children.items()):   # never closed: count what it used
+            for label, (group, _) in list(r.live_children.items()):  # never closed: count what it used
                 r.children.append({"startup": group.seconds(), "job": 0.0, "used": False})
                 group.remove()
                 r.live_children.pop(label)
@@ -286,6 +315,7 @@ def _grade_notebook(original: Any) -> Any:
                     group.remove()
             if _record_dir is not None:
                 (_record_dir / f"{os.getpid()}-{time.monotonic_ns()}.json").write_text(json.dumps(result))
+
     return wrapper
 
 
@@ -295,6 +325,7 @@ def _kernel_command(original: Any) -> Any:
         if _current is not None and _current.kernel is not None:
             argv = cpu_accounting.join_prefix(_current.kernel) + list(argv)
         return argv, env
+
     return wrapper
 
 
@@ -304,13 +335,14 @@ def _jailed_command(original: Any) -> Any:
         r = _current
         hierarchy, _ = cpu_accounting.available()
         if jailed is None or r is None or hierarchy is None:
-            return jailed      # unjailed: the child is counted with the grader's other children
+            return jailed  # unjailed: the child is counted with the grader's other children
         try:
             group = CpuGroup("measure", under=r.process) if r.process is not None else CpuGroup("measure", hierarchy)
         except OSError:
-            return jailed      # counted with the grader's other children
+            return jailed  # counted with the grader's other children
         r.live_children[str(job_dir)] = (group, [])
         return cpu_accounting.join_prefix(group) + list(jailed)
+
     return wrapper
 
 
@@ -318,8 +350,9 @@ def _worker_run(original: Any) -> Any:
     def wrapper(self: Any) -> Any:
         entry = _current.live_children.get(str(self.job_dir)) if _current is not None else None
         if entry is not None:
-            entry[1].append(entry[0].seconds())     # what its start-up and imports used, before its job
+            entry[1].append(entry[0].seconds())  # what its start-up and imports used, before its job
         return original(self)
+
     return wrapper
 
 
@@ -336,6 +369,7 @@ def _worker_close(original: Any) -> Any:
                 startup = before[0] if before else used
                 r.children.append({"startup": startup, "job": used - startup, "used": bool(before)})
                 group.remove()
+
     return wrapper
 
 
@@ -354,6 +388,7 @@ def _run_cell(original: Any) -> Any:
                 except (AttributeError, IndexError):
                     source = ""
                 r.cells["import" if is_import_only(source) else "other"] += r.kernel_s() - before
+
     return wrapper
 
 
@@ -367,11 +402,13 @@ def _probe_run(original: Any) -> Any:
             if r is not None:
                 r.probe_kernel += r.kernel_s() - kernel0
                 r.probe_loop += time.thread_time() - loop0
+
     return wrapper
 
 
 def _batch_part(key: str) -> Callable[[Any], Any]:
     """Around a per-batch step in the batch's own process: its CPU and its children's."""
+
     def make(original: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             t0 = self_seconds() + children_seconds()
@@ -379,7 +416,9 @@ def _batch_part(key: str) -> Callable[[Any], Any]:
                 return original(*args, **kwargs)
             finally:
                 _batch[key] = _batch.get(key, 0.0) + self_seconds() + children_seconds() - t0
+
         return wrapper
+
     return make
 
 
@@ -438,13 +477,20 @@ HOOKS_WANTED = (
 
 # ── the run ──────────────────────────────────────────────────────────────────────────────────
 
+
 def make_class(folder: Path, examples: list[str], round_index: int) -> None:
     """One distinct copy of each example (a Markdown cell naming the round): nothing is ever cached."""
     folder.mkdir(parents=True)
     for i, name in enumerate(examples):
         nb = json.loads((EXAMPLES / f"{name}.ipynb").read_text())
-        nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": f"cpu budget round {round_index}",
-                            "id": f"cpubudget{round_index}"})
+        nb["cells"].append(
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": f"cpu budget round {round_index}",
+                "id": f"cpubudget{round_index}",
+            }
+        )
         # the batch grades in name order: the first one of a round pays the worker's first imports,
         # so the order turns from one round to the next
         position = (i - round_index) % len(examples)
@@ -475,8 +521,12 @@ def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: 
     for s in subs:
         s["example"] = s["name"].split("_", 1)[1] if "_" in s["name"] else s["name"]
     sub_total = sum(s["rows"]["total"] or 0.0 for s in subs)
-    batch = {"integrity": _batch.get("integrity"), "summary": _batch.get("summary"), "submissions": sub_total,
-             "batch_total": batch_total}
+    batch = {
+        "integrity": _batch.get("integrity"),
+        "summary": _batch.get("summary"),
+        "submissions": sub_total,
+        "batch_total": batch_total,
+    }
     batch["batch_rest"] = batch_total - sub_total - (batch["integrity"] or 0.0) - (batch["summary"] or 0.0)
     statuses = summary.status_counts()
     shutil.rmtree(base, ignore_errors=True)
@@ -488,7 +538,7 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
     from autograder.sandbox import detect_isolation
 
     hierarchy, why = cpu_accounting.available()
-    if hierarchy is None:    # said in the section, not a failure of the benchmarks (as a non-root run)
+    if hierarchy is None:  # said in the section, not a failure of the benchmarks (as a non-root run)
         log(f"cpu budget: not measured: {why}")
         return {"unavailable": why}
     assignment = load_assignment(ASSIGNMENT_ID)
@@ -499,32 +549,48 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
         t0 = time.monotonic()
         runs.append(batch_once(assignment, examples, r, workdir))
         log(f"cpu budget: round {r + 1}/{rounds}: {len(examples)} submissions in {time.monotonic() - t0:.0f} s")
-    return summarize(runs, examples, hierarchy_version=hierarchy.version,
-                     isolation=detect_isolation(False).get("mode"))
+    return summarize(runs, examples, hierarchy_version=hierarchy.version, isolation=detect_isolation(False).get("mode"))
 
 
-def summarize(runs: list[dict[str, Any]], examples: list[str], *, hierarchy_version: int | None = None,
-              isolation: str | None = None) -> dict[str, Any]:
+def summarize(
+    runs: list[dict[str, Any]],
+    examples: list[str],
+    *,
+    hierarchy_version: int | None = None,
+    isolation: str | None = None,
+) -> dict[str, Any]:
     """Medians over the rounds: per example and row, per batch row, and over every submission."""
     keys = [k for k, _ in KERNEL_ROWS + GRADER_ROWS + TOTAL_ROWS]
     per_example: dict[str, dict[str, Any]] = {}
     for ex in examples:
         subs = [s for run_ in runs for s in run_["submissions"] if s["example"] == ex]
         per_example[ex] = {k: spread([s["rows"].get(k) for s in subs]) for k in keys}
-        per_example[ex]["children"] = [[round(c["startup"], 3), round(c["job"], 3), c["used"]]
-                                       for c in (subs[0]["children"] if subs else [])]
+        per_example[ex]["children"] = [
+            [round(c["startup"], 3), round(c["job"], 3), c["used"]] for c in (subs[0]["children"] if subs else [])
+        ]
     every = [s for run_ in runs for s in run_["submissions"]]
     overall = {k: spread([s["rows"].get(k) for s in every]) for k in keys}
     batch = {k: spread([run_["batch"].get(k) for run_ in runs]) for k, _ in BATCH_ROWS}
-    missing = sorted({m for run_ in runs for m in run_.get("hooks_missing", [])}
-                     | {m for s in every for m in s.get("hooks_missing", [])})
-    return {"rounds": len(runs), "examples": examples, "per_example": per_example, "overall": overall,
-            "batch": batch, "statuses": [run_["statuses"] for run_ in runs], "hooks_missing": missing,
-            "cgroup_version": hierarchy_version, "isolation": isolation,
-            "children_per_submission": median([len(s["children"]) for s in every])}
+    missing = sorted(
+        {m for run_ in runs for m in run_.get("hooks_missing", [])}
+        | {m for s in every for m in s.get("hooks_missing", [])}
+    )
+    return {
+        "rounds": len(runs),
+        "examples": examples,
+        "per_example": per_example,
+        "overall": overall,
+        "batch": batch,
+        "statuses": [run_["statuses"] for run_ in runs],
+        "hooks_missing": missing,
+        "cgroup_version": hierarchy_version,
+        "isolation": isolation,
+        "children_per_submission": median([len(s["children"]) for s in every]),
+    }
 
 
 # ── the section ──────────────────────────────────────────────────────────────────────────────
+
 
 def _c(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
@@ -534,14 +600,14 @@ CURES = {
     "kernel_start": "a warm kernel template per slot (the zygote) pays the interpreter and ipykernel once per slot",
     "kernel_import_cells": "a template that has imported the lesson's libraries makes the import cells nearly free",
     "children_startup": "a measuring template (a pre-imported process forking one child per model), or one child "
-                        "for all of a submission's models, pays ONNX Runtime's import once",
+    "for all of a submission's models, pays ONNX Runtime's import once",
     "children_jobs": "fewer or smaller runs of the models (the picture's grid, the hidden set's size), or one child "
-                     "for all three models",
+    "for all three models",
     "warm_ups": "the assignment's data sets and imports loaded once per worker, not once per submission",
     "figure_warm_up": "matplotlib imported and warmed once per worker, not once per submission",
     "beside_probe": "the reference answers' sessions and data made once per worker",
     "measure": "the assignment's own work after the kernel (functions, RESULTS): the reference's sessions made "
-               "once per worker",
+    "once per worker",
     "picture": "the picture drawn once, only in the format each report needs",
     "reports": "the reports' templates compiled once per worker",
     "execute_rest": "the jail's set-up and the kernel client's polling (fewer wake-ups while cells run)",
@@ -568,21 +634,29 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
         return lines + [f"Not measured on this machine: {result['unavailable']}.", ""]
     ex = result["examples"]
     load = (machine or {}).get("load_average_start")
-    lines += [f"CPU seconds (user + system), not wall time: `run_batch -j 1` of {len(ex)} example notebooks, "
-              f"{result['rounds']} round(s) of distinct copies with no cache; medians over the rounds. The jailed "
-              f"kernel and each measuring child are counted by a cgroup of their own (cgroup v"
-              f"{result.get('cgroup_version')}), the grader's process by `getrusage` at its stage marks and by "
-              f"per-thread CPU; jail `{result.get('isolation')}`. CPU time barely depends on what else the machine "
-              "runs, so these figures compare across runs"
-              + (f" (this one at load {load}: the wall times of the other sections would not)" if load else "")
-              + ". How each row is read: [README.md](README.md#7--cpu-budget-per-stage-bench_cpu_budgetpy).", ""]
+    lines += [
+        f"CPU seconds (user + system), not wall time: `run_batch -j 1` of {len(ex)} example notebooks, "
+        f"{result['rounds']} round(s) of distinct copies with no cache; medians over the rounds. The jailed "
+        f"kernel and each measuring child are counted by a cgroup of their own (cgroup v"
+        f"{result.get('cgroup_version')}), the grader's process by `getrusage` at its stage marks and by "
+        f"per-thread CPU; jail `{result.get('isolation')}`. CPU time barely depends on what else the machine "
+        "runs, so these figures compare across runs"
+        + (f" (this one at load {load}: the wall times of the other sections would not)" if load else "")
+        + ". How each row is read: [README.md](README.md#7--cpu-budget-per-stage-bench_cpu_budgetpy).",
+        "",
+    ]
     head = "| stage (CPU s per submission) | " + " | ".join(f"`{e}`" for e in ex) + " | all |"
     lines += [head, "|---|" + "---:|" * (len(ex) + 1)]
     for key, label in KERNEL_ROWS + GRADER_ROWS + TOTAL_ROWS:
         cells = [_c(result["per_example"][e][key]["median"]) for e in ex] + [_c(result["overall"][key]["median"])]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", f"Per batch of {len(ex)} (medians over the rounds, CPU s):", "",
-              "| per batch | CPU s |", "|---|---:|"]
+    lines += [
+        "",
+        f"Per batch of {len(ex)} (medians over the rounds, CPU s):",
+        "",
+        "| per batch | CPU s |",
+        "|---|---:|",
+    ]
     for key, label in BATCH_ROWS:
         lines.append(f"| {label} | {_c(result['batch'][key]['median'])} |")
     kernel = result["overall"]["kernel_total"]["median"]
@@ -591,40 +665,60 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
     lines += [""]
     if kernel is not None and grader is not None:
         ratio = f" ({grader / kernel:.2f}× the notebook's own work)" if kernel else ""
-        lines.append(f"- Per submission the grader's own CPU is {grader:.2f} s against the jailed kernel's "
-                     f"{kernel:.2f} s{ratio}.")
+        lines.append(
+            f"- Per submission the grader's own CPU is {grader:.2f} s against the jailed kernel's "
+            f"{kernel:.2f} s{ratio}."
+        )
     if top:
-        lines.append(f"- The largest part of the grader's own CPU: *{label}*, {seconds:.2f} s per submission. What "
-                     f"would move it: {CURES.get(top, 'see the rows above')}.")
+        lines.append(
+            f"- The largest part of the grader's own CPU: *{label}*, {seconds:.2f} s per submission. What "
+            f"would move it: {CURES.get(top, 'see the rows above')}."
+        )
     start = result["overall"]["kernel_start"]["median"]
     imports = result["overall"]["kernel_import_cells"]["median"]
     if start is not None and imports is not None:
-        lines.append(f"- A warm kernel template would save at most the kernel's start and its import cells: "
-                     f"{start + imports:.2f} s of CPU per submission.")
-    first = []     # a grader's row that one round of an example paid far more than the others
+        lines.append(
+            f"- A warm kernel template would save at most the kernel's start and its import cells: "
+            f"{start + imports:.2f} s of CPU per submission."
+        )
+    first = []  # a grader's row that one round of an example paid far more than the others
     for key, label in GRADER_ROWS:
-        worst = max(((v["max"] - v["median"], v["median"], v["max"]) for e in ex
-                     if (v := result["per_example"][e][key])["max"] is not None and v["median"] is not None),
-                    default=None)
+        worst = max(
+            (
+                (v["max"] - v["median"], v["median"], v["max"])
+                for e in ex
+                if (v := result["per_example"][e][key])["max"] is not None and v["median"] is not None
+            ),
+            default=None,
+        )
         if worst is not None and worst[0] > 0.3:
             first.append((label, worst[1], worst[2]))
     if first:
-        lines.append("- Paid by the first submission a worker grades (the worker's first imports), hidden by the "
-                     "medians: " + "; ".join(f"*{label}* up to {mx:.2f} s (median {md:.2f} s)"
-                                             for label, md, mx in first) + ".")
+        lines.append(
+            "- Paid by the first submission a worker grades (the worker's first imports), hidden by the "
+            "medians: " + "; ".join(f"*{label}* up to {mx:.2f} s (median {md:.2f} s)" for label, md, mx in first) + "."
+        )
     per_child = {e: result["per_example"][e]["children"] for e in ex}
     unused = {e: [c[0] for c in children if not c[2]] for e, children in per_child.items()}
     if any(unused.values()):
-        lines.append("- Measuring children started ahead and never given a job (the notebook wrote no such model), "
-                     "their start-up spent for nothing: " + "; ".join(
-                         f"`{e}` {len(u)} ({sum(u):.2f} s)" for e, u in unused.items() if u)
-                     + ". Starting them once the models exist, or from a template, would save it.")
-    lines.append("- Each measuring child, `(start-up, job, used)` in CPU s, from one round: "
-                 + "; ".join(f"`{e}` {c}" for e, c in per_child.items()) + ".")
+        lines.append(
+            "- Measuring children started ahead and never given a job (the notebook wrote no such model), "
+            "their start-up spent for nothing: "
+            + "; ".join(f"`{e}` {len(u)} ({sum(u):.2f} s)" for e, u in unused.items() if u)
+            + ". Starting them once the models exist, or from a template, would save it."
+        )
+    lines.append(
+        "- Each measuring child, `(start-up, job, used)` in CPU s, from one round: "
+        + "; ".join(f"`{e}` {c}" for e, c in per_child.items())
+        + "."
+    )
     if result.get("hooks_missing"):
-        lines.append("- **Not measured** (a patched function of the grader was not found, or a counting cgroup could "
-                     "not be made; their rows are missing or hold the rest): "
-                     + ", ".join(f"`{m}`" for m in result["hooks_missing"]) + ".")
+        lines.append(
+            "- **Not measured** (a patched function of the grader was not found, or a counting cgroup could "
+            "not be made; their rows are missing or hold the rest): "
+            + ", ".join(f"`{m}`" for m in result["hooks_missing"])
+            + "."
+        )
     lines.append("- Statuses per round: " + "; ".join(str(s) for s in result["statuses"]) + ".")
     return lines + [""]
 
@@ -632,4 +726,3 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     """No goal of its own: the budget explains the other sections' goals."""
     return []
-

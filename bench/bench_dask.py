@@ -32,7 +32,7 @@ from .format import fmt_s, goal, goal_lines
 TITLE = "## 5 · Dask distributed vs the local pool"
 GOAL_SLOWDOWN = 1.10
 GOAL_TASK_MS = 20.0
-STUB_ENV = "AUTOGRADER_BENCH_STORED_STAGES"   # folder of the stage files the stub copies
+STUB_ENV = "AUTOGRADER_BENCH_STORED_STAGES"  # folder of the stage files the stub copies
 STUB_PRELOAD = Path(__file__).resolve().parent / "dask_stub_preload.py"
 
 
@@ -46,6 +46,7 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
 
 
 # ── 1. the same class on both engines ───────────────────────────────────────────────────────
+
 
 def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[str, Any]:
     from autograder.batch import run_batch
@@ -73,21 +74,38 @@ def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[st
             summary = run_batch(src, out, assignment=assignment, use_cache=False, progress=False, **how)
             seconds = time.perf_counter() - t0
             outs[label] = out
-            return {"seconds": seconds, "executed": summary.executed, "statuses": summary.status_counts(),
-                    "scores": [r["score"] for r in summary.rows]}
+            return {
+                "seconds": seconds,
+                "executed": summary.executed,
+                "statuses": summary.status_counts(),
+                "scores": [r["score"] for r in summary.rows],
+            }
+
         return go
 
-    results = interleaved({"-j 2": one("-j 2", jobs=2), "--scheduler local:2": one("local:2", scheduler="local:2")},
-                          rounds, log=log, label="dask class: ")
+    results = interleaved(
+        {"-j 2": one("-j 2", jobs=2), "--scheduler local:2": one("local:2", scheduler="local:2")},
+        rounds,
+        log=log,
+        label="dask class: ",
+    )
     local = [r["seconds"] for r in results["-j 2"]]
     dask = [r["seconds"] for r in results["--scheduler local:2"]]
     same = all(a["scores"] == b["scores"] for a, b in zip(results["-j 2"], results["--scheduler local:2"]))
-    return {"size": n, "rounds": rounds, "local_s": spread(local), "dask_s": spread(dask),
-            "ratio": spread(paired_ratios(dask, local)), "same_scores": same,
-            "statuses": results["--scheduler local:2"][-1]["statuses"], "last_out": str(outs.get("-j 2", ""))}
+    return {
+        "size": n,
+        "rounds": rounds,
+        "local_s": spread(local),
+        "dask_s": spread(dask),
+        "ratio": spread(paired_ratios(dask, local)),
+        "same_scores": same,
+        "statuses": results["--scheduler local:2"][-1]["statuses"],
+        "last_out": str(outs.get("-j 2", "")),
+    }
 
 
 # ── 2. per-task overhead on cached submissions ──────────────────────────────────────────────
+
 
 def _task_overhead(cfg: dict[str, Any], workdir: Path, assignment: Any, graded: str) -> dict[str, Any]:
     import dask
@@ -103,18 +121,35 @@ def _task_overhead(cfg: dict[str, Any], workdir: Path, assignment: Any, graded: 
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
     for i in range(n):
-        (src / f"t{i:05d}.ipynb").write_text(json.dumps({
-            "nbformat": 4, "nbformat_minor": 5, "metadata": {},
-            "cells": [{"cell_type": "code", "metadata": {}, "source": f"x = {i}", "outputs": [],
-                       "execution_count": None, "id": "c0"}]}))
+        (src / f"t{i:05d}.ipynb").write_text(
+            json.dumps(
+                {
+                    "nbformat": 4,
+                    "nbformat_minor": 5,
+                    "metadata": {},
+                    "cells": [
+                        {
+                            "cell_type": "code",
+                            "metadata": {},
+                            "source": f"x = {i}",
+                            "outputs": [],
+                            "execution_count": None,
+                            "id": "c0",
+                        }
+                    ],
+                }
+            )
+        )
     os.environ[STUB_ENV] = str(stored)
     real = autograder.pipeline.execute_and_measure
     autograder.pipeline.execute_and_measure = stored_stages_stub(stored)  # the local pool's forks inherit it
     try:
         with dask.config.set({"distributed.worker.preload": [str(STUB_PRELOAD)]}):
-            cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                               dashboard_address="127.0.0.1:0")
+            cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+            )
         try:
+
             def one(label: str, **how: Any):
                 def go(r: int) -> dict[str, float]:
                     out = workdir / f"dask-tiny-{label}-{r}"
@@ -126,10 +161,15 @@ def _task_overhead(cfg: dict[str, Any], workdir: Path, assignment: Any, graded: 
                         raise RuntimeError(f"{label}: {summary.executed} of {n} went to a worker")
                     shutil.rmtree(out, ignore_errors=True)
                     return {"seconds": seconds, "cpu": cpu}
+
                 return go
 
-            results = interleaved({"dask": one("dask", scheduler=cluster.scheduler_address),
-                                   "local": one("local", jobs=2)}, rounds, log=log, label="dask overhead: ")
+            results = interleaved(
+                {"dask": one("dask", scheduler=cluster.scheduler_address), "local": one("local", jobs=2)},
+                rounds,
+                log=log,
+                label="dask overhead: ",
+            )
         finally:
             cluster.close()
     finally:
@@ -137,10 +177,14 @@ def _task_overhead(cfg: dict[str, Any], workdir: Path, assignment: Any, graded: 
         os.environ.pop(STUB_ENV, None)
     dask_s = [r["seconds"] for r in results["dask"]]
     local_s = [r["seconds"] for r in results["local"]]
-    return {"tasks": n, "rounds": rounds,
-            "dask_ms": spread([s / n * 1000 for s in dask_s]), "local_ms": spread([s / n * 1000 for s in local_s]),
-            "diff_ms": spread([d / n * 1000 for d in paired_diffs(dask_s, local_s)]),
-            "client_cpu_ms": spread([r["cpu"] / n * 1000 for r in results["dask"]])}
+    return {
+        "tasks": n,
+        "rounds": rounds,
+        "dask_ms": spread([s / n * 1000 for s in dask_s]),
+        "local_ms": spread([s / n * 1000 for s in local_s]),
+        "diff_ms": spread([d / n * 1000 for d in paired_diffs(dask_s, local_s)]),
+        "client_cpu_ms": spread([r["cpu"] / n * 1000 for r in results["dask"]]),
+    }
 
 
 def _store_stages(graded: Path, dest: Path) -> None:
@@ -168,23 +212,34 @@ def stored_stages_stub(stored: Path):
 
 # ── RESULTS.md ──────────────────────────────────────────────────────────────────────────────
 
+
 def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     cls, ovh = data.get("class") or {}, data.get("overhead") or {}
     return [
-        goal("`batch --scheduler local:2` vs `-j 2`, same class: at most 10 % slower",
-             (cls.get("ratio") or {}).get("median"), GOAL_SLOWDOWN, "overhead", lower_is_better=True,
-             fix="not explained in full yet. Known parts: the LocalCluster's cold start (two spawned worker "
-                 "processes importing distributed, the grader, ONNX Runtime and the assignment: 1–5 s each "
-                 "here, where the local pool forks warm workers), which a long-lived cluster "
-                 "(`--scheduler tcp://…`) or a larger class amortises. On six copies of the reference, "
-                 "run by hand at the same time, the two engines were within 9 % (61.5 s vs 56.5 s, "
-                 "56.6 s vs 57.2 s). Next step: per-stage timings (execute, measure, judge) of both "
-                 "engines side by side on this class"),
-        goal("Dask scheduler path: overhead per task over the local pool, 1,000 submissions with no execution: "
-             "≤ 20 ms", (ovh.get("diff_ms") or {}).get("median"), GOAL_TASK_MS, "ms", lower_is_better=True,
-             fix="keep a second job queued on each worker to hide the client → scheduler → worker round trip "
-                 "(measured once at 2 ms per task over the local pool), at the price of Dask counting a worker's "
-                 "death against the job queued there too"),
+        goal(
+            "`batch --scheduler local:2` vs `-j 2`, same class: at most 10 % slower",
+            (cls.get("ratio") or {}).get("median"),
+            GOAL_SLOWDOWN,
+            "overhead",
+            lower_is_better=True,
+            fix="not explained in full yet. Known parts: the LocalCluster's cold start (two spawned worker "
+            "processes importing distributed, the grader, ONNX Runtime and the assignment: 1–5 s each "
+            "here, where the local pool forks warm workers), which a long-lived cluster "
+            "(`--scheduler tcp://…`) or a larger class amortises. On six copies of the reference, "
+            "run by hand at the same time, the two engines were within 9 % (61.5 s vs 56.5 s, "
+            "56.6 s vs 57.2 s). Next step: per-stage timings (execute, measure, judge) of both "
+            "engines side by side on this class",
+        ),
+        goal(
+            "Dask scheduler path: overhead per task over the local pool, 1,000 submissions with no execution: ≤ 20 ms",
+            (ovh.get("diff_ms") or {}).get("median"),
+            GOAL_TASK_MS,
+            "ms",
+            lower_is_better=True,
+            fix="keep a second job queued on each worker to hide the client → scheduler → worker round trip "
+            "(measured once at 2 ms per task over the local pool), at the price of Dask counting a worker's "
+            "death against the job queued there too",
+        ),
     ]
 
 
@@ -198,22 +253,32 @@ def section(data: dict[str, Any] | None) -> list[str]:
             f"{cls['size']} distinct submissions (the examples, cycled, nothing from the cache), graded with `-j 2` and "
             f"with `--scheduler local:2` (the LocalCluster's start and close inside the timed run), "
             f"{cls['rounds']} interleaved round(s). Same scores on both engines: "
-            f"{'yes' if cls.get('same_scores') else '**no**'}.", "",
-            "| engine | median | min | max | runs (s) |", "|---|---:|---:|---:|---|",
-            _row("`-j 2` (local pool)", cls["local_s"]), _row("`--scheduler local:2` (Dask)", cls["dask_s"]), "",
-            f"Paired ratio t(local:2) / t(-j 2): median {cls['ratio']['median']:.3f}× "
-            f"(runs {cls['ratio']['values']}).", ""]
+            f"{'yes' if cls.get('same_scores') else '**no**'}.",
+            "",
+            "| engine | median | min | max | runs (s) |",
+            "|---|---:|---:|---:|---|",
+            _row("`-j 2` (local pool)", cls["local_s"]),
+            _row("`--scheduler local:2` (Dask)", cls["dask_s"]),
+            "",
+            f"Paired ratio t(local:2) / t(-j 2): median {cls['ratio']['median']:.3f}× (runs {cls['ratio']['values']}).",
+            "",
+        ]
     if ovh:
         lines += [
             f"{ovh['tasks']:,} distinct tiny submissions whose execution is a copy of stored stage files (what a "
             "cache hit replays): every one travels client → scheduler → worker and back as bytes, is judged "
             "and reported on the worker, then written, cached and stamped by the client. On a running "
             f"two-worker LocalCluster (`--scheduler tcp://…`) and with `-j 2`, {ovh['rounds']} interleaved "
-            "round(s); milliseconds of wall time per submission:", "",
-            "| engine | median | min | max | runs (ms) |", "|---|---:|---:|---:|---|",
-            _row("Dask scheduler path", ovh["dask_ms"], unit="ms"), _row("`-j 2` (local pool)", ovh["local_ms"], unit="ms"),
+            "round(s); milliseconds of wall time per submission:",
+            "",
+            "| engine | median | min | max | runs (ms) |",
+            "|---|---:|---:|---:|---|",
+            _row("Dask scheduler path", ovh["dask_ms"], unit="ms"),
+            _row("`-j 2` (local pool)", ovh["local_ms"], unit="ms"),
             _row("difference (paired)", ovh["diff_ms"], unit="ms"),
-            _row("client + scheduler CPU per task", ovh["client_cpu_ms"], unit="ms"), ""]
+            _row("client + scheduler CPU per task", ovh["client_cpu_ms"], unit="ms"),
+            "",
+        ]
     lines += goal_lines(goals(data)) + [""] + estimate(data) + [""]
     return lines
 
@@ -226,7 +291,7 @@ def estimate(data: dict[str, Any]) -> list[str]:
     cpu_ms = (ovh.get("client_cpu_ms") or {}).get("median")
     if not (dask_s and cls.get("size") and task_ms and cpu_ms):
         return []
-    per_sub = dask_s * 2 / cls["size"]             # seconds of one worker per submission (2 workers)
+    per_sub = dask_s * 2 / cls["size"]  # seconds of one worker per submission (2 workers)
     grade_min = 10_000 * per_sub / 50 / 60
     client_min = 10_000 * cpu_ms / 1000 / 60
     return [
@@ -244,7 +309,8 @@ def estimate(data: dict[str, Any]) -> list[str]:
         "scheduler (the stage files, ~100 KB per submission back), and the timeouts and kernel deaths "
         "that are regraded alone at the end of the batch: one per machine at a time, each up to the "
         "notebook's limit, so with 25 two-worker nodes and 1 % of the class timing out (100 "
-        "regrades of up to 8 min) that tail adds up to 100 / 25 × 8 ≈ 32 min."]
+        "regrades of up to 8 min) that tail adds up to 100 / 25 × 8 ≈ 32 min."
+    ]
 
 
 def _row(label: str, s: dict[str, Any], unit: str = "s") -> str:

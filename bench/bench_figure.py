@@ -67,11 +67,16 @@ def run(rounds: int, workdir: Path) -> dict:
                 return time.perf_counter() - t0
             finally:
                 models._inputs = with_grid
+
         return once
 
-    models.measure_models(assignment, ws)   # warm: data sets, imports
-    measured = interleaved({"with_grid": timed(True), "without_grid": timed(False)}, rounds,
-                           log=lambda m: print(m, file=sys.stderr), label="measure ")
+    models.measure_models(assignment, ws)  # warm: data sets, imports
+    measured = interleaved(
+        {"with_grid": timed(True), "without_grid": timed(False)},
+        rounds,
+        log=lambda m: print(m, file=sys.stderr),
+        label="measure ",
+    )
     runs: dict = {}
     facts = models.measure_models(assignment, ws, runs=runs)
     grid_cpu_ms = _grid_cpu_ms(ws, figure.grid_points(data.public_split()), rounds)
@@ -93,8 +98,12 @@ def run(rounds: int, workdir: Path) -> dict:
         "added_s": spread(paired_diffs(measured["with_grid"], measured["without_grid"])),
         "ratio": spread(paired_ratios(measured["with_grid"], measured["without_grid"])),
         "grid_cpu_ms": grid_cpu_ms,
-        "section_s": spread(section_s), "svg_s": spread(svg_s), "png_s": spread(png_s),
-        "section_json_bytes": len(json.dumps(section)), "svg_bytes": len(svg), "png_data_uri_bytes": len(png),
+        "section_s": spread(section_s),
+        "svg_s": spread(svg_s),
+        "png_s": spread(png_s),
+        "section_json_bytes": len(json.dumps(section)),
+        "svg_bytes": len(svg),
+        "png_data_uri_bytes": len(png),
     }
 
 
@@ -127,11 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(text)
     for key in ("measure_with_grid_s", "measure_without_grid_s", "added_s", "ratio", "section_s", "svg_s", "png_s"):
-        print(f"{key:24s} median {result[key]['median']:.3f}  (min {result[key]['min']:.3f}, max {result[key]['max']:.3f})")
+        print(
+            f"{key:24s} median {result[key]['median']:.3f}  (min {result[key]['min']:.3f}, max {result[key]['max']:.3f})"
+        )
     for name, ms in result["grid_cpu_ms"].items():
         print(f"grid on {name:16s} median {ms['median']:.1f} ms CPU")
-    print(f"section {result['section_json_bytes']} B of JSON, SVG {result['svg_bytes']} B, "
-          f"PNG data URI {result['png_data_uri_bytes']} B")
+    print(
+        f"section {result['section_json_bytes']} B of JSON, SVG {result['svg_bytes']} B, "
+        f"PNG data URI {result['png_data_uri_bytes']} B"
+    )
     return 0
 
 

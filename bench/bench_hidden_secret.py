@@ -55,7 +55,7 @@ def main() -> None:
     from autograder.hidden_secret import HiddenSecret
 
     stream = "07-quantization/hidden-split"
-    leaked = np.float32(0.123456)          # what a leak gives: one value, compared as the attack would
+    leaked = np.float32(0.123456)  # what a leak gives: one value, compared as the attack would
 
     def recipe(random_state) -> bool:
         X, y = make_moons(n_samples=2000, noise=0.2, random_state=random_state)
@@ -70,18 +70,24 @@ def main() -> None:
         "generator only": _per_guess(lambda i: candidates[i].random_state(stream), args.guesses, args.rounds),
     }
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"per guess, median of {args.rounds} rounds of {args.guesses} (load average {load:.1f}, "
-          f"{os.cpu_count()} cores):")
+    print(
+        f"per guess, median of {args.rounds} rounds of {args.guesses} (load average {load:.1f}, "
+        f"{os.cpu_count()} cores):"
+    )
     for name, cost in costs.items():
         print(f"  {name:15s} {cost * 1e6:9.1f} µs")
-    half_seeds = 2 ** 31
-    half_secrets = 2 ** 127
-    print(f"expected search, old recipe (2^31 seeds): {half_seeds * costs['seed'] / 3600:.1f} h on one core, "
-          f"{half_seeds * costs['seed'] / 1000:.1f} s on 1,000 cores")
+    half_seeds = 2**31
+    half_secrets = 2**127
+    print(
+        f"expected search, old recipe (2^31 seeds): {half_seeds * costs['seed'] / 3600:.1f} h on one core, "
+        f"{half_seeds * costs['seed'] / 1000:.1f} s on 1,000 cores"
+    )
     for name in ("secret", "generator only"):
         one = half_secrets * costs[name] / YEAR
-        print(f"expected search, {name} (2^127 secrets): {one:.2e} years on one core, "
-              f"{one / 1e6:.2e} years on a million cores")
+        print(
+            f"expected search, {name} (2^127 secrets): {one:.2e} years on one core, "
+            f"{one / 1e6:.2e} years on a million cores"
+        )
 
 
 if __name__ == "__main__":

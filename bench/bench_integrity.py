@@ -40,8 +40,11 @@ def make_class(folder: Path, n: int, seed: int = 0) -> dict[str, Path]:
     swaps = []
     for example in sorted((a.folder / "examples").glob("*.ipynb")):
         for index, cell in enumerate(json.loads(example.read_text())["cells"]):
-            if cell["cell_type"] == "code" and index < len(bases[0]["cells"]) and \
-                    "".join(cell["source"]) != "".join(bases[0]["cells"][index]["source"]):
+            if (
+                cell["cell_type"] == "code"
+                and index < len(bases[0]["cells"])
+                and "".join(cell["source"]) != "".join(bases[0]["cells"][index]["source"])
+            ):
                 swaps.append((index, "".join(cell["source"])))
     rng = random.Random(seed)
     notebooks = {}
@@ -53,8 +56,11 @@ def make_class(folder: Path, n: int, seed: int = 0) -> dict[str, Path]:
         for cell in nb["cells"]:
             if cell["cell_type"] == "code":
                 cell["source"] = disguise("".join(cell["source"])).replace("_v2", f"_{i}")
-        own = "\n".join(f"extra_{i}_{k} = [v ** {rng.randint(2, 9)} for v in range({rng.randint(5, 500)})]\n"
-                        f"print(sum(extra_{i}_{k}) % {rng.randint(3, 97)}, len(extra_{i}_{k}))" for k in range(4))
+        own = "\n".join(
+            f"extra_{i}_{k} = [v ** {rng.randint(2, 9)} for v in range({rng.randint(5, 500)})]\n"
+            f"print(sum(extra_{i}_{k}) % {rng.randint(3, 97)}, len(extra_{i}_{k}))"
+            for k in range(4)
+        )
         nb["cells"].append({"cell_type": "code", "metadata": {}, "source": own, "outputs": [], "execution_count": None})
         path = folder / f"student_{i:03d}.ipynb"
         path.write_text(json.dumps(nb))
@@ -74,8 +80,14 @@ def measure(notebooks: dict[str, Path], rounds: int) -> dict[str, float]:
         times.append(time.perf_counter() - started)
         pair_times.append(report.seconds["pairs"])
     assert report is not None
-    return {"n": len(notebooks), "pairs": report.pairs_screened, "median_s": statistics.median(times),
-            "pairs_s": statistics.median(pair_times), "flagged": report.flagged_total, "compared": report.compared}
+    return {
+        "n": len(notebooks),
+        "pairs": report.pairs_screened,
+        "median_s": statistics.median(times),
+        "pairs_s": statistics.median(pair_times),
+        "flagged": report.flagged_total,
+        "compared": report.compared,
+    }
 
 
 def main() -> None:
@@ -90,14 +102,19 @@ def main() -> None:
             folder.mkdir()
             rows.append(measure(make_class(folder, n), args.rounds))
             r = rows[-1]
-            print(f"{r['n']:>4} notebooks · {r['pairs']:>7,} pairs · median {r['median_s']:6.2f} s in all, "
-                  f"{r['pairs_s']:6.2f} s of it pairwise (screen, comparisons, highlights), over {args.rounds} "
-                  f"rounds · {r['flagged']:,} pairs flagged", flush=True)
+            print(
+                f"{r['n']:>4} notebooks · {r['pairs']:>7,} pairs · median {r['median_s']:6.2f} s in all, "
+                f"{r['pairs_s']:6.2f} s of it pairwise (screen, comparisons, highlights), over {args.rounds} "
+                f"rounds · {r['flagged']:,} pairs flagged",
+                flush=True,
+            )
     if len(rows) > 1:
         small, large = rows[0], rows[-1]
-        print(f"time ratio {large['median_s'] / small['median_s']:.1f}× in all, "
-              f"{large['pairs_s'] / max(1e-9, small['pairs_s']):.1f}× pairwise, for a pair-count ratio "
-              f"{large['pairs'] / max(1, small['pairs']):.1f}× ({small['n']} → {large['n']} notebooks)")
+        print(
+            f"time ratio {large['median_s'] / small['median_s']:.1f}× in all, "
+            f"{large['pairs_s'] / max(1e-9, small['pairs_s']):.1f}× pairwise, for a pair-count ratio "
+            f"{large['pairs'] / max(1, small['pairs']):.1f}× ({small['n']} → {large['n']} notebooks)"
+        )
 
 
 if __name__ == "__main__":

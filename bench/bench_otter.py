@@ -27,19 +27,32 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (ASSIGNMENT_ID, EXAMPLES, MASTER, THREAD_VARS, log, median, paired_ratios, read_json, round_order, run_child,
-                     spread, tool)
+from .common import (
+    ASSIGNMENT_ID,
+    EXAMPLES,
+    MASTER,
+    THREAD_VARS,
+    log,
+    median,
+    paired_ratios,
+    read_json,
+    round_order,
+    run_child,
+    spread,
+    tool,
+)
 from .format import SECTION_TITLES, fmt_s, fmt_x, goal, goal_lines
 from .memory_sampling import TreeSampler, children_sampler, per_in_flight
 from .memory_sampling import summarize as memory_summary
 
-GOAL_VS_OTTER = 1.3     # -j 2 at least 1.3× faster than otter two at a time
-GOAL_SCALING = 1.9      # -j 2 at least 1.9× faster than -j 1
+GOAL_VS_OTTER = 1.3  # -j 2 at least 1.3× faster than otter two at a time
+GOAL_SCALING = 1.9  # -j 2 at least 1.9× faster than -j 1
 TEMPLATE_SAVES_S = 2.2  # a jailed kernel's start with the imports of numpy, sklearn, onnx, ORT, skl2onnx (§1)
 GENERATE_RE = re.compile(r"^generate:\s*false\b", re.MULTILINE)
 
 
 # ── the otter assignment ─────────────────────────────────────────────────────────────────────
+
 
 def build_otter_assignment(workdir: Path, *, timeout_s: float = 300) -> dict[str, Any]:
     """``otter assign`` on a copy of the master with ``generate: true``; the autograder zip's path."""
@@ -55,18 +68,24 @@ def build_otter_assignment(workdir: Path, *, timeout_s: float = 300) -> dict[str
     change = "generate: false → generate: true" if count else "none (the master already generates the zip)"
     config["source"] = patched
     (folder / "master.ipynb").write_text(json.dumps(nb, indent=1))
-    res = run_child([tool("otter"), "assign", "--no-run-tests", "master.ipynb", "dist"], cwd=folder,
-                    timeout_s=timeout_s)
+    res = run_child(
+        [tool("otter"), "assign", "--no-run-tests", "master.ipynb", "dist"], cwd=folder, timeout_s=timeout_s
+    )
     if not res.ok:  # older otter has no --no-run-tests; the master says run_tests: false anyway
         res = run_child([tool("otter"), "assign", "master.ipynb", "dist"], cwd=folder, timeout_s=timeout_s)
     zips = sorted((folder / "dist" / "autograder").glob("*.zip"))
     if not res.ok or not zips:
         raise RuntimeError(f"otter assign failed (exit {res.returncode}): {(res.stderr or res.stdout)[-1500:]}")
-    return {"zip": str(zips[-1]), "seconds": res.seconds, "change": change,
-            "tests": sorted(p.stem for p in (folder / "dist" / "autograder" / "tests").glob("*.py"))}
+    return {
+        "zip": str(zips[-1]),
+        "seconds": res.seconds,
+        "change": change,
+        "tests": sorted(p.stem for p in (folder / "dist" / "autograder" / "tests").glob("*.py")),
+    }
 
 
 # ── the submissions ──────────────────────────────────────────────────────────────────────────
+
 
 def make_submissions(dest: Path, n: int, names: list[str] | None = None) -> list[Path]:
     """``n`` distinct notebooks in ``dest``: the examples (or only ``names``) cycled, made unique.
@@ -90,6 +109,7 @@ def make_submissions(dest: Path, n: int, names: list[str] | None = None) -> list
 
 # ── one batch each way ───────────────────────────────────────────────────────────────────────
 
+
 @functools.lru_cache(maxsize=1)
 def _cli_has_batch() -> bool:
     return run_child([tool("autograder"), "batch", "--help"], timeout_s=60).ok
@@ -98,12 +118,24 @@ def _cli_has_batch() -> bool:
 def batch_argv(source: Path, out: Path, jobs: int) -> list[str]:
     """``autograder batch`` when the CLI has it, else the same ``run_batch`` through ``python -c``."""
     if _cli_has_batch():
-        return [tool("autograder"), "batch", str(source), "--out", str(out), "-j", str(jobs), "--no-progress",
-                "-a", ASSIGNMENT_ID]
-    code = ("import sys; from pathlib import Path; from autograder.assignment import load_assignment; "
-            "from autograder.batch import run_batch; "
-            "run_batch(Path(sys.argv[1]), Path(sys.argv[2]), assignment=load_assignment('07-quantization'), "
-            "jobs=int(sys.argv[3]), progress=False)")
+        return [
+            tool("autograder"),
+            "batch",
+            str(source),
+            "--out",
+            str(out),
+            "-j",
+            str(jobs),
+            "--no-progress",
+            "-a",
+            ASSIGNMENT_ID,
+        ]
+    code = (
+        "import sys; from pathlib import Path; from autograder.assignment import load_assignment; "
+        "from autograder.batch import run_batch; "
+        "run_batch(Path(sys.argv[1]), Path(sys.argv[2]), assignment=load_assignment('07-quantization'), "
+        "jobs=int(sys.argv[3]), progress=False)"
+    )
     return [sys.executable, "-c", code, str(source), str(out), str(jobs)]
 
 
@@ -118,17 +150,31 @@ def autograder_batch(source: Path, out: Path, jobs: int, timeout_s: float, *, sa
         statuses[str(s.get("status"))] = statuses.get(str(s.get("status")), 0) + 1
     if not res.ok:
         log(f"batch: autograder -j {jobs} exited {res.returncode}: {res.stderr[-800:]}")
-    return {"seconds": res.seconds if res.ok else None, "returncode": res.returncode, "jobs": jobs,
-            "via": "cli" if argv[0].endswith("autograder") else "python -c run_batch",
-            "submissions": len(subs), "executed": sum(bool(s.get("executed")) for s in subs),
-            "cached": sum(bool(s.get("cached")) for s in subs), "statuses": statuses,
-            "per_submission_s": median([s.get("duration_s") for s in subs]),
-            "scores": [(read_json(p) or {}).get("score") for p in sorted(out.glob("*/grade.json"))],
-            "memory": res.memory}
+    return {
+        "seconds": res.seconds if res.ok else None,
+        "returncode": res.returncode,
+        "jobs": jobs,
+        "via": "cli" if argv[0].endswith("autograder") else "python -c run_batch",
+        "submissions": len(subs),
+        "executed": sum(bool(s.get("executed")) for s in subs),
+        "cached": sum(bool(s.get("cached")) for s in subs),
+        "statuses": statuses,
+        "per_submission_s": median([s.get("duration_s") for s in subs]),
+        "scores": [(read_json(p) or {}).get("score") for p in sorted(out.glob("*/grade.json"))],
+        "memory": res.memory,
+    }
 
 
-def otter_batch(notebooks: list[Path], otter_zip: Path, out: Path, parallel: int, timeout_s: float, *,
-                pss_every: int = 0, one_thread: bool = False) -> dict[str, Any]:
+def otter_batch(
+    notebooks: list[Path],
+    otter_zip: Path,
+    out: Path,
+    parallel: int,
+    timeout_s: float,
+    *,
+    pss_every: int = 0,
+    one_thread: bool = False,
+) -> dict[str, Any]:
     """``otter run`` on every notebook, ``parallel`` processes at a time; wall time and per-notebook facts.
 
     ``one_thread``: otter (and so its kernel) gets the jail's one-thread BLAS/OpenMP settings.
@@ -150,8 +196,12 @@ def otter_batch(notebooks: list[Path], otter_zip: Path, out: Path, parallel: int
                 return
             dest = out / nb.stem
             dest.mkdir()
-            res = run_child([tool("otter"), "run", "--no-logo", "-a", str(otter_zip), "-o", str(dest), str(nb)],
-                            timeout_s=timeout_s, cwd=dest, env=env)
+            res = run_child(
+                [tool("otter"), "run", "--no-logo", "-a", str(otter_zip), "-o", str(dest), str(nb)],
+                timeout_s=timeout_s,
+                cwd=dest,
+                env=env,
+            )
             score = _otter_score(dest / "results.json")
             with lock:
                 done.append({"name": nb.stem, "seconds": res.seconds, "returncode": res.returncode, "score": score})
@@ -168,9 +218,16 @@ def otter_batch(notebooks: list[Path], otter_zip: Path, out: Path, parallel: int
     failed = [d["name"] for d in done if d["returncode"] != 0 or d["score"] is None]
     if failed:
         log(f"batch: otter ×{parallel}: no result for {failed}")
-    return {"seconds": seconds, "jobs": parallel, "submissions": len(done), "with_results": len(done) - len(failed),
-            "failed": failed, "per_submission_s": median([d["seconds"] for d in done]),
-            "scores": [d["score"] for d in done], "memory": memory}
+    return {
+        "seconds": seconds,
+        "jobs": parallel,
+        "submissions": len(done),
+        "with_results": len(done) - len(failed),
+        "failed": failed,
+        "per_submission_s": median([d["seconds"] for d in done]),
+        "scores": [d["score"] for d in done],
+        "memory": memory,
+    }
 
 
 def _otter_score(path: Path) -> float | None:
@@ -216,34 +273,60 @@ def run(cfg: dict[str, Any], *, workdir: Path, otter: dict[str, Any] | None) -> 
         for config in round_order(configs if r == 0 else repeat, r):
             res = one(config, r)
             raw[config].append(res)
-            log(f"batch: round {r + 1}/{rounds} {config}: "
-                + (f"{res['seconds']:.1f} s" if res["seconds"] is not None else "failed"))
-    return summarize(raw, n=n, rounds=rounds, otter=otter, last_out=str(workdir / f"batch-autograder-2-r{rounds - 1}"),
-                     examples=sorted({p.stem.split("_", 1)[1] for p in notebooks}))
+            log(
+                f"batch: round {r + 1}/{rounds} {config}: "
+                + (f"{res['seconds']:.1f} s" if res["seconds"] is not None else "failed")
+            )
+    return summarize(
+        raw,
+        n=n,
+        rounds=rounds,
+        otter=otter,
+        last_out=str(workdir / f"batch-autograder-2-r{rounds - 1}"),
+        examples=sorted({p.stem.split("_", 1)[1] for p in notebooks}),
+    )
 
 
-def summarize(raw: dict[str, list[dict[str, Any]]], *, n: int, rounds: int, otter: dict[str, Any] | None,
-              last_out: str, examples: list[str]) -> dict[str, Any]:
+def summarize(
+    raw: dict[str, list[dict[str, Any]]],
+    *,
+    n: int,
+    rounds: int,
+    otter: dict[str, Any] | None,
+    last_out: str,
+    examples: list[str],
+) -> dict[str, Any]:
     secs = {c: [r["seconds"] for r in runs] for c, runs in raw.items()}
-    out: dict[str, Any] = {"size": n, "rounds": rounds, "rounds_per_config": {c: len(r) for c, r in raw.items()},
-                           "otter": otter, "last_out": last_out, "examples": examples,
-                           "configs": {}, "ratios": {}, "memory_per_in_flight": {}}
+    out: dict[str, Any] = {
+        "size": n,
+        "rounds": rounds,
+        "rounds_per_config": {c: len(r) for c, r in raw.items()},
+        "otter": otter,
+        "last_out": last_out,
+        "examples": examples,
+        "configs": {},
+        "ratios": {},
+        "memory_per_in_flight": {},
+    }
     for c, runs in raw.items():
         jobs = CONFIGS[c][1]
         flights = [per_in_flight(r.get("memory"), jobs) for r in runs]
         out["configs"][c] = {
-            "wall_s": spread(secs[c]), "per_submission_s": median([r["per_submission_s"] for r in runs]),
+            "wall_s": spread(secs[c]),
+            "per_submission_s": median([r["per_submission_s"] for r in runs]),
             "throughput_per_min": median([n / r["seconds"] * 60 for r in runs if r["seconds"]]),
             "runs": [{k: v for k, v in r.items() if k != "memory"} for r in runs],
         }
         if any(flights):
             out["memory_per_in_flight"][c] = memory_summary(flights)
-    pairs = {"otter ×1 / autograder -j 1": ("otter ×1", "autograder -j 1"),
-             "otter ×2 / autograder -j 2": ("otter ×2", "autograder -j 2"),
-             "otter ×2, 1 thread / autograder -j 2": ("otter ×2, 1 thread", "autograder -j 2"),
-             "autograder -j 1 / autograder -j 2": ("autograder -j 1", "autograder -j 2"),
-             "otter ×1 / otter ×2": ("otter ×1", "otter ×2"),
-             "otter ×2 / otter ×2, 1 thread": ("otter ×2", "otter ×2, 1 thread")}
+    pairs = {
+        "otter ×1 / autograder -j 1": ("otter ×1", "autograder -j 1"),
+        "otter ×2 / autograder -j 2": ("otter ×2", "autograder -j 2"),
+        "otter ×2, 1 thread / autograder -j 2": ("otter ×2, 1 thread", "autograder -j 2"),
+        "autograder -j 1 / autograder -j 2": ("autograder -j 1", "autograder -j 2"),
+        "otter ×1 / otter ×2": ("otter ×1", "otter ×2"),
+        "otter ×2 / otter ×2, 1 thread": ("otter ×2", "otter ×2, 1 thread"),
+    }
     for label, (a, b) in pairs.items():
         if a in secs and b in secs:
             out["ratios"][label] = spread(paired_ratios(secs[a], secs[b]))
@@ -267,7 +350,7 @@ def otter_rival(result: dict[str, Any]) -> str:
 def fix_vs_otter(result: dict[str, Any]) -> str:
     rival = otter_rival(result)
     ag, ot = _per_submission(result, "autograder -j 2"), _per_submission(result, rival)
-    per = (f"per submission {ag:.1f} s against {ot:.1f} s for {rival}; " if ag and ot else "")
+    per = f"per submission {ag:.1f} s against {ot:.1f} s for {rival}; " if ag and ot else ""
     ag_wall = ((result.get("configs") or {}).get("autograder -j 2") or {}).get("wall_s") or {}
     ot_wall = ((result.get("configs") or {}).get(rival) or {}).get("wall_s") or {}
     bound = ""
@@ -275,43 +358,67 @@ def fix_vs_otter(result: dict[str, Any]) -> str:
         # on 2 cores, both CPU-bound: 2 × wall / submissions is the CPU a submission takes
         ag_cpu, ot_cpu = 2 * ag_wall["median"] / result["size"], 2 * ot_wall["median"] / result["size"]
         best = ot_cpu / max(ag_cpu - TEMPLATE_SAVES_S, 0.1)
-        bound = (f" By the figures: about {ag_cpu:.1f} core-seconds per submission against {ot_cpu:.1f} for "
-                 f"{rival}; a template that took the kernel's whole start and imports off every submission "
-                 f"(about {TEMPLATE_SAVES_S:.1f} s, section 1's start-up table: an upper bound, since the fork "
-                 f"and the jail's entry cost something) would leave {ag_cpu - TEMPLATE_SAVES_S:.1f}, at best "
-                 f"{best:.2f}× otter: {'short of' if best < GOAL_VS_OTTER else 'just at'} the goal even then")
-    return (per + "two at a time on 2 cores, both are bound by CPU: throughput is cores over CPU-seconds per "
-            "submission, and most of those are the notebook's own, the same on both sides (its kernel's imports "
-            "of numpy, scikit-learn, onnx, ONNX Runtime and skl2onnx alone take 2.1-2.4 s, see the start-up "
-            "table of section 1). The grader adds its own work on top of otter's (the jail, the probe, three "
-            "measuring children at about 0.3 s of CPU each for their imports, the picture at about 0.25 s), so "
-            "no reordering of it can make the batch 1.3× faster than otter: that needs about a quarter less CPU "
-            "per submission than otter spends. Only a per-slot template kernel that has imported those libraries "
-            "once and is forked per submission would remove a large share (the imports); it is not built, because "
-            "the fork of such a process must enter a fresh jail (namespaces, uid, seccomp, Landlock) without "
-            "exec'ing, a security design of its own. Pre-started kernels would only move the start-up off the "
-            "critical path, not the CPU it takes." + bound)
+        bound = (
+            f" By the figures: about {ag_cpu:.1f} core-seconds per submission against {ot_cpu:.1f} for "
+            f"{rival}; a template that took the kernel's whole start and imports off every submission "
+            f"(about {TEMPLATE_SAVES_S:.1f} s, section 1's start-up table: an upper bound, since the fork "
+            f"and the jail's entry cost something) would leave {ag_cpu - TEMPLATE_SAVES_S:.1f}, at best "
+            f"{best:.2f}× otter: {'short of' if best < GOAL_VS_OTTER else 'just at'} the goal even then"
+        )
+    return (
+        per + "two at a time on 2 cores, both are bound by CPU: throughput is cores over CPU-seconds per "
+        "submission, and most of those are the notebook's own, the same on both sides (its kernel's imports "
+        "of numpy, scikit-learn, onnx, ONNX Runtime and skl2onnx alone take 2.1-2.4 s, see the start-up "
+        "table of section 1). The grader adds its own work on top of otter's (the jail, the probe, three "
+        "measuring children at about 0.3 s of CPU each for their imports, the picture at about 0.25 s), so "
+        "no reordering of it can make the batch 1.3× faster than otter: that needs about a quarter less CPU "
+        "per submission than otter spends. Only a per-slot template kernel that has imported those libraries "
+        "once and is forked per submission would remove a large share (the imports); it is not built, because "
+        "the fork of such a process must enter a fresh jail (namespaces, uid, seccomp, Landlock) without "
+        "exec'ing, a security design of its own. Pre-started kernels would only move the start-up off the "
+        "critical path, not the CPU it takes." + bound
+    )
 
 
 def fix_scaling(result: dict[str, Any]) -> str:
     one, two = _per_submission(result, "autograder -j 1"), _per_submission(result, "autograder -j 2")
-    slow = (f"with two in flight each submission took {two / one:.2f}× as long as alone ({one:.1f} s → "
-            f"{two:.1f} s): " if one and two else "")
-    return (slow + "at -j 1 the kernel runs on one core while the grader's own work for it (warm-ups, the three "
-            "measuring children, the picture) and anything else on the machine use the second, so one submission "
-            "at a time already takes more than one core; -j 2 on 2 cores cannot double that. More cores than "
-            "jobs closes it; on this machine the ceiling is 2 cores over the CPU a submission takes")
+    slow = (
+        f"with two in flight each submission took {two / one:.2f}× as long as alone ({one:.1f} s → {two:.1f} s): "
+        if one and two
+        else ""
+    )
+    return (
+        slow + "at -j 1 the kernel runs on one core while the grader's own work for it (warm-ups, the three "
+        "measuring children, the picture) and anything else on the machine use the second, so one submission "
+        "at a time already takes more than one core; -j 2 on 2 cores cannot double that. More cores than "
+        "jobs closes it; on this machine the ceiling is 2 cores over the CPU a submission takes"
+    )
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     rival = otter_rival(result)
-    subject = ("`batch -j 2` vs otter two at a time" + (", both with one BLAS thread" if "1 thread" in rival else "")
-               + f": speed-up ≥ {GOAL_VS_OTTER}×")
+    subject = (
+        "`batch -j 2` vs otter two at a time"
+        + (", both with one BLAS thread" if "1 thread" in rival else "")
+        + f": speed-up ≥ {GOAL_VS_OTTER}×"
+    )
     return [
-        goal(subject, _ratio(result, f"{rival} / autograder -j 2"), GOAL_VS_OTTER, "×", lower_is_better=False,
-             fix=fix_vs_otter(result)),
-        goal(f"`batch -j 2` vs `-j 1`: speed-up ≥ {GOAL_SCALING}×", _ratio(result, "autograder -j 1 / autograder -j 2"),
-             GOAL_SCALING, "×", lower_is_better=False, fix=fix_scaling(result)),
+        goal(
+            subject,
+            _ratio(result, f"{rival} / autograder -j 2"),
+            GOAL_VS_OTTER,
+            "×",
+            lower_is_better=False,
+            fix=fix_vs_otter(result),
+        ),
+        goal(
+            f"`batch -j 2` vs `-j 1`: speed-up ≥ {GOAL_SCALING}×",
+            _ratio(result, "autograder -j 1 / autograder -j 2"),
+            GOAL_SCALING,
+            "×",
+            lower_is_better=False,
+            fix=fix_scaling(result),
+        ),
     ]
 
 
@@ -320,45 +427,74 @@ def section(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return lines + ["Not run.", ""]
     otter = result.get("otter") or {}
-    lines += [f"{result['size']} distinct submissions (the example notebooks {', '.join(f'`{e}`' for e in result['examples'])} "
-              "cycled, each with an appended Markdown cell so the execution cache runs every one), "
-              f"{result['rounds']} interleaved round(s)"
-              + (" (after the first, only the runs the goals compare: "
-                 + ", ".join(c for c, k in result["rounds_per_config"].items() if k > 1) + ")"
-                 if len(set((result.get("rounds_per_config") or {}).values())) > 1 else "")
-              + ". *autograder -j N* = `autograder batch SUBS --out DIR -j N` "
-              "(a fresh output folder and cache each time); *otter ×N* = `otter run -a <zip> -o DIR NB` per "
-              "notebook, N processes at a time (otter has no batch mode without Docker); *otter ×2, 1 thread* = "
-              "the same with `OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1` in otter's environment, "
-              "which its kernel inherits: the jail sets these for the autograder's kernels, and two default kernels, "
-              "each starting one BLAS thread per core, oversubscribe a 2-core machine. The goal compares with the faster, "
-              "one-thread otter when it ran.", ""]
+    lines += [
+        f"{result['size']} distinct submissions (the example notebooks {', '.join(f'`{e}`' for e in result['examples'])} "
+        "cycled, each with an appended Markdown cell so the execution cache runs every one), "
+        f"{result['rounds']} interleaved round(s)"
+        + (
+            " (after the first, only the runs the goals compare: "
+            + ", ".join(c for c, k in result["rounds_per_config"].items() if k > 1)
+            + ")"
+            if len(set((result.get("rounds_per_config") or {}).values())) > 1
+            else ""
+        )
+        + ". *autograder -j N* = `autograder batch SUBS --out DIR -j N` "
+        "(a fresh output folder and cache each time); *otter ×N* = `otter run -a <zip> -o DIR NB` per "
+        "notebook, N processes at a time (otter has no batch mode without Docker); *otter ×2, 1 thread* = "
+        "the same with `OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1` in otter's environment, "
+        "which its kernel inherits: the jail sets these for the autograder's kernels, and two default kernels, "
+        "each starting one BLAS thread per core, oversubscribe a 2-core machine. The goal compares with the faster, "
+        "one-thread otter when it ran.",
+        "",
+    ]
     if otter:
-        lines += [f"otter assignment: `otter assign` on a copy of `reference/07-quantization/master.ipynb` with one "
-                  f"change, {otter.get('change')} (the master asks for no zip because this harness grades it); "
-                  f"built in {fmt_s(otter.get('seconds'))}, tests {', '.join(otter.get('tests', []))}.", ""]
-    via = sorted({r.get("via") for c, v in result["configs"].items() if c.startswith("autograder")
-                  for r in v["runs"] if r.get("via")})
+        lines += [
+            f"otter assignment: `otter assign` on a copy of `reference/07-quantization/master.ipynb` with one "
+            f"change, {otter.get('change')} (the master asks for no zip because this harness grades it); "
+            f"built in {fmt_s(otter.get('seconds'))}, tests {', '.join(otter.get('tests', []))}.",
+            "",
+        ]
+    via = sorted(
+        {
+            r.get("via")
+            for c, v in result["configs"].items()
+            if c.startswith("autograder")
+            for r in v["runs"]
+            if r.get("via")
+        }
+    )
     if via and via != ["cli"]:
-        lines += ["The CLI of this build has no `batch` command, so the autograder runs called the same "
-                  "`autograder.batch.run_batch` through `python -c` (a new process, like the CLI).", ""]
-    lines += ["| run | wall time (median) | per submission | submissions / min | runs (s) | outcome |",
-              "|---|---:|---:|---:|---|---|"]
+        lines += [
+            "The CLI of this build has no `batch` command, so the autograder runs called the same "
+            "`autograder.batch.run_batch` through `python -c` (a new process, like the CLI).",
+            "",
+        ]
+    lines += [
+        "| run | wall time (median) | per submission | submissions / min | runs (s) | outcome |",
+        "|---|---:|---:|---:|---|---|",
+    ]
     for c, v in result["configs"].items():
         last = v["runs"][-1] if v["runs"] else {}
         if c.startswith("autograder"):
-            outcome = (f"{last.get('executed')} executed, {last.get('cached')} cached; "
-                       + ", ".join(f"{k} {n}" for k, n in sorted((last.get("statuses") or {}).items())))
+            outcome = f"{last.get('executed')} executed, {last.get('cached')} cached; " + ", ".join(
+                f"{k} {n}" for k, n in sorted((last.get("statuses") or {}).items())
+            )
         else:
             outcome = f"{last.get('with_results')}/{last.get('submissions')} with results.json"
         tput = v["throughput_per_min"]
-        lines.append(f"| {c} | {fmt_s(v['wall_s']['median'])} | {fmt_s(v['per_submission_s'])} | "
-                     f"{'–' if tput is None else f'{tput:.1f}'} | {v['wall_s']['values']} | {outcome} |")
+        lines.append(
+            f"| {c} | {fmt_s(v['wall_s']['median'])} | {fmt_s(v['per_submission_s'])} | "
+            f"{'–' if tput is None else f'{tput:.1f}'} | {v['wall_s']['values']} | {outcome} |"
+        )
     lines += ["", "| ratio (paired per round) | median | per round |", "|---|---:|---|"]
     for label, r in result["ratios"].items():
         lines.append(f"| {label} | {fmt_x(r['median'])} | {r['values']} |")
-    lines += ["", "Speed-ups above 1 mean the first-named run took longer. The autograder does more per notebook "
-              "than otter: it jails the kernel, calls the student's functions on its own probe cases and "
-              "re-measures the three ONNX models on hidden data in a separate process; otter only runs the "
-              "notebook's own test cells inside the student's kernel.", ""]
+    lines += [
+        "",
+        "Speed-ups above 1 mean the first-named run took longer. The autograder does more per notebook "
+        "than otter: it jails the kernel, calls the student's functions on its own probe cases and "
+        "re-measures the three ONNX models on hidden data in a separate process; otter only runs the "
+        "notebook's own test cells inside the student's kernel.",
+        "",
+    ]
     return lines + goal_lines(goals(result)) + [""]

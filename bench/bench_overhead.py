@@ -27,14 +27,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .common import (ASSIGNMENT_ID, THREAD_VARS, example, interleaved, log, median, paired_diffs, paired_ratios,
-                     read_json, round_order, run_child, spread, tool)
+from .common import (
+    ASSIGNMENT_ID,
+    THREAD_VARS,
+    example,
+    interleaved,
+    log,
+    median,
+    paired_diffs,
+    paired_ratios,
+    read_json,
+    round_order,
+    run_child,
+    spread,
+    tool,
+)
 from .format import SECTION_TITLES, fmt_s, fmt_x, goal, goal_lines
 
-GOAL_RATIO = 1.10      # overhead ≤ 10 % of bare execution
-GOAL_SECONDS = 1.0     # overhead ≤ 1 s median ("grade one notebook")
-GOAL_CLI_REFERENCE = 1.10   # `autograder grade` as a process ≤ 1.10× bare (1 thread) on the reference
-GOAL_CLI_EVERY = 1.15       # … and ≤ 1.15× on every example measured
+GOAL_RATIO = 1.10  # overhead ≤ 10 % of bare execution
+GOAL_SECONDS = 1.0  # overhead ≤ 1 s median ("grade one notebook")
+GOAL_CLI_REFERENCE = 1.10  # `autograder grade` as a process ≤ 1.10× bare (1 thread) on the reference
+GOAL_CLI_EVERY = 1.15  # … and ≤ 1.15× on every example measured
 REFERENCE = "reference.ipynb"
 
 
@@ -50,8 +63,13 @@ def bare_execute(notebook: Path, timeout_s: int, workdir: Path, *, one_thread: b
     folder = Path(tempfile.mkdtemp(prefix="bare-", dir=workdir))
     try:
         t0 = time.perf_counter()
-        client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(folder)}})
+        client = NotebookClient(
+            nb,
+            timeout=timeout_s,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(folder)}},
+        )
         if one_thread:
             client.execute(env={**os.environ, **{v: "1" for v in THREAD_VARS}})
         else:
@@ -59,8 +77,9 @@ def bare_execute(notebook: Path, timeout_s: int, workdir: Path, *, one_thread: b
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    errors = sum(1 for c in nb.cells if c.cell_type == "code"
-                 for o in c.get("outputs", []) if o.get("output_type") == "error")
+    errors = sum(
+        1 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    )
     return {"seconds": seconds, "cells_errored": errors}
 
 
@@ -71,35 +90,43 @@ def grade_in_process(notebook: Path, assignment: Any, workdir: Path) -> dict[str
     out = Path(tempfile.mkdtemp(prefix="grade-", dir=workdir))
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
-    grade = pipeline.grade_notebook(notebook, assignment, out, on_stage=lambda s: marks.append((s, time.perf_counter())))
+    grade = pipeline.grade_notebook(
+        notebook, assignment, out, on_stage=lambda s: marks.append((s, time.perf_counter()))
+    )
     t1 = time.perf_counter()
     stages = {}
     for i, (name, start) in enumerate(marks):
         end = marks[i + 1][1] if i + 1 < len(marks) else t1
         stages[name] = end - start
     stages["setup"] = (marks[0][1] - t0) if marks else None
-    stages["beside_probe"] = (grade.get("timings") or {}).get("measure_artifacts_s")   # inside execute
+    stages["beside_probe"] = (grade.get("timings") or {}).get("measure_artifacts_s")  # inside execute
     execution = read_json(out / pipeline.EXECUTION_FILE) or {}
     shutil.rmtree(out, ignore_errors=True)
-    return {"seconds": t1 - t0, "stages": stages, "status": execution.get("status"),
-            "isolation": (execution.get("isolation") or {}).get("mode"),
-            "execution_s": execution.get("duration_s"), "score": grade.get("score"),
-            "max_score": grade.get("max_score")}
+    return {
+        "seconds": t1 - t0,
+        "stages": stages,
+        "status": execution.get("status"),
+        "isolation": (execution.get("isolation") or {}).get("mode"),
+        "execution_s": execution.get("duration_s"),
+        "score": grade.get("score"),
+        "max_score": grade.get("max_score"),
+    }
 
 
 def grade_cli(notebook: Path, workdir: Path, timeout_s: float) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="cli-", dir=workdir))
-    res = run_child([tool("autograder"), "grade", str(notebook), "--out", str(out), "-a", ASSIGNMENT_ID],
-                    timeout_s=timeout_s)
-    timings = (read_json(out / "grade.json") or {}).get("timings") or {}   # the stages, as the grader saw them
+    res = run_child(
+        [tool("autograder"), "grade", str(notebook), "--out", str(out), "-a", ASSIGNMENT_ID], timeout_s=timeout_s
+    )
+    timings = (read_json(out / "grade.json") or {}).get("timings") or {}  # the stages, as the grader saw them
     shutil.rmtree(out, ignore_errors=True)
     if not res.ok:
         log(f"overhead: autograder grade {notebook.name} exited {res.returncode}: {res.stderr[-500:]}")
     stages = {s: timings.get(f"{s}_s") for s in CLI_STAGES[:-1]}
     if stages.get("judge") is not None and timings.get("report_s") is not None:
-        stages["judge"] += timings["report_s"]     # the column is "judge + report"
+        stages["judge"] += timings["report_s"]  # the column is "judge + report"
     if res.ok and all(v is not None for v in stages.values()):
-        stages["process"] = res.seconds - sum(stages.values())   # interpreter, imports, CLI, exit
+        stages["process"] = res.seconds - sum(stages.values())  # interpreter, imports, CLI, exit
     stages["beside_probe"] = timings.get("measure_artifacts_s")  # inside execute, not summed
     return {"seconds": res.seconds if res.ok else None, "returncode": res.returncode, "stages": stages}
 
@@ -109,8 +136,7 @@ CLI_STAGES = ("setup", "execute", "measure", "judge", "process")
 
 TINY_NOTEBOOKS = {
     "kernel start (`print(1)`)": "print(1)",
-    "imports (numpy, sklearn, onnx, onnxruntime, skl2onnx)":
-        "import numpy, sklearn, onnx, onnxruntime, skl2onnx\nfrom sklearn.neural_network import MLPClassifier",
+    "imports (numpy, sklearn, onnx, onnxruntime, skl2onnx)": "import numpy, sklearn, onnx, onnxruntime, skl2onnx\nfrom sklearn.neural_network import MLPClassifier",
 }
 
 
@@ -138,10 +164,18 @@ def startup_costs(assignment: Any, workdir: Path, rounds: int) -> dict[str, Any]
     for i, (label, source) in enumerate(TINY_NOTEBOOKS.items()):
         path = workdir / f"tiny-{i}.ipynb"
         nbformat.write(new_notebook(cells=[new_code_cell(source)]), str(path))
-        runs = interleaved({"bare_1t": lambda r, path=path: bare_execute(path, timeout, workdir, one_thread=True)["seconds"],
-                            "jail": lambda r, path=path: jail_execute(path, assignment, workdir)["seconds"]}, rounds)
-        out[label] = {"bare_1t_s": spread(runs["bare_1t"]), "jail_s": spread(runs["jail"]),
-                      "diff_s": spread(paired_diffs(runs["jail"], runs["bare_1t"]))}
+        runs = interleaved(
+            {
+                "bare_1t": lambda r, path=path: bare_execute(path, timeout, workdir, one_thread=True)["seconds"],
+                "jail": lambda r, path=path: jail_execute(path, assignment, workdir)["seconds"],
+            },
+            rounds,
+        )
+        out[label] = {
+            "bare_1t_s": spread(runs["bare_1t"]),
+            "jail_s": spread(runs["jail"]),
+            "diff_s": spread(paired_diffs(runs["jail"], runs["bare_1t"])),
+        }
     return out
 
 
@@ -193,9 +227,14 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
                 raw[name][variant].append(res)
                 took = f"{res['seconds']:.2f} s" if res.get("seconds") is not None else "failed"
                 log(f"overhead: round {r + 1}/{rounds} {name} {variant}: {took}")
-    result = {"rounds": rounds, "variants": variants, "notebooks": {n: summarize(raw[n]) for n in names},
-              "cli_startup_s": cli_startup(max(3, rounds)) if use_cli else None,
-              "startup": startup_costs(assignment, workdir, max(3, rounds)), "cell_timeout_s": timeout}
+    result = {
+        "rounds": rounds,
+        "variants": variants,
+        "notebooks": {n: summarize(raw[n]) for n in names},
+        "cli_startup_s": cli_startup(max(3, rounds)) if use_cli else None,
+        "startup": startup_costs(assignment, workdir, max(3, rounds)),
+        "cell_timeout_s": timeout,
+    }
     return result
 
 
@@ -203,9 +242,12 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Medians and paired overheads of one notebook's rounds (against ``bare_1t`` and plain ``bare``)."""
     secs = {v: [r["seconds"] for r in rs] for v, rs in runs.items()}
     out: dict[str, Any] = {
-        "bare_s": spread(secs["bare"]), "grade_s": spread(secs["grade"]),
-        "stages_s": {s: median([r["stages"].get(s) for r in runs["grade"]])
-                     for s in ("setup", "execute", "measure", "judge", "beside_probe")},
+        "bare_s": spread(secs["bare"]),
+        "grade_s": spread(secs["grade"]),
+        "stages_s": {
+            s: median([r["stages"].get(s) for r in runs["grade"]])
+            for s in ("setup", "execute", "measure", "judge", "beside_probe")
+        },
         "execution_s": median([r["execution_s"] for r in runs["grade"]]),
         "status": sorted({str(r["status"]) for r in runs["grade"]}),
         "isolation": sorted({str(r["isolation"]) for r in runs["grade"]}),
@@ -223,8 +265,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                 out[f"{prefix}overhead{suffix}_s"] = spread(paired_diffs(secs[variant], secs[base]))
                 out[f"{prefix}ratio{suffix}"] = spread(paired_ratios(secs[variant], secs[base]))
     if "cli" in secs:
-        out["cli_stages_s"] = {s: median([(r.get("stages") or {}).get(s) for r in runs["cli"]])
-                               for s in (*CLI_STAGES, "beside_probe")}
+        out["cli_stages_s"] = {
+            s: median([(r.get("stages") or {}).get(s) for r in runs["cli"]]) for s in (*CLI_STAGES, "beside_probe")
+        }
         out["cli_s"] = spread(secs["cli"])
         out["cli_minus_grade_s"] = spread(paired_diffs(secs["cli"], secs["grade"]))
     return out
@@ -245,54 +288,94 @@ def breakdown(nb: dict[str, Any]) -> dict[str, float | None]:
     """Where one notebook's median overhead goes: execution beyond bare, measuring, judging + reports."""
     st, bare = nb["stages_s"], baseline(nb)
     execute_extra = None if st.get("execute") is None or bare is None else st["execute"] - bare
-    return {"execute_extra": execute_extra, "measure": st.get("measure"), "judge": st.get("judge"),
-            "setup": st.get("setup")}
+    return {
+        "execute_extra": execute_extra,
+        "measure": st.get("measure"),
+        "judge": st.get("judge"),
+        "setup": st.get("setup"),
+    }
 
 
 def fix_text(result: dict[str, Any]) -> str:
     """What would close the gap, from the stage split of the notebook with the largest overhead."""
     worst_name = max(result["notebooks"], key=lambda n: result["notebooks"][n]["overhead_s"]["median"] or 0.0)
     b = breakdown(result["notebooks"][worst_name])
-    parts = {"execution beyond bare (jail set-up, jailed kernel start, probe, shutdown and reaping)":
-             b["execute_extra"], "measuring (ONNX checks and runs in a limited child)": b["measure"],
-             "judging and writing the reports": b["judge"]}
+    parts = {
+        "execution beyond bare (jail set-up, jailed kernel start, probe, shutdown and reaping)": b["execute_extra"],
+        "measuring (ONNX checks and runs in a limited child)": b["measure"],
+        "judging and writing the reports": b["judge"],
+    }
     known = {k: v for k, v in parts.items() if v is not None}
     split = "; ".join(f"{k} {v:+.2f} s" for k, v in known.items())
     top = max(known, key=lambda k: known[k]) if known else ""
     if not known or known[top] < 0.1:
         return f"on `{worst_name}` the in-process grade adds nothing measurable beyond bare ({split})"
     if top.startswith("execution"):
-        cure = ("execution beyond bare is now the probe (one kernel round trip per hidden case, each read back "
-                "before the next: about 6 ms a case) and the models measured beside it, the jail's set-up and the "
-                "warm-ups' share of the second core; a pool of pre-started, still empty jailed kernels (one per "
-                "worker slot, started while the "
-                "previous submission is measured) takes the kernel's start-up off the critical path")
+        cure = (
+            "execution beyond bare is now the probe (one kernel round trip per hidden case, each read back "
+            "before the next: about 6 ms a case) and the models measured beside it, the jail's set-up and the "
+            "warm-ups' share of the second core; a pool of pre-started, still empty jailed kernels (one per "
+            "worker slot, started while the "
+            "previous submission is measured) takes the kernel's start-up off the critical path"
+        )
     elif top.startswith("measuring"):
-        cure = ("the models are already measured beside the probe by warm children, the int8 variants side by "
-                "side; what is left after the kernel is gone is the assignment's own work (functions, RESULTS, "
-                "the picture's data) and, when the notebook's reported latency disagrees, a retime in a cold worker")
+        cure = (
+            "the models are already measured beside the probe by warm children, the int8 variants side by "
+            "side; what is left after the kernel is gone is the assignment's own work (functions, RESULTS, "
+            "the picture's data) and, when the notebook's reported latency disagrees, a retime in a cold worker"
+        )
     else:
-        cure = ("the reports are mostly the picture, drawn once and saved twice (SVG for feedback.html, PNG for "
-                "Gradescope: about 0.25 s, matplotlib already warmed while the kernel ran); saving the PNG in a "
-                "second process beside the SVG would save about 0.1 s more")
+        cure = (
+            "the reports are mostly the picture, drawn once and saved twice (SVG for feedback.html, PNG for "
+            "Gradescope: about 0.25 s, matplotlib already warmed while the kernel ran); saving the PNG in a "
+            "second process beside the SVG would save about 0.1 s more"
+        )
     return f"on `{worst_name}` the overhead splits into {split}; the largest part decides: {cure}"
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     fix = fix_text(result)
     base = "bare (1 thread)" if "bare_1t" in result["variants"] else "bare"
-    out = [goal(f"grade (in-process) overhead ≤ 10 % of {base}, worst notebook", worst(result, "ratio"), GOAL_RATIO,
-                "overhead", lower_is_better=True, fix=fix),
-           goal(f"grade (in-process) overhead ≤ 1 s median over {base}, worst notebook", worst(result, "overhead_s"),
-                GOAL_SECONDS, "s", lower_is_better=True, fix=fix)]
+    out = [
+        goal(
+            f"grade (in-process) overhead ≤ 10 % of {base}, worst notebook",
+            worst(result, "ratio"),
+            GOAL_RATIO,
+            "overhead",
+            lower_is_better=True,
+            fix=fix,
+        ),
+        goal(
+            f"grade (in-process) overhead ≤ 1 s median over {base}, worst notebook",
+            worst(result, "overhead_s"),
+            GOAL_SECONDS,
+            "s",
+            lower_is_better=True,
+            fix=fix,
+        ),
+    ]
     if "cli" in result["variants"]:
         cli_fix = cli_fix_text(result, fix)
         ref = next((nb for name, nb in result["notebooks"].items() if name in (REFERENCE, "reference")), None)
         ref_ratio = (ref.get("cli_ratio") or {}).get("median") if ref else None
-        out += [goal(f"`autograder grade` (CLI) ≤ {GOAL_CLI_REFERENCE:.2f}× {base} on the reference",
-                     ref_ratio, GOAL_CLI_REFERENCE, "overhead", lower_is_better=True, fix=cli_fix),
-                goal(f"`autograder grade` (CLI) ≤ {GOAL_CLI_EVERY:.2f}× {base} on every notebook (worst)",
-                     worst(result, "cli_ratio"), GOAL_CLI_EVERY, "overhead", lower_is_better=True, fix=cli_fix)]
+        out += [
+            goal(
+                f"`autograder grade` (CLI) ≤ {GOAL_CLI_REFERENCE:.2f}× {base} on the reference",
+                ref_ratio,
+                GOAL_CLI_REFERENCE,
+                "overhead",
+                lower_is_better=True,
+                fix=cli_fix,
+            ),
+            goal(
+                f"`autograder grade` (CLI) ≤ {GOAL_CLI_EVERY:.2f}× {base} on every notebook (worst)",
+                worst(result, "cli_ratio"),
+                GOAL_CLI_EVERY,
+                "overhead",
+                lower_is_better=True,
+                fix=cli_fix,
+            ),
+        ]
     return out
 
 
@@ -305,37 +388,53 @@ def cli_fix_text(result: dict[str, Any], fix: str) -> str:
     if extra is not None:
         parts.append(f"a CLI grade takes {extra:.2f} s more than the in-process one (worst notebook, paired)")
     if startup.get("median") is not None:
-        parts.append(f"of which the interpreter and the CLI module are {startup['median']:.2f} s "
-                     "(`autograder --version`)")
+        parts.append(
+            f"of which the interpreter and the CLI module are {startup['median']:.2f} s (`autograder --version`)"
+        )
     if stack is not None:
-        parts.append(f"while importing the grading stack cold (numpy, scipy, scikit-learn, onnx, onnxruntime, "
-                     f"nbclient) takes {stack:.2f} s, paid by every fresh process as the kernel competes for the "
-                     "same cores")
-    cli_exec = [((nb.get("cli_stages_s") or {}).get("execute"), nb["stages_s"].get("execute"))
-                for nb in result["notebooks"].values()]
+        parts.append(
+            f"while importing the grading stack cold (numpy, scipy, scikit-learn, onnx, onnxruntime, "
+            f"nbclient) takes {stack:.2f} s, paid by every fresh process as the kernel competes for the "
+            "same cores"
+        )
+    cli_exec = [
+        ((nb.get("cli_stages_s") or {}).get("execute"), nb["stages_s"].get("execute"))
+        for nb in result["notebooks"].values()
+    ]
     gaps = [a - b for a, b in cli_exec if a is not None and b is not None]
     if gaps:
-        parts.append(f"and the jailed execution itself is {max(gaps):+.2f} s slower in a fresh process (worst "
-                     "notebook): on 2 cores the kernel shares the machine with the parent's warm-ups (the "
-                     "assignment's data sets: scikit-learn's import alone is about 1.4 s of CPU; matplotlib) and "
-                     "the three measuring children's imports (about 0.3 s of CPU each)")
+        parts.append(
+            f"and the jailed execution itself is {max(gaps):+.2f} s slower in a fresh process (worst "
+            "notebook): on 2 cores the kernel shares the machine with the parent's warm-ups (the "
+            "assignment's data sets: scikit-learn's import alone is about 1.4 s of CPU; matplotlib) and "
+            "the three measuring children's imports (about 0.3 s of CPU each)"
+        )
     ref = next((nb for name, nb in result["notebooks"].items() if name in (REFERENCE, "reference")), None)
     cs = (ref or {}).get("cli_stages_s") or {}
-    left = [f"{what} ({cs[key]:.2f} s on the reference)" if cs.get(key) is not None else what
-            for what, key in (("the process itself: the interpreter's start, the imports before the kernel's "
-                               "launch (typer, numpy, nbclient with jupyter_client and nbformat) and the exit",
-                               "process"),
-                              ("judging and the reports, mostly the picture", "judge"))]
-    return (", ".join(parts) + ". Done: nothing but the kernel's launch runs before it (warm children, data "
-            "sets, the reference answers' sessions and matplotlib start once it is launched; the probe's cases "
-            "no longer import onnx and onnxruntime; `make setup` compiles the grader's bytecode, which a shell "
-            "with PYTHONDONTWRITEBYTECODE set made every process compile from source), the models are measured "
-            "beside the probe, the kernel's shutdown no longer waits zmq's 100 ms linger, the picture is drawn "
-            "once for both formats, and the process ends without tearing down the interpreter (0.5 s). Left: "
-            + "; ".join(left) + "; inside *execute*, the probe (one round trip per hidden case, about 0.3 s) and "
-            "the wait for the two int8 models' measuring children, which start once the fp32 baseline is "
-            "measured (about 0.2 s after the probe). A resident grader (a batch worker, a grading service) pays "
-            "the imports once, which is what a batch does. In-process: " + fix)
+    left = [
+        f"{what} ({cs[key]:.2f} s on the reference)" if cs.get(key) is not None else what
+        for what, key in (
+            (
+                "the process itself: the interpreter's start, the imports before the kernel's "
+                "launch (typer, numpy, nbclient with jupyter_client and nbformat) and the exit",
+                "process",
+            ),
+            ("judging and the reports, mostly the picture", "judge"),
+        )
+    ]
+    return (
+        ", ".join(parts) + ". Done: nothing but the kernel's launch runs before it (warm children, data "
+        "sets, the reference answers' sessions and matplotlib start once it is launched; the probe's cases "
+        "no longer import onnx and onnxruntime; `make setup` compiles the grader's bytecode, which a shell "
+        "with PYTHONDONTWRITEBYTECODE set made every process compile from source), the models are measured "
+        "beside the probe, the kernel's shutdown no longer waits zmq's 100 ms linger, the picture is drawn "
+        "once for both formats, and the process ends without tearing down the interpreter (0.5 s). Left: "
+        + "; ".join(left)
+        + "; inside *execute*, the probe (one round trip per hidden case, about 0.3 s) and "
+        "the wait for the two int8 models' measuring children, which start once the fp32 baseline is "
+        "measured (about 0.2 s after the probe). A resident grader (a batch worker, a grading service) pays "
+        "the imports once, which is what a batch does. In-process: " + fix
+    )
 
 
 def _med(nb: dict[str, Any], key: str, fmt: Any, **kw: Any) -> str:
@@ -347,80 +446,120 @@ def section(result: dict[str, Any] | None) -> list[str]:
     if not result:
         return lines + ["Not run.", ""]
     one_t = "bare_1t" in result["variants"]
-    lines += [f"Each notebook: {result['rounds']} interleaved round(s) of *bare* (plain nbclient, "
-              f"`NotebookClient(nb, timeout={result['cell_timeout_s']}, kernel_name=\"python3\", allow_errors=True)`, "
-              "fresh temp folder, no jail/probe/measure)"
-              + (", *bare 1t* (the same with `OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1` in the "
-                 "kernel's environment, as the jail sets them)" if one_t else "")
-              + ", *grade* (`pipeline.grade_notebook` in the benchmark's process: jail, probe, measure, judge, "
-              "report)"
-              + (" and *CLI* (`autograder grade NB --out DIR`, a new process)" if "cli" in result["variants"] else "")
-              + f". Overhead = grade − {'bare 1t' if one_t else 'bare'} and ratio = grade / "
-              f"{'bare 1t' if one_t else 'bare'}, paired per round, then the median.", ""]
+    lines += [
+        f"Each notebook: {result['rounds']} interleaved round(s) of *bare* (plain nbclient, "
+        f'`NotebookClient(nb, timeout={result["cell_timeout_s"]}, kernel_name="python3", allow_errors=True)`, '
+        "fresh temp folder, no jail/probe/measure)"
+        + (
+            ", *bare 1t* (the same with `OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1` in the "
+            "kernel's environment, as the jail sets them)"
+            if one_t
+            else ""
+        )
+        + ", *grade* (`pipeline.grade_notebook` in the benchmark's process: jail, probe, measure, judge, "
+        "report)"
+        + (" and *CLI* (`autograder grade NB --out DIR`, a new process)" if "cli" in result["variants"] else "")
+        + f". Overhead = grade − {'bare 1t' if one_t else 'bare'} and ratio = grade / "
+        f"{'bare 1t' if one_t else 'bare'}, paired per round, then the median.",
+        "",
+    ]
     if one_t:
-        lines += ["Why two bare runs: with the libraries' default of one BLAS thread per core, the MLP's training in "
-                  "plain nbclient is erratic on this small, shared machine, as fast as with one thread in some "
-                  "rounds and several times slower in others (see the per-round values), so grade − plain bare "
-                  "measures the thread setting more than the grader. The goals are judged against *bare 1t*; the "
-                  "column *grade / plain bare* keeps the comparison with plain nbclient.", ""]
-    lines += ["| notebook | bare | bare 1t | grade | overhead | ratio | CLI | CLI overhead | CLI ratio "
-              "| grade / plain bare | status · score |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [
+            "Why two bare runs: with the libraries' default of one BLAS thread per core, the MLP's training in "
+            "plain nbclient is erratic on this small, shared machine, as fast as with one thread in some "
+            "rounds and several times slower in others (see the per-round values), so grade − plain bare "
+            "measures the thread setting more than the grader. The goals are judged against *bare 1t*; the "
+            "column *grade / plain bare* keeps the comparison with plain nbclient.",
+            "",
+        ]
+    lines += [
+        "| notebook | bare | bare 1t | grade | overhead | ratio | CLI | CLI overhead | CLI ratio "
+        "| grade / plain bare | status · score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for name, nb in result["notebooks"].items():
         lines.append(
             f"| `{name}` | {_med(nb, 'bare_s', fmt_s)} | {_med(nb, 'bare_1t_s', fmt_s)} | {_med(nb, 'grade_s', fmt_s)} | "
             f"{_med(nb, 'overhead_s', fmt_s, signed=True)} | {_med(nb, 'ratio', fmt_x)} | {_med(nb, 'cli_s', fmt_s)} | "
             f"{_med(nb, 'cli_overhead_s', fmt_s, signed=True)} | {_med(nb, 'cli_ratio', fmt_x)} | "
             f"{_med(nb, 'ratio_plain', fmt_x) if one_t else '–'} | "
-            f"{', '.join(nb['status'])} · {', '.join(f'{s:g}' for s in nb['score'])}/{nb['max_score'] or 0:g} |")
+            f"{', '.join(nb['status'])} · {', '.join(f'{s:g}' for s in nb['score'])}/{nb['max_score'] or 0:g} |"
+        )
     base = "bare 1t" if one_t else "bare"
-    lines += ["", "Where the in-process grade's time goes (medians). *execute* is `run_submission`: the jail, the "
-              f"kernel's start, the cells, the probe, shutdown and reaping; *beyond {base}* is execute − {base}; "
-              "*models beside the probe* is how long the three models were measured (in limited child processes) "
-              "while the probe ran, inside *execute*; *measure* is what measuring has left after the kernel is gone; "
-              "*judge* includes the reports:",
-              "", f"| notebook | {base} | execute | beyond {base} | models beside the probe | measure | judge + report | setup |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "Where the in-process grade's time goes (medians). *execute* is `run_submission`: the jail, the "
+        f"kernel's start, the cells, the probe, shutdown and reaping; *beyond {base}* is execute − {base}; "
+        "*models beside the probe* is how long the three models were measured (in limited child processes) "
+        "while the probe ran, inside *execute*; *measure* is what measuring has left after the kernel is gone; "
+        "*judge* includes the reports:",
+        "",
+        f"| notebook | {base} | execute | beyond {base} | models beside the probe | measure | judge + report | setup |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, nb in result["notebooks"].items():
         st, b = nb["stages_s"], breakdown(nb)
-        lines.append(f"| `{name}` | {fmt_s(baseline(nb))} | {fmt_s(st['execute'])} | "
-                     f"{fmt_s(b['execute_extra'], signed=True)} | {fmt_s(st.get('beside_probe'))} | "
-                     f"{fmt_s(st['measure'])} | {fmt_s(st['judge'])} | {fmt_s(st['setup'])} |")
+        lines.append(
+            f"| `{name}` | {fmt_s(baseline(nb))} | {fmt_s(st['execute'])} | "
+            f"{fmt_s(b['execute_extra'], signed=True)} | {fmt_s(st.get('beside_probe'))} | "
+            f"{fmt_s(st['measure'])} | {fmt_s(st['judge'])} | {fmt_s(st['setup'])} |"
+        )
     if any(nb.get("cli_stages_s") for nb in result["notebooks"].values()):
-        lines += ["", "Where `autograder grade` as a process spends its time (medians of the stage durations it "
-                  "records in grade.json's `timings`; *models beside the probe* is inside *execute*; *process* is "
-                  "the rest of the wall time: the interpreter's start, the imports before the kernel is launched, the "
-                  "command line and the exit):", "",
-                  f"| notebook | {base} | CLI | setup | execute | beyond {base} | models beside the probe | measure | "
-                  "judge + report | process |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "Where `autograder grade` as a process spends its time (medians of the stage durations it "
+            "records in grade.json's `timings`; *models beside the probe* is inside *execute*; *process* is "
+            "the rest of the wall time: the interpreter's start, the imports before the kernel is launched, the "
+            "command line and the exit):",
+            "",
+            f"| notebook | {base} | CLI | setup | execute | beyond {base} | models beside the probe | measure | "
+            "judge + report | process |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for name, nb in result["notebooks"].items():
             cs = nb.get("cli_stages_s") or {}
             beyond = None if cs.get("execute") is None or baseline(nb) is None else cs["execute"] - baseline(nb)
-            lines.append(f"| `{name}` | {fmt_s(baseline(nb))} | {_med(nb, 'cli_s', fmt_s)} | {fmt_s(cs.get('setup'))} | "
-                         f"{fmt_s(cs.get('execute'))} | {fmt_s(beyond, signed=True)} | {fmt_s(cs.get('beside_probe'))} | "
-                         f"{fmt_s(cs.get('measure'))} | "
-                         f"{fmt_s(cs.get('judge'))} | {fmt_s(cs.get('process'))} |")
+            lines.append(
+                f"| `{name}` | {fmt_s(baseline(nb))} | {_med(nb, 'cli_s', fmt_s)} | {fmt_s(cs.get('setup'))} | "
+                f"{fmt_s(cs.get('execute'))} | {fmt_s(beyond, signed=True)} | {fmt_s(cs.get('beside_probe'))} | "
+                f"{fmt_s(cs.get('measure'))} | "
+                f"{fmt_s(cs.get('judge'))} | {fmt_s(cs.get('process'))} |"
+            )
     lines += ["", "Per-round values (seconds):", ""]
     for name, nb in result["notebooks"].items():
-        per = ", ".join(f"{label} {nb[key]['values']}" for label, key in
-                        (("bare", "bare_s"), ("bare 1t", "bare_1t_s"), ("grade", "grade_s"), ("CLI", "cli_s"))
-                        if nb.get(key))
+        per = ", ".join(
+            f"{label} {nb[key]['values']}"
+            for label, key in (("bare", "bare_s"), ("bare 1t", "bare_1t_s"), ("grade", "grade_s"), ("CLI", "cli_s"))
+            if nb.get(key)
+        )
         lines.append(f"- `{name}`: {per}")
     if result.get("startup"):
-        lines += ["", "Fixed costs alone, on one-cell notebooks: plain nbclient with one BLAS thread (*bare 1t*) vs "
-                  "the sandbox's `run_submission` (jail, kernel, cell; no probe, no measurement), interleaved, "
-                  "medians:", "", "| notebook | bare 1t | jailed | jailed − bare 1t (paired) |", "|---|---:|---:|---:|"]
+        lines += [
+            "",
+            "Fixed costs alone, on one-cell notebooks: plain nbclient with one BLAS thread (*bare 1t*) vs "
+            "the sandbox's `run_submission` (jail, kernel, cell; no probe, no measurement), interleaved, "
+            "medians:",
+            "",
+            "| notebook | bare 1t | jailed | jailed − bare 1t (paired) |",
+            "|---|---:|---:|---:|",
+        ]
         for label, v in result["startup"].items():
-            lines.append(f"| {label} | {fmt_s(v['bare_1t_s']['median'])} | {fmt_s(v['jail_s']['median'])} | "
-                         f"{fmt_s(v['diff_s']['median'], signed=True)} |")
+            lines.append(
+                f"| {label} | {fmt_s(v['bare_1t_s']['median'])} | {fmt_s(v['jail_s']['median'])} | "
+                f"{fmt_s(v['diff_s']['median'], signed=True)} |"
+            )
     if result.get("cli_startup_s"):
         st = result["cli_startup_s"]
         stack = (st.get("stack_import_s") or {}).get("median")
-        lines += ["", f"CLI start-up alone (`autograder --version`, {st['n']} runs): {fmt_s(st['median'])} median; "
-                  f"importing the grading stack in a fresh interpreter (`python -c \"{STACK}\"`): {fmt_s(stack)} "
-                  f"median; CLI − in-process grade, paired: "
-                  + ", ".join(f"`{n}` {_med(nb, 'cli_minus_grade_s', fmt_s, signed=True)}"
-                              for n, nb in result["notebooks"].items()) + "."]
+        lines += [
+            "",
+            f"CLI start-up alone (`autograder --version`, {st['n']} runs): {fmt_s(st['median'])} median; "
+            f'importing the grading stack in a fresh interpreter (`python -c "{STACK}"`): {fmt_s(stack)} '
+            f"median; CLI − in-process grade, paired: "
+            + ", ".join(
+                f"`{n}` {_med(nb, 'cli_minus_grade_s', fmt_s, signed=True)}" for n, nb in result["notebooks"].items()
+            )
+            + ".",
+        ]
     lines += [""] + goal_lines(goals(result))
     return lines + [""]

@@ -71,11 +71,20 @@ def run(cfg: dict[str, Any], *, workdir: Path, source: Path | None) -> dict[str,
         variants = {"cli": cli, **variants}
     raw = interleaved(variants, rounds, log=log, label="rescore ")
     profile = profile_rescore(dest) if cfg.get("rescore_profile", True) else None
-    gradebook_rows = max(0, len((dest / "gradebook.csv").read_text().splitlines()) - 1) \
-        if (dest / "gradebook.csv").is_file() else None
-    return {"size": copied, "rounds": rounds, "source": str(source), "cli_available": cli_ok,
-            "seconds": {k: spread(v) for k, v in raw.items()}, "gradebook_rows": gradebook_rows,
-            "profile": profile}
+    gradebook_rows = (
+        max(0, len((dest / "gradebook.csv").read_text().splitlines()) - 1)
+        if (dest / "gradebook.csv").is_file()
+        else None
+    )
+    return {
+        "size": copied,
+        "rounds": rounds,
+        "source": str(source),
+        "cli_available": cli_ok,
+        "seconds": {k: spread(v) for k, v in raw.items()},
+        "gradebook_rows": gradebook_rows,
+        "profile": profile,
+    }
 
 
 # (label, module path fragment, function name): disjoint parts of a rescore, summed from cProfile
@@ -118,8 +127,11 @@ def headline(result: dict[str, Any]) -> tuple[str, float | None]:
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     key, value = headline(result)
-    subject = ("`autograder rescore` of 100 submissions < 5 s" if key == "cli"
-               else "`batch.rescore` (in-process; the CLI has no rescore command yet) of 100 submissions < 5 s")
+    subject = (
+        "`autograder rescore` of 100 submissions < 5 s"
+        if key == "cli"
+        else "`batch.rescore` (in-process; the CLI has no rescore command yet) of 100 submissions < 5 s"
+    )
     return [goal(subject, value, GOAL_SECONDS, "s", lower_is_better=True, fix=fix_text(result))]
 
 
@@ -140,31 +152,46 @@ def fix_text(result: dict[str, Any]) -> str:
         cures.append("draw summary.html's plots once, without matplotlib's start-up on the critical path")
     if any(n.startswith("JSON") or n.startswith("judging") for n in names):
         cures.append("re-judge in a small process pool (the submissions are independent)")
-    return (f"in a profiled rescore ({prof.get('total_s', 0):.2f} s under the profiler) the largest parts are "
-            f"{where}; " + "; ".join(cures or ["remove the per-submission repeats the profile shows"]))
+    return (
+        f"in a profiled rescore ({prof.get('total_s', 0):.2f} s under the profiler) the largest parts are "
+        f"{where}; " + "; ".join(cures or ["remove the per-submission repeats the profile shows"])
+    )
 
 
 def section(result: dict[str, Any] | None) -> list[str]:
     lines = [SECTION_TITLES[2], ""]
     if not result:
         return lines + ["Not run.", ""]
-    lines += [f"{result['size']} stored submissions (copies of a graded batch's folders), re-judged from their "
-              f"measurements.json with nothing executed; {result['rounds']} interleaved round(s). Each run rewrites "
-              "every results.json, feedback.md and grade.json, then gradebook.csv "
-              f"({result['gradebook_rows']} rows) and summary.html.", "",
-              "| how | median | min | max | runs (s) |", "|---|---:|---:|---:|---|"]
+    lines += [
+        f"{result['size']} stored submissions (copies of a graded batch's folders), re-judged from their "
+        f"measurements.json with nothing executed; {result['rounds']} interleaved round(s). Each run rewrites "
+        "every results.json, feedback.md and grade.json, then gradebook.csv "
+        f"({result['gradebook_rows']} rows) and summary.html.",
+        "",
+        "| how | median | min | max | runs (s) |",
+        "|---|---:|---:|---:|---|",
+    ]
     labels = {"cli": "`autograder rescore DIR` (new process)", "in-process": "`autograder.batch.rescore(DIR)`"}
     for key, s in result["seconds"].items():
-        lines.append(f"| {labels.get(key, key)} | {fmt_s(s['median'])} | {fmt_s(s['min'])} | {fmt_s(s['max'])} | "
-                     f"{s['values']} |")
+        lines.append(
+            f"| {labels.get(key, key)} | {fmt_s(s['median'])} | {fmt_s(s['min'])} | {fmt_s(s['max'])} | {s['values']} |"
+        )
     if not result.get("cli_available"):
-        lines += ["", "`autograder rescore` is not a command of the CLI in this build, so only the in-process "
-                  "figure was measured."]
+        lines += [
+            "",
+            "`autograder rescore` is not a command of the CLI in this build, so only the in-process "
+            "figure was measured.",
+        ]
     prof = result.get("profile") or {}
     if prof.get("parts"):
-        lines += ["", f"Where a rescore's time goes (one more in-process run under cProfile, "
-                  f"{prof['total_s']:.2f} s with the profiler's own cost):", "", "| part | seconds | calls |",
-                  "|---|---:|---:|"]
+        lines += [
+            "",
+            f"Where a rescore's time goes (one more in-process run under cProfile, "
+            f"{prof['total_s']:.2f} s with the profiler's own cost):",
+            "",
+            "| part | seconds | calls |",
+            "|---|---:|---:|",
+        ]
         for label, p in sorted(prof["parts"].items(), key=lambda kv: -kv[1]["seconds"]):
             lines.append(f"| {label} | {p['seconds']:.2f} | {p['calls']} |")
     return lines + [""] + goal_lines(goals(result)) + [""]

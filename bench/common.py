@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT_ID = "07-quantization"
 EXAMPLES = ROOT / "assignments" / ASSIGNMENT_ID / "examples"
 MASTER = ROOT / "reference" / ASSIGNMENT_ID / "master.ipynb"
-BIN = Path(sys.executable).parent          # the venv's bin: autograder and otter live beside python
-GiB = 1024 ** 3
-MiB = 1024 ** 2
+BIN = Path(sys.executable).parent  # the venv's bin: autograder and otter live beside python
+GiB = 1024**3
+MiB = 1024**2
 
 
 # ── statistics ───────────────────────────────────────────────────────────────────────────────
+
 
 def median(values: Sequence[float]) -> float | None:
     vals = [float(v) for v in values if v is not None]
@@ -44,8 +45,13 @@ def median(values: Sequence[float]) -> float | None:
 def spread(values: Sequence[float]) -> dict[str, Any]:
     """``{"median", "min", "max", "n", "values"}`` of ``values`` (seconds, bytes, ratios…)."""
     vals = [float(v) for v in values if v is not None]
-    return {"median": median(vals), "min": min(vals) if vals else None, "max": max(vals) if vals else None,
-            "n": len(vals), "values": [round(v, 4) for v in vals]}
+    return {
+        "median": median(vals),
+        "min": min(vals) if vals else None,
+        "max": max(vals) if vals else None,
+        "n": len(vals),
+        "values": [round(v, 4) for v in vals],
+    }
 
 
 def paired_diffs(a: Sequence[float | None], b: Sequence[float | None]) -> list[float]:
@@ -60,14 +66,16 @@ def paired_ratios(a: Sequence[float | None], b: Sequence[float | None]) -> list[
 
 # ── interleaving ─────────────────────────────────────────────────────────────────────────────
 
+
 def round_order(names: Sequence[str], round_index: int) -> list[str]:
     """The variants' order in round ``round_index``: as given in even rounds, reversed in odd ones."""
     names = list(names)
     return names if round_index % 2 == 0 else names[::-1]
 
 
-def interleaved(variants: dict[str, Callable[[int], Any]], rounds: int, *,
-                log: Callable[[str], None] | None = None, label: str = "") -> dict[str, list[Any]]:
+def interleaved(
+    variants: dict[str, Callable[[int], Any]], rounds: int, *, log: Callable[[str], None] | None = None, label: str = ""
+) -> dict[str, list[Any]]:
     """Run every variant once per round, order flipping each round; ``{name: [result per round]}``.
 
     A variant is ``fn(round_index) -> result``; its results come back in round order.
@@ -84,10 +92,11 @@ def interleaved(variants: dict[str, Callable[[int], Any]], rounds: int, *,
 
 # ── child processes ──────────────────────────────────────────────────────────────────────────
 
+
 @dataclass
 class ChildResult:
     argv: list[str]
-    returncode: int | None      # None: killed by our timeout
+    returncode: int | None  # None: killed by our timeout
     seconds: float
     stdout: str
     stderr: str
@@ -98,16 +107,23 @@ class ChildResult:
         return self.returncode == 0
 
 
-def run_child(argv: list[str], *, timeout_s: float, cwd: Path | None = None, sampler_factory: Any = None,
-              env: dict[str, str] | None = None) -> ChildResult:
+def run_child(
+    argv: list[str],
+    *,
+    timeout_s: float,
+    cwd: Path | None = None,
+    sampler_factory: Any = None,
+    env: dict[str, str] | None = None,
+) -> ChildResult:
     """Run ``argv`` in a new session, timed; on timeout its process group (ours) is killed.
 
     ``sampler_factory(pid)`` (e.g. ``bench_memory.TreeSampler``) samples the child's process tree
     while it runs; its ``stop()`` summary lands in ``memory``.
     """
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     sampler = sampler_factory(proc.pid) if sampler_factory else None
     try:
         out, err = proc.communicate(timeout=timeout_s)
@@ -148,6 +164,7 @@ def tool(name: str) -> str:
 
 # ── machine facts ────────────────────────────────────────────────────────────────────────────
 
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -176,10 +193,15 @@ def load_average() -> list[float] | None:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -209,10 +231,16 @@ def machine_facts() -> dict[str, Any]:
     versions["psutil"] = package_version("psutil")
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "cores": os.cpu_count(), "cores_usable": usable, "cpu_model": cpu_model(),
-        "memory_bytes": memory_total_bytes(), "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(), "versions": versions, "git": git_commit(),
-        "uid": os.geteuid(), "load_average_start": load_average(),
+        "cores": os.cpu_count(),
+        "cores_usable": usable,
+        "cpu_model": cpu_model(),
+        "memory_bytes": memory_total_bytes(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "versions": versions,
+        "git": git_commit(),
+        "uid": os.geteuid(),
+        "load_average_start": load_average(),
     }
 
 
@@ -227,6 +255,7 @@ def isolation_summary() -> dict[str, Any]:
 
 
 # ── misc ─────────────────────────────────────────────────────────────────────────────────────
+
 
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

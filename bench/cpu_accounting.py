@@ -23,18 +23,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import proc_info   # the one reader of /proc's mount and cgroup tables (standard library only)
+from autograder import proc_info  # the one reader of /proc's mount and cgroup tables (standard library only)
 
-PREFIX = "autograder-bench-"      # never the grader's own ``autograder-<pid>-sb<slot>`` pattern
-JOIN_SCRIPT = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 112; shift; n=$((n-1)); done; '
-               'exec "$@"')
+PREFIX = "autograder-bench-"  # never the grader's own ``autograder-<pid>-sb<slot>`` pattern
+JOIN_SCRIPT = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 112; shift; n=$((n-1)); done; exec "$@"'
 _serial = itertools.count()
 
 
 @dataclass(frozen=True)
 class Hierarchy:
-    version: int          # 1: cpuacct, 2: the unified hierarchy
-    parent: Path          # this process's own cgroup in it: the groups are made below it
+    version: int  # 1: cpuacct, 2: the unified hierarchy
+    parent: Path  # this process's own cgroup in it: the groups are made below it
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,8 +93,11 @@ class CpuGroup:
     def _own_path(self) -> Path:
         own = proc_info.own_cgroups().get("cpuacct" if self.hierarchy.version == 1 else "", "/")
         table = proc_info.mounts()
-        mount = (proc_info.cgroup_v1_mounts(table).get("cpuacct") if self.hierarchy.version == 1
-                 else next((m for m in table if m.fstype == "cgroup2"), None))
+        mount = (
+            proc_info.cgroup_v1_mounts(table).get("cpuacct")
+            if self.hierarchy.version == 1
+            else next((m for m in table if m.fstype == "cgroup2"), None)
+        )
         return Path(mount.point) / own.lstrip("/") if mount else self.hierarchy.parent
 
     def leave(self) -> None:
@@ -114,7 +116,7 @@ class CpuGroup:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    return       # left behind, empty once its last process exits; named after our pid
+                    return  # left behind, empty once its last process exits; named after our pid
                 time.sleep(0.05)
 
 

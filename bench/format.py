@@ -24,6 +24,7 @@ SECTION_TITLES = (
 
 # ── numbers ──────────────────────────────────────────────────────────────────────────────────
 
+
 def fmt_s(x: float | None, *, signed: bool = False) -> str:
     if x is None:
         return "–"
@@ -60,11 +61,20 @@ def _fmt(value: float | None, unit: str) -> str:
 
 # ── goals ────────────────────────────────────────────────────────────────────────────────────
 
-def goal(subject: str, measured: float | None, target: float, unit: str, *, lower_is_better: bool,
-         fix: str) -> dict[str, Any]:
+
+def goal(
+    subject: str, measured: float | None, target: float, unit: str, *, lower_is_better: bool, fix: str
+) -> dict[str, Any]:
     met = None if measured is None else (measured <= target if lower_is_better else measured >= target)
-    return {"subject": subject, "measured": measured, "target": target, "unit": unit,
-            "lower_is_better": lower_is_better, "met": met, "fix": fix}
+    return {
+        "subject": subject,
+        "measured": measured,
+        "target": target,
+        "unit": unit,
+        "lower_is_better": lower_is_better,
+        "met": met,
+        "fix": fix,
+    }
 
 
 def miss(g: dict[str, Any]) -> str:
@@ -104,7 +114,9 @@ def goals_table(goals: list[dict[str, Any]]) -> list[str]:
     lines = ["| goal | measured | target | result |", "|---|---:|---:|---|"]
     for g in goals:
         bound = "≤" if g["lower_is_better"] else "≥"
-        verdict = ("not measured" if g["met"] is None else "✅ met" if g["met"] else f"❌ missed by {miss(g)}")
-        lines.append(f"| {g['subject']} | {_fmt(g['measured'], g['unit'])} | {bound} {_fmt(g['target'], g['unit'])} "
-                     f"| {verdict} |")
+        verdict = "not measured" if g["met"] is None else "✅ met" if g["met"] else f"❌ missed by {miss(g)}"
+        lines.append(
+            f"| {g['subject']} | {_fmt(g['measured'], g['unit'])} | {bound} {_fmt(g['target'], g['unit'])} "
+            f"| {verdict} |"
+        )
     return lines

@@ -54,7 +54,7 @@ class TreeSampler:
         self.peak_pss = {k: 0 for k in KINDS}
         self.peak_total = self.peak_pss_total = 0
         self.peak_kernels_at_once = 0
-        self.hwm: dict[int, tuple[str, int, str]] = {}     # pid → (kind, VmHWM bytes, user)
+        self.hwm: dict[int, tuple[str, int, str]] = {}  # pid → (kind, VmHWM bytes, user)
         self.samples = self.pss_samples = 0
         self._kinds: dict[int, str] = {}
         self._stop = threading.Event()
@@ -77,11 +77,11 @@ class TreeSampler:
         except self._psutil.Error:
             return "grader"
         if name in ("bwrap", "setpriv"):
-            return "jail"    # its argv names the kernel; not cached: setpriv execs into it
+            return "jail"  # its argv names the kernel; not cached: setpriv execs into it
         if "ipykernel_launcher" in cmd or self._kinds.get(parents.get(proc.pid, -1)) == "kernel":
             self._kinds[proc.pid] = "kernel"  # a kernel, or anything a kernel started: the student's
             return "kernel"
-        return "grader"      # not cached: a forked worker may still exec
+        return "grader"  # not cached: a forked worker may still exec
 
     def sample(self) -> None:
         procs = self._procs()
@@ -130,14 +130,20 @@ class TreeSampler:
         kernel_hwm = [h for kind, h, _ in self.hwm.values() if kind == "kernel"]
         grader_hwm = [h for kind, h, _ in self.hwm.values() if kind == "grader"]
         return {
-            "peak_total": self.peak_total, "peak_grader": self.peak["grader"], "peak_jail": self.peak["jail"],
-            "peak_kernel": self.peak["kernel"], "kernels_at_once": self.peak_kernels_at_once,
+            "peak_total": self.peak_total,
+            "peak_grader": self.peak["grader"],
+            "peak_jail": self.peak["jail"],
+            "peak_kernel": self.peak["kernel"],
+            "kernels_at_once": self.peak_kernels_at_once,
             "pss_total": self.peak_pss_total if self.pss_samples else None,
             "pss_grader": self.peak_pss["grader"] if self.pss_samples else None,
             "pss_kernel": self.peak_pss["kernel"] if self.pss_samples else None,
-            "kernel_hwm_max": max(kernel_hwm, default=0), "grader_hwm_max": max(grader_hwm, default=0),
+            "kernel_hwm_max": max(kernel_hwm, default=0),
+            "grader_hwm_max": max(grader_hwm, default=0),
             "kernel_users": sorted({u for kind, _, u in self.hwm.values() if kind == "kernel"}),
-            "processes": len(self.hwm), "samples": self.samples, "pss_samples": self.pss_samples,
+            "processes": len(self.hwm),
+            "samples": self.samples,
+            "pss_samples": self.pss_samples,
             "interval_s": self.interval_s,
         }
 
@@ -156,17 +162,32 @@ def per_in_flight(memory: dict[str, Any] | None, jobs: int) -> dict[str, float |
     def mb(key: str) -> float | None:
         return None if memory.get(key) is None else memory[key] / n / MiB
 
-    return {"total_mb": mb("peak_total"), "grader_mb": mb("peak_grader"), "kernel_mb": mb("peak_kernel"),
-            "pss_total_mb": mb("pss_total"), "pss_grader_mb": mb("pss_grader"), "pss_kernel_mb": mb("pss_kernel"),
-            "kernel_hwm_mb": memory["kernel_hwm_max"] / MiB, "grader_hwm_mb": memory["grader_hwm_max"] / MiB,
-            "kernel_users": memory.get("kernel_users", [])}
+    return {
+        "total_mb": mb("peak_total"),
+        "grader_mb": mb("peak_grader"),
+        "kernel_mb": mb("peak_kernel"),
+        "pss_total_mb": mb("pss_total"),
+        "pss_grader_mb": mb("pss_grader"),
+        "pss_kernel_mb": mb("pss_kernel"),
+        "kernel_hwm_mb": memory["kernel_hwm_max"] / MiB,
+        "grader_hwm_mb": memory["grader_hwm_max"] / MiB,
+        "kernel_users": memory.get("kernel_users", []),
+    }
 
 
 def summarize(runs: list[dict[str, Any] | None]) -> dict[str, Any]:
     """Medians over the rounds of each per-in-flight figure."""
     ok = [r for r in runs if r]
-    keys = ("total_mb", "grader_mb", "kernel_mb", "pss_total_mb", "pss_grader_mb", "pss_kernel_mb",
-            "kernel_hwm_mb", "grader_hwm_mb")
+    keys = (
+        "total_mb",
+        "grader_mb",
+        "kernel_mb",
+        "pss_total_mb",
+        "pss_grader_mb",
+        "pss_kernel_mb",
+        "kernel_hwm_mb",
+        "grader_hwm_mb",
+    )
     out: dict[str, Any] = {k: median([r[k] for r in ok if r.get(k) is not None]) for k in keys}
     out["kernel_users"] = sorted({u for r in ok for u in r.get("kernel_users", [])})
     out["rounds"] = len(ok)

@@ -32,7 +32,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (make bench): import the package ``bench`` from the root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bench_cpu_budget, bench_dask, bench_gradescope, bench_memory, bench_otter, bench_overhead, bench_rescore  # noqa: E402
+from bench import (
+    bench_cpu_budget,
+    bench_dask,
+    bench_gradescope,
+    bench_memory,
+    bench_otter,
+    bench_overhead,
+    bench_rescore,
+)  # noqa: E402
 from bench.common import ROOT, isolation_summary, load_average, log, machine_facts, read_json, write_json  # noqa: E402
 from bench.report_md import all_goals, render, splice  # noqa: E402
 
@@ -42,58 +50,102 @@ DEFAULT_OUTPUT = ROOT / "bench" / "RESULTS.md"
 FULL: dict[str, Any] = {
     "mode": "full",
     "overhead_notebooks": ["reference", "untouched", "quantize_no_saturation"],
-    "overhead_rounds": 3, "overhead_cli": True,
-    "batch_size": 20, "batch_rounds": 2, "batch_examples": None,
+    "overhead_rounds": 3,
+    "overhead_cli": True,
+    "batch_size": 20,
+    "batch_rounds": 2,
+    "batch_examples": None,
     # after round 1, repeat only the runs the goals compare (otter ×1 and default-thread ×2 are context)
     "batch_repeat_configs": ["autograder -j 1", "autograder -j 2", "otter ×2, 1 thread"],
-    "rescore_size": 100, "rescore_rounds": 5,
-    "memory_notebook": "reference", "memory_rounds": 2,
-    "memory_class_size": 4, "memory_class_examples": ["reference"], "memory_class_rounds": 1,
-    "timeout_s": 900, "batch_timeout_s": 3600,
-    "dask_class_size": 12, "dask_rounds": 3, "dask_examples": None,
-    "dask_overhead_tasks": 1000, "dask_overhead_rounds": 3,
-    "gradescope_rounds": 3, "gradescope_slow_rounds": 1,
-    "cpu_examples": list(bench_cpu_budget.DEFAULT_EXAMPLES), "cpu_rounds": 3,
+    "rescore_size": 100,
+    "rescore_rounds": 5,
+    "memory_notebook": "reference",
+    "memory_rounds": 2,
+    "memory_class_size": 4,
+    "memory_class_examples": ["reference"],
+    "memory_class_rounds": 1,
+    "timeout_s": 900,
+    "batch_timeout_s": 3600,
+    "dask_class_size": 12,
+    "dask_rounds": 3,
+    "dask_examples": None,
+    "dask_overhead_tasks": 1000,
+    "dask_overhead_rounds": 3,
+    "gradescope_rounds": 3,
+    "gradescope_slow_rounds": 1,
+    "cpu_examples": list(bench_cpu_budget.DEFAULT_EXAMPLES),
+    "cpu_rounds": 3,
 }
 QUICK: dict[str, Any] = {
-    **FULL, "mode": "quick",
-    "overhead_notebooks": ["untouched"], "overhead_rounds": 1, "overhead_cli": True,
-    "batch_size": 4, "batch_rounds": 1, "batch_examples": ["untouched"], "batch_repeat_configs": None,
-    "rescore_size": 100, "rescore_rounds": 2,
-    "memory_notebook": "untouched", "memory_rounds": 1,
-    "memory_class_size": 2, "memory_class_examples": ["untouched"],
-    "dask_class_size": 4, "dask_rounds": 1, "dask_examples": ["untouched"],
-    "dask_overhead_tasks": 100, "dask_overhead_rounds": 1,
-    "gradescope_rounds": 1, "gradescope_slow_rounds": 0,
-    "cpu_examples": ["untouched"], "cpu_rounds": 1,
+    **FULL,
+    "mode": "quick",
+    "overhead_notebooks": ["untouched"],
+    "overhead_rounds": 1,
+    "overhead_cli": True,
+    "batch_size": 4,
+    "batch_rounds": 1,
+    "batch_examples": ["untouched"],
+    "batch_repeat_configs": None,
+    "rescore_size": 100,
+    "rescore_rounds": 2,
+    "memory_notebook": "untouched",
+    "memory_rounds": 1,
+    "memory_class_size": 2,
+    "memory_class_examples": ["untouched"],
+    "dask_class_size": 4,
+    "dask_rounds": 1,
+    "dask_examples": ["untouched"],
+    "dask_overhead_tasks": 100,
+    "dask_overhead_rounds": 1,
+    "gradescope_rounds": 1,
+    "gradescope_slow_rounds": 0,
+    "cpu_examples": ["untouched"],
+    "cpu_rounds": 1,
 }
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Figures are medians over repeated, interleaved runs; see bench/README.md.")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: one quick notebook, batches of 4, one round; output to a temp file by default")
-    p.add_argument("--only", default=",".join(BENCHMARKS),
-                   help=f"comma-separated subset of {', '.join(BENCHMARKS)} (default: all)")
+    p = argparse.ArgumentParser(
+        prog="bench/run.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Figures are medians over repeated, interleaved runs; see bench/README.md.",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: one quick notebook, batches of 4, one round; output to a temp file by default",
+    )
+    p.add_argument(
+        "--only", default=",".join(BENCHMARKS), help=f"comma-separated subset of {', '.join(BENCHMARKS)} (default: all)"
+    )
     p.add_argument("--rounds", type=int, help="rounds (repeats) of the overhead and memory benchmarks")
-    p.add_argument("--batch-rounds", type=int,
-                   help="rounds of the batch runs (default 2: all five runs once, then the three the goals compare)")
+    p.add_argument(
+        "--batch-rounds",
+        type=int,
+        help="rounds of the batch runs (default 2: all five runs once, then the three the goals compare)",
+    )
     p.add_argument("--batch-size", type=int, help="submissions per batch (default 20)")
     p.add_argument("--rescore-rounds", type=int, help="rounds of the rescore benchmark (default 5)")
     p.add_argument("--cpu-rounds", type=int, help="rounds of the CPU budget's -j 1 batch (default 3)")
     p.add_argument("--notebooks", help="comma-separated example names for the overhead benchmark")
     p.add_argument("--no-cli", action="store_true", help="overhead: skip the `autograder grade` CLI variant")
-    p.add_argument("--output", type=Path, help=f"the Markdown to write (default {DEFAULT_OUTPUT.relative_to(ROOT)}; "
-                                               "with --quick a file in the temp folder)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        help=f"the Markdown to write (default {DEFAULT_OUTPUT.relative_to(ROOT)}; "
+        "with --quick a file in the temp folder)",
+    )
     p.add_argument("--json", type=Path, help="also save the raw results here (to re-render with --render-only)")
     p.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp folder, removed afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder (batch outputs, otter results)")
     p.add_argument("--render-only", type=Path, metavar="RAW_JSON", help="only rewrite the Markdown from saved results")
-    p.add_argument("--splice", action="store_true",
-                   help="replace only the sections (and goal rows) of the benchmarks run in the existing Markdown, "
-                        "keeping the others as they are (for one benchmark rerun after a full run)")
+    p.add_argument(
+        "--splice",
+        action="store_true",
+        help="replace only the sections (and goal rows) of the benchmarks run in the existing Markdown, "
+        "keeping the others as they are (for one benchmark rerun after a full run)",
+    )
     return p.parse_args(argv)
 
 
@@ -131,8 +183,10 @@ def run_all(cfg: dict[str, Any], workdir: Path) -> dict[str, Any]:
         otter = _guarded(data, "otter assign", lambda: bench_otter.build_otter_assignment(workdir))
         if otter:
             log(f"otter assign: {otter['zip']} ({otter['change']})")
-            data["notes"].append(f"otter-grader: the autograder zip was built by `otter assign` on a copy of the "
-                                 f"master with one change: {otter['change']}.")
+            data["notes"].append(
+                f"otter-grader: the autograder zip was built by `otter assign` on a copy of the "
+                f"master with one change: {otter['change']}."
+            )
     if "overhead" in only:
         data["overhead"] = _guarded(data, "overhead", lambda: bench_overhead.run(cfg, workdir=workdir))
     if "batch" in only:
@@ -167,8 +221,11 @@ def _guarded(data: dict[str, Any], name: str, fn: Any) -> Any:
         data.setdefault("failed", []).append(name)
         return None
     seconds = time.monotonic() - t0
-    data.setdefault("phases", {})[name] = {"seconds": round(seconds, 1), "load_before": load_before,
-                                            "load_after": load_average()}
+    data.setdefault("phases", {})[name] = {
+        "seconds": round(seconds, 1),
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
     log(f"{name}: done in {seconds:.0f} s")
     return result
 
@@ -184,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         log(f"wrote {output}")
         return 0
     cfg = config_from(args)
-    output = args.output or (Path(tempfile.gettempdir()) / "autograder-bench-quick.md" if args.quick
-                             else DEFAULT_OUTPUT)
+    output = args.output or (
+        Path(tempfile.gettempdir()) / "autograder-bench-quick.md" if args.quick else DEFAULT_OUTPUT
+    )
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="autograder-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     workdir = workdir.resolve()

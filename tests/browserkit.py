@@ -22,11 +22,28 @@ def chromium_binary() -> str | None:
 def chromium(tmp: Path, *args: str) -> str:
     """Run headless chromium once on local files; returns stdout. Its whole process group is
     killed on timeout."""
-    cmd = [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           "--hide-scrollbars", f"--user-data-dir={tmp / 'profile'}", "--virtual-time-budget=5000", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "HOME": str(tmp)})
+    cmd = [
+        chromium_binary(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-extensions",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--virtual-time-budget=5000",
+        *args,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "HOME": str(tmp)},
+    )
     try:
         out, _ = proc.communicate(timeout=90)
     except subprocess.TimeoutExpired:

@@ -25,7 +25,7 @@ import pytest
 
 from autograder.assignment import assignment_ids
 
-UNTOUCHED_MAX_SHARE = 0.20       # the untouched template keeps at most this share of the points
+UNTOUCHED_MAX_SHARE = 0.20  # the untouched template keeps at most this share of the points
 TABLE_FILE = "expected_examples.toml"
 
 
@@ -35,7 +35,7 @@ class Lesson:
 
     root: Path
     id: str
-    workdir: Path                 # where the batch and the zip go (a temporary folder)
+    workdir: Path  # where the batch and the zip go (a temporary folder)
     _graded: dict[str, "Graded"] | None = field(default=None, repr=False)
 
     @cached_property
@@ -54,7 +54,9 @@ class Lesson:
 
     @cached_property
     def table(self) -> dict[str, dict[str, Any]]:
-        assert self.table_path.is_file(), f"{self.id}: no {self.table_path.relative_to(self.root)} (every example's grade)"
+        assert self.table_path.is_file(), (
+            f"{self.id}: no {self.table_path.relative_to(self.root)} (every example's grade)"
+        )
         return tomllib.loads(self.table_path.read_text(encoding="utf-8"))
 
     @property
@@ -68,9 +70,12 @@ class Lesson:
             self._graded = {}
             for row in summary.rows:
                 folder = out / row["name"]
-                read = lambda name, folder=folder: json.loads((folder / name).read_text()) if (folder / name).is_file() else {}  # noqa: E731
-                self._graded[f"{row['name']}.ipynb"] = Graded(row, read("grade.json"), read("results.json"),
-                                                              read("measurements.json"), read("execution.json"))
+                read = lambda name, folder=folder: (
+                    json.loads((folder / name).read_text()) if (folder / name).is_file() else {}
+                )  # noqa: E731
+                self._graded[f"{row['name']}.ipynb"] = Graded(
+                    row, read("grade.json"), read("results.json"), read("measurements.json"), read("execution.json")
+                )
         return self._graded
 
     def grade_of(self, name: str) -> "Graded":
@@ -94,7 +99,7 @@ class Graded:
 
 Check = Callable[[Lesson], None]
 CHECKS: list[Check] = []
-GRADED: set[str] = set()          # the checks that grade the examples (a kernel, tens of seconds)
+GRADED: set[str] = set()  # the checks that grade the examples (a kernel, tens of seconds)
 
 
 def check(*, graded: bool = False) -> Callable[[Check], Check]:
@@ -103,6 +108,7 @@ def check(*, graded: bool = False) -> Callable[[Check], Check]:
         if graded:
             GRADED.add(fn.__name__)
         return fn
+
     return register
 
 
@@ -117,11 +123,15 @@ def check_built_files_are_up_to_date(lesson: Lesson) -> None:
 @check()
 def check_table_lists_exactly_the_examples(lesson: Lesson) -> None:
     names = sorted(p.name for p in lesson.examples.glob("*.ipynb"))
-    assert sorted(lesson.table) == names, f"{lesson.id}: {TABLE_FILE} lists {sorted(lesson.table)}, examples/ holds {names}"
-    assert {"reference.ipynb", "untouched.ipynb"} <= set(names), f"{lesson.id}: reference.ipynb and untouched.ipynb are required"
+    assert sorted(lesson.table) == names, (
+        f"{lesson.id}: {TABLE_FILE} lists {sorted(lesson.table)}, examples/ holds {names}"
+    )
+    assert {"reference.ipynb", "untouched.ipynb"} <= set(names), (
+        f"{lesson.id}: reference.ipynb and untouched.ipynb are required"
+    )
     check_ids = {c["id"] for c in lesson.assignment.rubric()["checks"]}
     mistakes = {name: row["loses"] for name, row in lesson.table.items() if "loses" in row}
-    assert mistakes, f"{lesson.id}: a table without an example mistake (`loses = \"check\"`) tests nothing"
+    assert mistakes, f'{lesson.id}: a table without an example mistake (`loses = "check"`) tests nothing'
     unknown = {n: c for n, c in mistakes.items() if c not in check_ids}
     assert not unknown, f"{lesson.id}: mistakes lose at checks the rubric does not have: {unknown}"
 
@@ -134,10 +144,12 @@ def check_reference_and_untouched_are_the_shipped_notebooks(lesson: Lesson) -> N
         return [c.source for c in nbformat.read(path, as_version=4).cells]
 
     a = lesson.assignment
-    assert sources(lesson.examples / "untouched.ipynb") == sources(a.notebook), \
+    assert sources(lesson.examples / "untouched.ipynb") == sources(a.notebook), (
         f"{lesson.id}: examples/untouched.ipynb is not the student notebook"
-    assert sources(lesson.examples / "reference.ipynb") == sources(a.reference_folder / "solution.ipynb"), \
+    )
+    assert sources(lesson.examples / "reference.ipynb") == sources(a.reference_folder / "solution.ipynb"), (
         f"{lesson.id}: examples/reference.ipynb is not reference/{lesson.id}/solution.ipynb"
+    )
 
 
 @check()
@@ -155,22 +167,29 @@ def check_tolerances_are_calibrated_and_current(lesson: Lesson) -> None:
     config = load_calibration_config(a)
     specs = tolerance_specs(a.rubric(), config)
     calibrated = set(flat_values(tolerances))
-    assert calibrated == {s.key for s in specs}, (f"{lesson.id}: tolerances.toml holds {sorted(calibrated)}, the "
-                                                  f"rubric names {sorted(s.key for s in specs)}: run `autograder calibrate {lesson.id}`")
+    assert calibrated == {s.key for s in specs}, (
+        f"{lesson.id}: tolerances.toml holds {sorted(calibrated)}, the "
+        f"rubric names {sorted(s.key for s in specs)}: run `autograder calibrate {lesson.id}`"
+    )
     if not specs:
         return
     prov = tolerances.get(PROVENANCE, {})
-    assert prov.get("command", "").startswith(f"autograder calibrate {lesson.id} "), f"{lesson.id}: {prov.get('command')!r}"
-    assert prov.get("runs", 0) >= 1 and prov.get("reference_scores") == [100.0] * prov["runs"], \
+    assert prov.get("command", "").startswith(f"autograder calibrate {lesson.id} "), (
+        f"{lesson.id}: {prov.get('command')!r}"
+    )
+    assert prov.get("runs", 0) >= 1 and prov.get("reference_scores") == [100.0] * prov["runs"], (
         f"{lesson.id}: a calibration run of the reference lost points: {prov.get('reference_scores')}"
-    assert prov.get("margin") == float(config.get("margin", 2.0)) and prov.get("margins", {}) == \
-        {k: float(v) for k, v in config.get("margins", {}).items()}, f"{lesson.id}: calibration.toml changed since"
+    )
+    assert prov.get("margin") == float(config.get("margin", 2.0)) and prov.get("margins", {}) == {
+        k: float(v) for k, v in config.get("margins", {}).items()
+    }, f"{lesson.id}: calibration.toml changed since"
     for spec in specs:
         entry, _ = lookup(tolerances, spec.key)
         entry = entry if isinstance(entry, dict) else None
         assert entry is not None, f"{lesson.id}: {spec.key} has no recorded worst case and rule"
-        assert entry.get("measure") == spec.measure, (f"{lesson.id}: {spec.key} was calibrated on {entry.get('measure')}, "
-                                                      f"the rubric now measures {spec.measure}")
+        assert entry.get("measure") == spec.measure, (
+            f"{lesson.id}: {spec.key} was calibrated on {entry.get('measure')}, the rubric now measures {spec.measure}"
+        )
         rule = str(entry.get("rule", ""))
         if rule.startswith("worst count"):
             assert spec.direction == "lower" and entry["value"] == entry["worst"], f"{lesson.id}: {spec.key}: {entry}"
@@ -180,8 +199,9 @@ def check_tolerances_are_calibrated_and_current(lesson: Lesson) -> None:
             expected = round_outward((entry["worst"] + step) * spec.margin, "upper")
         else:
             expected = max(0.0, round_outward(1 - ((1 - entry["worst"]) + step) * spec.margin, "lower"))
-        assert rule.endswith(f"× {spec.margin:g}") and entry["value"] == expected, \
+        assert rule.endswith(f"× {spec.margin:g}") and entry["value"] == expected, (
             f"{lesson.id}: {spec.key} = {entry['value']} does not follow from worst {entry['worst']} by {rule!r}"
+        )
 
 
 @check()
@@ -189,9 +209,15 @@ def check_gradescope_zip_builds(lesson: Lesson) -> None:
     from autograder.gradescope.build import build_zip
 
     report = build_zip(lesson.id, lesson.workdir / "autograder.zip", root=lesson.root)
-    for needed in (f"assignments/{lesson.id}/assignment.toml", f"assignments/{lesson.id}/rubric.toml",
-                   f"assignments/{lesson.id}/grading/__init__.py", f"reference/{lesson.id}/tolerances.toml",
-                   "gradescope.json", "run_autograder", "setup.sh"):
+    for needed in (
+        f"assignments/{lesson.id}/assignment.toml",
+        f"assignments/{lesson.id}/rubric.toml",
+        f"assignments/{lesson.id}/grading/__init__.py",
+        f"reference/{lesson.id}/tolerances.toml",
+        "gradescope.json",
+        "run_autograder",
+        "setup.sh",
+    ):
         assert needed in report.entries, f"{lesson.id}: the zip lacks {needed}"
     leaked = [e for e in report.entries if "/examples/" in e or e.endswith(("solution.ipynb", "master.ipynb"))]
     assert not leaked, f"{lesson.id}: the zip ships {leaked}"
@@ -200,8 +226,11 @@ def check_gradescope_zip_builds(lesson: Lesson) -> None:
 @check(graded=True)
 def check_reference_gets_full_marks(lesson: Lesson) -> None:
     g = lesson.grade_of("reference.ipynb")
-    failed = {c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
-              for c in g.grade["checks"] if not c["passed"]}
+    failed = {
+        c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
+        for c in g.grade["checks"]
+        if not c["passed"]
+    }
     assert g.grade["score"] == g.grade["max_score"] > 0, f"{lesson.id}: the reference lost points: {failed}"
     assert g.results.get("score") == g.grade["score"], f"{lesson.id}: results.json says {g.results.get('score')}"
     assert_gradescope_results(g.results)
@@ -211,11 +240,17 @@ def check_reference_gets_full_marks(lesson: Lesson) -> None:
 def check_untouched_template_scores_low(lesson: Lesson) -> None:
     g = lesson.grade_of("untouched.ipynb")
     cap = UNTOUCHED_MAX_SHARE * g.grade["max_score"]
-    assert g.grade["score"] <= cap, (f"{lesson.id}: the untouched template scores {g.grade['score']} of "
-                                     f"{g.grade['max_score']}, above {UNTOUCHED_MAX_SHARE:.0%}")
+    assert g.grade["score"] <= cap, (
+        f"{lesson.id}: the untouched template scores {g.grade['score']} of "
+        f"{g.grade['max_score']}, above {UNTOUCHED_MAX_SHARE:.0%}"
+    )
     assert_gradescope_results(g.results)
-    silent = [f"{c['id']}: {p['name']}" for c in g.grade["checks"] for p in c["parts"]
-              if not p["passed"] and not (p["message"] or p["reason"])]
+    silent = [
+        f"{c['id']}: {p['name']}"
+        for c in g.grade["checks"]
+        for p in c["parts"]
+        if not p["passed"] and not (p["message"] or p["reason"])
+    ]
     assert not silent, f"{lesson.id}: failed parts without a message for the student: {silent}"
 
 
@@ -258,12 +293,15 @@ def assert_gradescope_results(results: dict[str, Any]) -> None:
     import jsonschema
 
     schema = json.loads((Path(__file__).resolve().parent / "schemas" / "gradescope_results.schema.json").read_text())
-    errors = [f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}"
-              for e in jsonschema.Draft202012Validator(schema).iter_errors(results)]
+    errors = [
+        f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}"
+        for e in jsonschema.Draft202012Validator(schema).iter_errors(results)
+    ]
     assert not errors, "results.json violates Gradescope's format: " + "; ".join(errors[:5])
 
 
 # ── a table's row against a grade ─────────────────────────────────────────────────────────────
+
 
 def problems(expected: dict[str, Any], grade: dict[str, Any]) -> list[str]:
     """How ``grade`` differs from a row of a lesson's table (empty: as expected). A row states
@@ -272,8 +310,11 @@ def problems(expected: dict[str, Any], grade: dict[str, Any]) -> list[str]:
     scores = {c["id"]: c["score"] for c in grade["checks"]}
     maxima = {c["id"]: c["max_score"] for c in grade["checks"]}
     lost = {cid for cid in scores if scores[cid] < maxima[cid]}
-    details = {c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
-               for c in grade["checks"] if c["id"] in lost}
+    details = {
+        c["id"]: [p["message"] or p["reason"] for p in c["parts"] if not p["passed"]]
+        for c in grade["checks"]
+        if c["id"] in lost
+    }
     out = []
     if expected.get("full_marks") and (lost or grade["score"] != grade["max_score"]):
         out.append(f"expected full marks, lost points at {details}")
@@ -294,6 +335,7 @@ def problems(expected: dict[str, Any], grade: dict[str, Any]) -> list[str]:
 
 # ── applying them ─────────────────────────────────────────────────────────────────────────────
 
+
 def parametrize_with_checks(root: Path) -> pytest.MarkDecorator:
     """``@parametrize_with_checks(ROOT)`` on ``test(lesson_id, check)``: one test per lesson and
     check; the checks that grade carry the ``kernel`` and ``slow`` markers (tests/needs.py)."""
@@ -301,7 +343,9 @@ def parametrize_with_checks(root: Path) -> pytest.MarkDecorator:
     for lesson_id in assignment_ids(root):
         for fn in CHECKS:
             marks = [pytest.mark.kernel, pytest.mark.slow] if fn.__name__ in GRADED else []
-            params.append(pytest.param(lesson_id, fn, marks=marks, id=f"{lesson_id}-{fn.__name__.removeprefix('check_')}"))
+            params.append(
+                pytest.param(lesson_id, fn, marks=marks, id=f"{lesson_id}-{fn.__name__.removeprefix('check_')}")
+            )
     return pytest.mark.parametrize("lesson_id, conformance_check", params)
 
 

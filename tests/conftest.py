@@ -45,7 +45,7 @@ def one_hidden_data_secret():
     path, spare = hidden_secret.secret_path(ROOT), None
     try:
         hidden_secret.deployment(ROOT)
-    except AssignmentError:           # a read-only checkout without one (e.g. bound into a container)
+    except AssignmentError:  # a read-only checkout without one (e.g. bound into a container)
         spare = tempfile.mkdtemp(prefix="autograder-test-secret-")
         path = Path(spare) / hidden_secret.SECRET_FILE
         hidden_secret.ensure(path)
@@ -97,6 +97,7 @@ def results_validator():
     def validate(results: dict) -> None:
         errors = sorted(validator.iter_errors(results), key=lambda e: list(e.path))
         assert not errors, "results.json violates Gradescope's format:\n" + "\n".join(
-            f"- {'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10])
+            f"- {'/'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors[:10]
+        )
 
     return validate

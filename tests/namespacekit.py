@@ -33,6 +33,8 @@ def reachable_interpreter(hold: Path) -> str:
     for i, (top, keep) in enumerate(sorted(keeps.items())):
         slot = hold / str(i)
         slot.mkdir()
-        lines.append(f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
-                     f"mkdir -p {keep}\nmount --bind {slot} {keep}\n")
+        lines.append(
+            f"mount --bind {keep} {slot}\nmount -t tmpfs -o mode=0755,size=1m autograder-test {top}\n"
+            f"mkdir -p {keep}\nmount --bind {slot} {keep}\n"
+        )
     return "".join(lines)

@@ -51,7 +51,7 @@ def mark_by_fixtures(items: Iterable[pytest.Item], *, as_root: bool) -> None:
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         wanted: set[str] = set()
-        for defs in (info.name2fixturedefs.values() if info else ()):
+        for defs in info.name2fixturedefs.values() if info else ():
             for fixturedef in defs:
                 wanted |= declared(fixturedef.func)
         for name in sorted(wanted):

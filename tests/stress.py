@@ -20,15 +20,20 @@ HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() <
 
 def main(argv: list[str]) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
-    own, rest = argv[:cut], argv[cut + 1:]
+    own, rest = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hogs", type=int, default=len(os.sched_getaffinity(0)),
-                        help="CPU hogs beside the suite (default: one per core)")
+    parser.add_argument(
+        "--hogs",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="CPU hogs beside the suite (default: one per core)",
+    )
     parser.add_argument("--hog-seconds", type=float, default=3600.0, help="each hog's own time bound")
     args = parser.parse_args(own)
     pytest_args = rest or ["-n", "4", "--dist", "loadfile", "-q"]
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG.format(seconds=args.hog_seconds)])
-            for _ in range(max(0, args.hogs))]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", HOG.format(seconds=args.hog_seconds)]) for _ in range(max(0, args.hogs))
+    ]
     try:
         return subprocess.call([sys.executable, "-m", "pytest", *pytest_args])
     finally:

@@ -78,7 +78,7 @@ _PROMPT_END = re.compile(r"#\s*END PROMPT\s*$")
 _SOLUTION_MARK = re.compile(r"^\s*#\s*(BEGIN SOLUTION( NO PROMPT)?|END SOLUTION)\s*$")
 _SOLUTION_SUFFIX = re.compile(r"\s*#\s*SOLUTION( NO PROMPT)?\s*$")
 
-INIT_TEMPLATE = '''\
+INIT_TEMPLATE = """\
 # Self-checks: grader.check("qN") runs the public tests of question N (otter-grader). They are
 # written to tests/ here, so the checks work in Jupyter, on Colab and in the grading run alike.
 # They are a first check only: the grader uses its own, stricter measurements.
@@ -92,7 +92,7 @@ os.makedirs("tests", exist_ok=True)
 for _name, _test in _PUBLIC_TESTS.items():
     with open(os.path.join("tests", _name + ".py"), "w", encoding="utf-8") as _f:
         _f.write("OK_FORMAT = True\\n\\ntest = " + repr(_test) + "\\n")
-grader = otter.Notebook(tests_dir="tests")'''
+grader = otter.Notebook(tests_dir="tests")"""
 
 
 @dataclass
@@ -102,6 +102,7 @@ class BuildResult:
 
 
 # --- otter assign -------------------------------------------------------------------------------
+
 
 def run_otter_assign(master: Path, notebook_name: str, workdir: Path) -> Path:
     """Run ``otter assign`` on a copy of ``master`` named ``notebook_name``; returns ``dist/``."""
@@ -130,6 +131,7 @@ def read_public_tests(tests_dir: Path) -> dict[str, dict]:
 
 # --- notebook transformations ------------------------------------------------------------------
 
+
 def init_cell_source(tests: dict[str, dict]) -> str:
     body = pprint.pformat(tests, indent=1, width=100, sort_dicts=True)
     return INIT_TEMPLATE.format(tests=body)
@@ -138,9 +140,11 @@ def init_cell_source(tests: dict[str, dict]) -> str:
 def replace_init_cell(nb: nbformat.NotebookNode, tests: dict[str, dict]) -> None:
     hits = [c for c in nb.cells if c.cell_type == "code" and c.source.lstrip().startswith(INIT_MARKER)]
     if len(hits) != 1:
-        raise AssignmentError(f"the master needs exactly one code cell starting with {INIT_MARKER!r}, found {len(hits)}")
+        raise AssignmentError(
+            f"the master needs exactly one code cell starting with {INIT_MARKER!r}, found {len(hits)}"
+        )
     hits[0].source = init_cell_source(tests)
-    hits[0].metadata.setdefault("jupyter", {})["source_hidden"] = True   # long and not for editing
+    hits[0].metadata.setdefault("jupyter", {})["source_hidden"] = True  # long and not for editing
 
 
 def strip_solution_markup(source: str) -> str:
@@ -187,12 +191,13 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
 
 # --- the build ----------------------------------------------------------------------------------
 
+
 def _load_examples_script(path: Path) -> ModuleType:
     name = "autograder_examples_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module   # dataclasses look their module up there
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     if not hasattr(module, "make_examples"):
         raise AssignmentError(f"{path} must define make_examples(solution, student)")
@@ -218,9 +223,11 @@ def plain_notebooks(assignment: Assignment) -> tuple[nbformat.NotebookNode, nbfo
     solution_path = assignment.reference_folder / SOLUTION_NAME
     missing = [p for p in (assignment.notebook, solution_path) if not p.is_file()]
     if missing:
-        raise AssignmentError(f"cannot build {assignment.id}: {', '.join(map(str, missing))} missing. The build "
-                              f"needs {assignment.reference_folder / MASTER_NAME} (otter assign), or a student "
-                              f"notebook {assignment.notebook} and a solution {solution_path} written by hand")
+        raise AssignmentError(
+            f"cannot build {assignment.id}: {', '.join(map(str, missing))} missing. The build "
+            f"needs {assignment.reference_folder / MASTER_NAME} (otter assign), or a student "
+            f"notebook {assignment.notebook} and a solution {solution_path} written by hand"
+        )
     try:
         return (nbformat.read(assignment.notebook, as_version=4), nbformat.read(solution_path, as_version=4))
     except Exception as e:  # noqa: BLE001 - nbformat raises several kinds on malformed files
@@ -249,7 +256,8 @@ def build_notebooks(assignment: Assignment) -> dict[str, str]:
     if script.is_file():
         examples = _load_examples_script(script).make_examples(
             nbformat.reads(files[(rel_r / SOLUTION_NAME).as_posix()], as_version=4),
-            nbformat.reads(files[(rel_a / name).as_posix()], as_version=4))
+            nbformat.reads(files[(rel_a / name).as_posix()], as_version=4),
+        )
         for file_name, nb in sorted(examples.items()):
             files[(rel_a / "examples" / file_name).as_posix()] = notebook_text(nb)
     return files
@@ -283,20 +291,23 @@ def stale_files(assignment: Assignment) -> list[str]:
 
 # --- the rubric against the reference run -------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MissingPath:
     """A rubric path the reference run did not produce."""
 
     rubric: Path
     check: str
-    part: str | None         # None: the check's ``requires``
+    part: str | None  # None: the check's ``requires``
     path: str
     reason: str
 
     def __str__(self) -> str:
         where = f"part '{self.part}' measure" if self.part is not None else "requires"
-        return (f"{self.rubric}: check '{self.check}', {where} '{self.path}' is not produced by the "
-                f"reference run ({self.reason})")
+        return (
+            f"{self.rubric}: check '{self.check}', {where} '{self.path}' is not produced by the "
+            f"reference run ({self.reason})"
+        )
 
 
 def rubric_paths(rubric: dict[str, Any]) -> list[tuple[str, str | None, str]]:
@@ -353,5 +364,6 @@ def reference_measurements(assignment: Assignment, *, unsafe_no_sandbox: bool = 
         shutil.copyfile(solution, notebook)
         (Path(tmp) / "out").mkdir()
         with hidden_secret.using(hidden_secret.HiddenSecret.generate()):
-            return execute_and_measure(notebook, assignment, Path(tmp) / "out", Path(tmp) / "workspace",
-                                       unsafe_no_sandbox=unsafe_no_sandbox)
+            return execute_and_measure(
+                notebook, assignment, Path(tmp) / "out", Path(tmp) / "workspace", unsafe_no_sandbox=unsafe_no_sandbox
+            )

@@ -76,13 +76,14 @@ class Spec:
 
     key: str
     measure: str
-    direction: str               # "upper" | "lower"
+    direction: str  # "upper" | "lower"
     margin: float
     step_from: str | None = None  # the measurement whose observed values reveal the granularity
-    step: float | None = None     # or the granularity itself, when it is known (1 / number of rows)
+    step: float | None = None  # or the granularity itself, when it is known (1 / number of rows)
 
 
 # ── what to derive ────────────────────────────────────────────────────────────────────────────
+
 
 def tolerance_specs(rubric: dict[str, Any], config: dict[str, Any]) -> list[Spec]:
     """One spec per distinct tolerance key of the rubric."""
@@ -99,10 +100,17 @@ def tolerance_specs(rubric: dict[str, Any], config: dict[str, Any]) -> list[Spec
                 raise AssignmentError(f"rubric part '{part.get('name')}': a tolerance needs an ordering op, not {op!r}")
             step = steps.get(key)
             if step is not None and (isinstance(step, bool) or not isinstance(step, (str, int, float))):
-                raise AssignmentError(f"{CALIBRATION_FILE} [steps] '{key}': a measurement path or a number, not {step!r}")
-            spec = Spec(key, part["measure"], "upper" if op in _UPPER_OPS else "lower",
-                        float(margins.get(key, default)), step if isinstance(step, str) else None,
-                        float(step) if isinstance(step, (int, float)) else None)
+                raise AssignmentError(
+                    f"{CALIBRATION_FILE} [steps] '{key}': a measurement path or a number, not {step!r}"
+                )
+            spec = Spec(
+                key,
+                part["measure"],
+                "upper" if op in _UPPER_OPS else "lower",
+                float(margins.get(key, default)),
+                step if isinstance(step, str) else None,
+                float(step) if isinstance(step, (int, float)) else None,
+            )
             if key in specs and specs[key] != spec:
                 raise AssignmentError(f"tolerance '{key}' is used by parts with different measures or directions")
             specs[key] = spec
@@ -122,6 +130,7 @@ def lookup(data: Any, path: str) -> Any:
 
 # ── running the reference ─────────────────────────────────────────────────────────────────────
 
+
 def inject_parameters(nb: nbformat.NotebookNode, values: dict[str, int]) -> nbformat.NotebookNode:
     """A copy of ``nb`` with a cell setting ``values`` right after its parameter cell."""
     nb = copy.deepcopy(nb)
@@ -136,11 +145,17 @@ def inject_parameters(nb: nbformat.NotebookNode, values: dict[str, int]) -> nbfo
     return nb
 
 
-Run = tuple[dict[str, Any], list[dict[str, Any]]]   # (measurements.json, calibration_samples)
+Run = tuple[dict[str, Any], list[dict[str, Any]]]  # (measurements.json, calibration_samples)
 
 
-def run_reference(assignment: Assignment, nb: nbformat.NotebookNode, workdir: Path, run: int,
-                  secrets: tuple[HiddenSecret, HiddenSecret], unsafe_no_sandbox: bool) -> Run:
+def run_reference(
+    assignment: Assignment,
+    nb: nbformat.NotebookNode,
+    workdir: Path,
+    run: int,
+    secrets: tuple[HiddenSecret, HiddenSecret],
+    unsafe_no_sandbox: bool,
+) -> Run:
     """(measurements.json of one run, the assignment's extra samples of that run): the pipeline
     with ``secrets[0]`` current, the assignment's hook with ``secrets[1]``."""
     from ..pipeline import execute_and_measure
@@ -165,12 +180,15 @@ def samples_for(path: str, runs: list[Run]) -> list[Any]:
         values.extend(lookup(extra, path) for extra in extras if section in extra)
     missing = sum(v is None for v in values)
     if missing:
-        raise AssignmentError(f"the reference solution has no measurement {path} in {missing} of "
-                              f"{len(values)} samples: fix the reference before calibrating")
+        raise AssignmentError(
+            f"the reference solution has no measurement {path} in {missing} of "
+            f"{len(values)} samples: fix the reference before calibrating"
+        )
     return values
 
 
 # ── deriving ──────────────────────────────────────────────────────────────────────────────────
+
 
 def step_of(values: list[float]) -> float:
     """The granularity of a measurement: the largest step of which every observed value is a
@@ -187,9 +205,9 @@ def round_outward(x: float, direction: str) -> float:
     if x == 0 or not math.isfinite(x):
         return x
     exponent = math.floor(math.log10(abs(x))) - SIGNIFICANT_DIGITS + 1
-    scaled = round(x / 10 ** exponent, 9)
+    scaled = round(x / 10**exponent, 9)
     scaled = math.ceil(scaled) if direction == "upper" else math.floor(scaled)
-    return float(f"{scaled}e{exponent}")   # exact decimal digits, so the TOML shows e.g. 0.984
+    return float(f"{scaled}e{exponent}")  # exact decimal digits, so the TOML shows e.g. 0.984
 
 
 def derive(spec: Spec, samples: list[Any], step: float) -> dict[str, Any]:
@@ -198,8 +216,12 @@ def derive(spec: Spec, samples: list[Any], step: float) -> dict[str, Any]:
         raise AssignmentError(f"tolerance '{spec.key}': {spec.measure} is not numeric in every run")
     is_count = all(isinstance(v, int) for v in samples)
     worst = max(samples) if spec.direction == "upper" else min(samples)
-    entry: dict[str, Any] = {"measure": spec.measure, "samples": len(samples), "worst": worst,
-                             "median": sorted(samples)[len(samples) // 2]}
+    entry: dict[str, Any] = {
+        "measure": spec.measure,
+        "samples": len(samples),
+        "worst": worst,
+        "median": sorted(samples)[len(samples) // 2],
+    }
     if spec.direction == "upper":
         value = round_outward((worst + step) * spec.margin, "upper")
         rule = f"(worst + step {step:g}) × {spec.margin:g}"
@@ -219,12 +241,19 @@ def derive(spec: Spec, samples: list[Any], step: float) -> dict[str, Any]:
 def derive_all(specs: list[Spec], runs: list[Run]) -> dict[str, dict[str, Any]]:
     derived = {}
     for spec in specs:
-        step = spec.step if spec.step is not None else step_of(samples_for(spec.step_from, runs)) if spec.step_from else 0.0
+        step = (
+            spec.step
+            if spec.step is not None
+            else step_of(samples_for(spec.step_from, runs))
+            if spec.step_from
+            else 0.0
+        )
         derived[spec.key] = derive(spec, samples_for(spec.measure, runs), step)
     return derived
 
 
 # ── writing ───────────────────────────────────────────────────────────────────────────────────
+
 
 def render_tolerances(derived: dict[str, dict[str, Any]], provenance: dict[str, Any]) -> str:
     """tolerances.toml: a header (comments), then ``[provenance]`` and one table per tolerance,
@@ -236,9 +265,13 @@ def render_tolerances(derived: dict[str, dict[str, Any]], provenance: dict[str, 
         for name in tables:
             table = table.setdefault(name, {})
             if not isinstance(table, dict) or "value" in table:
-                raise AssignmentError(f"tolerance '{key}' lies inside tolerance '{name}': rename one of them in the rubric")
+                raise AssignmentError(
+                    f"tolerance '{key}' lies inside tolerance '{name}': rename one of them in the rubric"
+                )
         if leaf in table:
-            raise AssignmentError(f"tolerance '{key}' is also a table of other tolerances: rename one of them in the rubric")
+            raise AssignmentError(
+                f"tolerance '{key}' is also a table of other tolerances: rename one of them in the rubric"
+            )
         table[leaf] = entry
     return tolerances_header(derived) + "\n" + tomli_w.dumps(body)
 
@@ -250,23 +283,35 @@ def tolerances_header(derived: dict[str, dict[str, Any]]) -> str:
         key = min(derived)
         table, _, leaf = key.rpartition(".")
         line = tomli_w.dumps({leaf: derived[key]["value"]}).strip()
-        example = f"e.g. `[{table}]` then `{line}` with another number" if table else f"e.g. `{line}` with another number"
+        example = (
+            f"e.g. `[{table}]` then `{line}` with another number" if table else f"e.g. `{line}` with another number"
+        )
     text = TOLERANCES_HEADER.format(example=example)
-    return "".join(f"# {line}\n" for line in textwrap.wrap(text, HEADER_WIDTH - 2, break_long_words=False, break_on_hyphens=False))
+    return "".join(
+        f"# {line}\n" for line in textwrap.wrap(text, HEADER_WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    )
 
 
-def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], hidden_secrets: list[str],
-               config: dict[str, Any], solution: Path, duration_s: float, scores: list[float]) -> dict[str, Any]:
+def provenance(
+    assignment: Assignment,
+    runs: int,
+    params: list[dict[str, int]],
+    hidden_secrets: list[str],
+    config: dict[str, Any],
+    solution: Path,
+    duration_s: float,
+    scores: list[float],
+) -> dict[str, Any]:
     return {
         "command": f"autograder calibrate {assignment.id} --runs {runs}",
         "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "runs": runs,
         "parameters": {k: [p[k] for p in params] for k in (params[0] if params else {})},
-        "hidden_secrets": hidden_secrets,   # fingerprints of the secrets drawn for the runs
+        "hidden_secrets": hidden_secrets,  # fingerprints of the secrets drawn for the runs
         "margin": float(config.get("margin", 2.0)),
         "margins": {k: float(v) for k, v in config.get("margins", {}).items()},
         "rules": "upper: (worst + step) × margin, rounded up; lower share: 1 − ((1 − worst) + step) × margin, "
-                 "rounded down; lower count: worst (see calibration.toml)",
+        "rounded down; lower count: worst (see calibration.toml)",
         "solution_sha256": hashlib.sha256(solution.read_bytes()).hexdigest(),
         "assignment_fingerprint": assignment.code_fingerprint(),
         "versions": assignment.environment(),
@@ -276,6 +321,7 @@ def provenance(assignment: Assignment, runs: int, params: list[dict[str, int]], 
 
 
 # ── the command ───────────────────────────────────────────────────────────────────────────────
+
 
 def run_parameters(config: dict[str, Any], i: int) -> dict[str, int]:
     """The parameter cell of run ``i``: each ``[parameters]`` value + i (empty: the solution as it is)."""
@@ -291,8 +337,14 @@ def load_calibration_config(assignment: Assignment) -> dict[str, Any]:
     return load_toml(path) if path.is_file() else {}
 
 
-def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = None,
-              unsafe_no_sandbox: bool = False, progress: Progress | None = None) -> Path:
+def calibrate(
+    assignment: Assignment,
+    *,
+    runs: int = 10,
+    output: Path | None = None,
+    unsafe_no_sandbox: bool = False,
+    progress: Progress | None = None,
+) -> Path:
     """Run the reference ``runs`` times, derive every tolerance, write tolerances.toml; returns its path."""
     from ..judge import judge
 
@@ -331,10 +383,15 @@ def calibrate(assignment: Assignment, *, runs: int = 10, output: Path | None = N
     for i, score in enumerate(scores):
         if score < 100:
             grade = judge(rubric, derived, results[i][0])
-            lost = [f"{c['id']}: {p['name']} ({p['message']})" for c in grade["checks"] for p in c["parts"] if not p["passed"]]
+            lost = [
+                f"{c['id']}: {p['name']} ({p['message']})"
+                for c in grade["checks"]
+                for p in c["parts"]
+                if not p["passed"]
+            ]
             say(f"warning: reference run {i} {params[i]} scores {score}: " + "; ".join(lost))
     path = Path(output) if output else assignment.tolerances_path
     path.parent.mkdir(parents=True, exist_ok=True)
     prov = provenance(assignment, runs, params, hidden_secrets, config, solution, time.monotonic() - started, scores)
-    write_atomic(path, render_tolerances(derived, prov))   # a grade never reads half a file
+    write_atomic(path, render_tolerances(derived, prov))  # a grade never reads half a file
     return path

@@ -14,13 +14,19 @@ from ..errors import SandboxUnavailableError
 
 
 def build(
-    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
-                                                          "may be left out when there is only one."),
-    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a built file is out of date "
-                                                      "or a rubric path is not in the reference run's measurements "
-                                                      "(runs the solution once, in the jail)."),
-    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
-                                           help="With --check: run the (trusted) reference without the jail."),
+    assignment: Optional[str] = typer.Argument(
+        None, help="Assignment id (a folder under assignments/); may be left out when there is only one."
+    ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Write nothing; exit 1 when a built file is out of date "
+        "or a rubric path is not in the reference run's measurements "
+        "(runs the solution once, in the jail).",
+    ),
+    unsafe_no_sandbox: bool = typer.Option(
+        False, "--unsafe-no-sandbox", help="With --check: run the (trusted) reference without the jail."
+    ),
 ) -> None:
     """Build the student notebook, the solution and the examples (from reference/ID/master.ipynb with
     otter assign, or from a hand-written student notebook and reference/ID/solution.ipynb)."""
@@ -36,8 +42,9 @@ def build(
                 typer.echo(f"run `autograder build {a.id}` and commit the result")
                 raise typer.Exit(1)
             typer.echo("all built files are up to date")
-            missing = rubric_paths_missing(a.rubric(), reference_measurements(a, unsafe_no_sandbox=unsafe_no_sandbox),
-                                           a.rubric_path)
+            missing = rubric_paths_missing(
+                a.rubric(), reference_measurements(a, unsafe_no_sandbox=unsafe_no_sandbox), a.rubric_path
+            )
             for m in missing:
                 typer.echo(f"error: {m}", err=True)
             if missing:
@@ -51,12 +58,18 @@ def build(
 
 
 def calibrate(
-    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
-                                                          "may be left out when there is only one."),
-    runs: int = typer.Option(10, "--runs", "-n", min=1, help="Runs of the reference solution, each with its own seeds."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Where to write tolerances.toml (default: reference/ID/tolerances.toml)."),
-    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
-                                           help="Run the (trusted) reference without the jail."),
+    assignment: Optional[str] = typer.Argument(
+        None, help="Assignment id (a folder under assignments/); may be left out when there is only one."
+    ),
+    runs: int = typer.Option(
+        10, "--runs", "-n", min=1, help="Runs of the reference solution, each with its own seeds."
+    ),
+    output: Optional[Path] = typer.Option(
+        None, "--output", "-o", help="Where to write tolerances.toml (default: reference/ID/tolerances.toml)."
+    ),
+    unsafe_no_sandbox: bool = typer.Option(
+        False, "--unsafe-no-sandbox", help="Run the (trusted) reference without the jail."
+    ),
 ) -> None:
     """Run the reference solution over many seeds and derive tolerances.toml from the worst runs."""
     from .calibrate import calibrate as run_calibration
@@ -67,14 +80,16 @@ def calibrate(
             if output.is_dir():
                 raise CommandError(f"--output {output} is a folder: give the path of the tolerances.toml to write")
         a = resolve_assignment(assignment, option="the ID argument")
-        path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox,
-                               progress=typer.echo)
+        path = run_calibration(a, runs=runs, output=output, unsafe_no_sandbox=unsafe_no_sandbox, progress=typer.echo)
     typer.echo(f"wrote {path}")
 
 
 def new_assignment(
-    assignment: str = typer.Argument(..., metavar="ID", help="The new assignment's id: its folder name under "
-                                                              "assignments/ and reference/, e.g. 12-my-lesson."),
+    assignment: str = typer.Argument(
+        ...,
+        metavar="ID",
+        help="The new assignment's id: its folder name under assignments/ and reference/, e.g. 12-my-lesson.",
+    ),
     title: Optional[str] = typer.Option(None, "--title", help="The lesson's title (default: from the id)."),
 ) -> None:
     """Write a minimal working lesson (assignments/ID/ and reference/ID/: notebook, solution, rubric,
@@ -87,8 +102,10 @@ def new_assignment(
         written = scaffold(assignment, root, title=title)
     for path in written:
         typer.echo(f"wrote {path.relative_to(root)}")
-    typer.echo(f"next: edit them, then `autograder build {assignment} --check` and the conformance suite "
-               "(docs/ADDING-AN-ASSIGNMENT.md)")
+    typer.echo(
+        f"next: edit them, then `autograder build {assignment} --check` and the conformance suite "
+        "(docs/ADDING-AN-ASSIGNMENT.md)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -33,8 +33,9 @@ TEMPLATES = Path(__file__).with_name("new_assignment")
 ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 ID_MAX = 48
 TITLE_MAX = 100
-ID_RULE = ("lower-case letters and digits in words joined by single hyphens, at most "
-           f"{ID_MAX} characters, e.g. 12-my-lesson")
+ID_RULE = (
+    f"lower-case letters and digits in words joined by single hyphens, at most {ID_MAX} characters, e.g. 12-my-lesson"
+)
 
 # template → where it goes, relative to the project root ({id}: the assignment id)
 FILES = {
@@ -55,22 +56,36 @@ def check_new_id(assignment_id: str, root: Path) -> None:
         raise AssignmentError(f"{assignment_id!r} is not an assignment id: use {ID_RULE}")
     taken = [p for p in (root / "assignments" / assignment_id, root / "reference" / assignment_id) if p.exists()]
     if taken:
-        raise AssignmentError(f"assignment {assignment_id!r} exists already ({', '.join(map(str, taken))}): "
-                              "choose another id, or edit that lesson")
+        raise AssignmentError(
+            f"assignment {assignment_id!r} exists already ({', '.join(map(str, taken))}): "
+            "choose another id, or edit that lesson"
+        )
 
 
 def check_title(title: str) -> None:
     """Raise AssignmentError unless ``title`` is one printable line the templates can quote."""
-    if not title.strip() or len(title) > TITLE_MAX or not title.isprintable() or "\\" in title \
-            or '"""' in title or "'''" in title:
-        raise AssignmentError(f"--title {title!r}: give one printable line of at most {TITLE_MAX} characters, "
-                              "without backslashes or triple quotes")
+    if (
+        not title.strip()
+        or len(title) > TITLE_MAX
+        or not title.isprintable()
+        or "\\" in title
+        or '"""' in title
+        or "'''" in title
+    ):
+        raise AssignmentError(
+            f"--title {title!r}: give one printable line of at most {TITLE_MAX} characters, "
+            "without backslashes or triple quotes"
+        )
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
-    env.filters["toml_string"] = lambda text: json.dumps(text, ensure_ascii=False)   # a TOML basic string
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["toml_string"] = lambda text: json.dumps(text, ensure_ascii=False)  # a TOML basic string
     return env
 
 
@@ -97,16 +112,20 @@ def new_assignment(assignment_id: str, root: Path, *, title: str | None = None) 
     check_title(title)
     values = {"id": assignment_id, "title": title}
     env = _environment()
-    rendered = {root / target.format(id=assignment_id): env.get_template(name).render(**values)
-                for name, target in FILES.items()}
+    rendered = {
+        root / target.format(id=assignment_id): env.get_template(name).render(**values)
+        for name, target in FILES.items()
+    }
     student, solution = notebooks(env, values)
     written = []
     for path, text in rendered.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
-    for nb, path in ((student, root / "assignments" / assignment_id / f"{assignment_id}.ipynb"),
-                     (solution, root / "reference" / assignment_id / "solution.ipynb")):
+    for nb, path in (
+        (student, root / "assignments" / assignment_id / f"{assignment_id}.ipynb"),
+        (solution, root / "reference" / assignment_id / "solution.ipynb"),
+    ):
         nbformat.write(nb, path)
         written.append(path)
     built = build_assignment(load_assignment(assignment_id, root), out_root=root)

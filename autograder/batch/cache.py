@@ -84,8 +84,7 @@ class ExecutionCache:
         try:
             for name in CACHED_FILES:
                 shutil.copyfile(out_dir / name, tmp / name)
-            meta = {"key": key, "status": status, "stored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                    **(info or {})}
+            meta = {"key": key, "status": status, "stored_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(info or {})}
             (tmp / ENTRY_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             os.rename(tmp, self.root / key)
             return True

@@ -44,12 +44,12 @@ from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, 
 PLUGIN_NAME = "autograder-grader"
 TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
 CONNECT_TIMEOUT_S = 30
-WORKERS_TIMEOUT_S = 120       # for the first worker to join the scheduler
+WORKERS_TIMEOUT_S = 120  # for the first worker to join the scheduler
 CAPACITY_REFRESH_S = 5.0
-WORKERS_CHECK_S = 5.0         # how often the cluster's workers are looked at (who left, who joined)
-NO_WORKERS_S = 120.0          # with no worker at all this long, the submissions left are worker_lost
+WORKERS_CHECK_S = 5.0  # how often the cluster's workers are looked at (who left, who joined)
+NO_WORKERS_S = 120.0  # with no worker at all this long, the submissions left are worker_lost
 ABANDONED_CAPACITY = 1_000_000  # no worker for NO_WORKERS_S: send every job left, to end them together
-OVERDUE_CHECK_S = 5.0         # how often jobs in flight are checked against the wall-time limit
+OVERDUE_CHECK_S = 5.0  # how often jobs in flight are checked against the wall-time limit
 # One job per worker thread: a job queued behind another on a worker that dies counts that death
 # too (Dask's rule: every task processing there turns suspicious), so none waits on a worker.
 JOBS_PER_THREAD = 1
@@ -92,7 +92,7 @@ class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
     idempotent = True  # one per worker, shared by the batches that use it; never torn down under one
 
     def __init__(self, root: str | None = None) -> None:
-        self.root = root   # the assignments' project root; None: the worker's own ($AUTOGRADER_ROOT or checkout)
+        self.root = root  # the assignments' project root; None: the worker's own ($AUTOGRADER_ROOT or checkout)
 
     def setup(self, worker: Any) -> None:
         self.slots: queue.SimpleQueue[int] = queue.SimpleQueue()
@@ -132,13 +132,15 @@ def grade_on_worker(job: Job) -> Reply:
     worker = get_worker()
     plugin = worker.plugins.get(PLUGIN_NAME)
     if plugin is None:
-        return Reply(name=job.name, fatal=f"worker {worker.address} has no {PLUGIN_NAME} plugin",
-                     fatal_kind=FATAL_MISMATCH)
+        return Reply(
+            name=job.name, fatal=f"worker {worker.address} has no {PLUGIN_NAME} plugin", fatal_kind=FATAL_MISMATCH
+        )
     try:
         assignment, loaded = plugin.assignment(job.assignment)
     except AutograderError as e:
-        return Reply(name=job.name, fatal=f"worker {worker.address} cannot load the assignment: {e}",
-                     fatal_kind=FATAL_MISMATCH)
+        return Reply(
+            name=job.name, fatal=f"worker {worker.address} cannot load the assignment: {e}", fatal_kind=FATAL_MISMATCH
+        )
     _sweep_dead_workers(plugin.tmp.parent)  # a worker of this machine killed since we started
     slot = plugin.slots.get()
     try:
@@ -147,8 +149,9 @@ def grade_on_worker(job: Job) -> Reply:
         plugin.slots.put(slot)
 
 
-def check_worker(assignment_id: str, fingerprint: str, versions: dict[str, str], root: str | None,
-                 dask_worker: Any = None) -> str | None:
+def check_worker(
+    assignment_id: str, fingerprint: str, versions: dict[str, str], root: str | None, dask_worker: Any = None
+) -> str | None:
     """Run on every worker before the batch (``client.run``): why it must not grade, or None."""
     try:
         plugin = dask_worker.plugins.get(PLUGIN_NAME) if dask_worker is not None else None
@@ -159,11 +162,13 @@ def check_worker(assignment_id: str, fingerprint: str, versions: dict[str, str],
             loaded = assignment.fingerprint()
     except AutograderError as e:
         return f"worker {getattr(dask_worker, 'address', '?')} cannot load assignment '{assignment_id}': {e}"
-    return mismatch(versions, fingerprint, assignment, where=getattr(dask_worker, "address", None),
-                    loaded_fingerprint=loaded)
+    return mismatch(
+        versions, fingerprint, assignment, where=getattr(dask_worker, "address", None), loaded_fingerprint=loaded
+    )
 
 
 # ── on the client ───────────────────────────────────────────────────────────────────────────
+
 
 class DaskExecutor:
     """Jobs as Dask futures; completions reach ``wait`` through done-callbacks and a queue."""
@@ -173,8 +178,10 @@ class DaskExecutor:
         try:
             import distributed
         except ImportError:
-            raise ClusterError("--scheduler needs Dask distributed: pip install 'autograder[dask]' "
-                               "(the same pinned versions on the client and every worker)") from None
+            raise ClusterError(
+                "--scheduler needs Dask distributed: pip install 'autograder[dask]' "
+                "(the same pinned versions on the client and every worker)"
+            ) from None
         self.spec, self.cluster, self.client = spec, None, None
         self.scratch: Path | None = None
         self.limit_s = wall_limit_s(assignment)
@@ -186,16 +193,21 @@ class DaskExecutor:
         self._hosts: list[str] = []
         self._hosts_at = self._overdue_at = self._workers_at = 0.0
         self._workers: set[str] = set()
-        self._none_since: float | None = None   # when the last worker left
+        self._none_since: float | None = None  # when the last worker left
         root = str(assignment.folder.parent.parent) if kind == "local" else None
         try:
             if kind == "local":
                 self.scratch = Path(tempfile.mkdtemp(prefix="autograder-dask-"))
                 os.chmod(self.scratch, 0o711)
                 self.cluster = distributed.LocalCluster(
-                    n_workers=int(value), threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
-                    local_directory=str(self.scratch))
+                    n_workers=int(value),
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0",
+                    worker_dashboard_address="127.0.0.1:0",
+                    local_directory=str(self.scratch),
+                )
                 self.client = distributed.Client(self.cluster)
             else:
                 self.client = distributed.Client(str(value), timeout=CONNECT_TIMEOUT_S)
@@ -207,18 +219,26 @@ class DaskExecutor:
             self.close()
             if isinstance(e, (AutograderError, KeyboardInterrupt)):
                 raise
-            raise ClusterError(f"cannot use the Dask scheduler {spec}: {type(e).__name__}: {e}".rstrip(": ")
-                               + ". Hint: is `dask scheduler` running there, with workers started by "
-                                 "`dask worker ADDRESS --nthreads 1`?") from None
+            raise ClusterError(
+                f"cannot use the Dask scheduler {spec}: {type(e).__name__}: {e}".rstrip(": ")
+                + ". Hint: is `dask scheduler` running there, with workers started by "
+                "`dask worker ADDRESS --nthreads 1`?"
+            ) from None
 
     def _check_workers(self, assignment: Assignment, root: str | None) -> None:
-        answers = self.client.run(check_worker, assignment.id, assignment.fingerprint(),
-                                  dict(environment_versions()), root, on_error="return")
-        problems = [str(a) if not isinstance(a, BaseException) else f"worker {w}: {type(a).__name__}: {a}"
-                    for w, a in sorted(answers.items()) if a is not None]
+        answers = self.client.run(
+            check_worker, assignment.id, assignment.fingerprint(), dict(environment_versions()), root, on_error="return"
+        )
+        problems = [
+            str(a) if not isinstance(a, BaseException) else f"worker {w}: {type(a).__name__}: {a}"
+            for w, a in sorted(answers.items())
+            if a is not None
+        ]
         if problems:
-            raise WorkerMismatchError(f"{len(problems)} of {len(answers)} Dask worker(s) cannot grade for this "
-                                      "client:\n  " + "\n  ".join(problems))
+            raise WorkerMismatchError(
+                f"{len(problems)} of {len(answers)} Dask worker(s) cannot grade for this "
+                "client:\n  " + "\n  ".join(problems)
+            )
 
     def describe(self) -> str:
         return f"Dask {self.spec} ({sum(self.client.nthreads().values())} worker thread(s))"
@@ -243,8 +263,9 @@ class DaskExecutor:
     def submit(self, job: Job, *, host: str | None = None) -> Any:
         # a host restriction (not a worker address) still holds when a nanny restarts the worker
         where = {"workers": [host], "allow_other_workers": False} if host else {}
-        future = self.client.submit(grade_on_worker, job, key=f"autograder-{job.name}-{uuid.uuid4().hex[:12]}",
-                                    pure=False, **where)
+        future = self.client.submit(
+            grade_on_worker, job, key=f"autograder-{job.name}-{uuid.uuid4().hex[:12]}", pure=False, **where
+        )
         self.started[future.key] = time.monotonic()
         self.futures[future.key] = future
         future.add_done_callback(self.done.put)
@@ -283,9 +304,12 @@ class DaskExecutor:
         if future.status == "error":
             error = future.exception()
             if isinstance(error, KilledWorker):
-                return WorkerLost(f"the Dask worker grading this notebook died every time it ran it "
-                                  f"({getattr(error, 'allowed_failures', '?')} retries on other workers; "
-                                  f"last on {_address(getattr(error, 'last_worker', None))})", final=True)
+                return WorkerLost(
+                    f"the Dask worker grading this notebook died every time it ran it "
+                    f"({getattr(error, 'allowed_failures', '?')} retries on other workers; "
+                    f"last on {_address(getattr(error, 'last_worker', None))})",
+                    final=True,
+                )
             return error
         return WorkerLost(f"the Dask scheduler dropped the job ({future.status})")
 
@@ -324,8 +348,10 @@ class DaskExecutor:
         if workers is None:
             return []
         for address in sorted(self._workers - workers):
-            note(f"Dask worker {address} left the cluster (stopped, killed or lost): "
-                 + (f"{len(workers)} left; the scheduler sends its jobs to them" if workers else "none left"))
+            note(
+                f"Dask worker {address} left the cluster (stopped, killed or lost): "
+                + (f"{len(workers)} left; the scheduler sends its jobs to them" if workers else "none left")
+            )
         joined = workers - self._workers
         if joined:
             note(f"{len(joined)} Dask worker(s) joined: {len(workers)} now")
@@ -335,12 +361,17 @@ class DaskExecutor:
             return []
         if self._none_since is None:
             self._none_since = now
-            note(f"no Dask worker is left: waiting {NO_WORKERS_S:g} s for one to join; then the submissions "
-                 "still to grade are recorded as worker_lost (run the batch again to grade them)")
+            note(
+                f"no Dask worker is left: waiting {NO_WORKERS_S:g} s for one to join; then the submissions "
+                "still to grade are recorded as worker_lost (run the batch again to grade them)"
+            )
         if not self._abandoned() or not live:
             return []
-        lost = WorkerLost(f"no Dask worker was left to grade this notebook for {NO_WORKERS_S:g} s (the cluster lost "
-                          "them all); running the batch again grades it", final=True)
+        lost = WorkerLost(
+            f"no Dask worker was left to grade this notebook for {NO_WORKERS_S:g} s (the cluster lost "
+            "them all); running the batch again grades it",
+            final=True,
+        )
         try:
             self.client.cancel(list(live.values()), reason="no Dask worker left")
         except Exception:  # noqa: BLE001 - the scheduler may be gone too
@@ -371,7 +402,7 @@ class DaskExecutor:
 def _sweep_dead_workers(base: Path) -> None:
     """Remove the temporary folders of this machine's Dask workers that died (SIGKILL, OOM)."""
     for folder in base.glob(f"{TMP_PREFIX}*"):
-        pid = folder.name[len(TMP_PREFIX):]
+        pid = folder.name[len(TMP_PREFIX) :]
         if pid.isdigit() and not proc_info.is_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -27,25 +27,32 @@ from ..assignment import Assignment
 from ..errors import SandboxUnavailableError
 from .cache import ExecutionCache
 from .executor import Executor, WorkerLost
-from .outcomes import (NEIGHBOUR_STATUSES, execution_status, from_cache, from_exception, from_lost_worker,
-                       from_problem, from_reply)
+from .outcomes import (
+    NEIGHBOUR_STATUSES,
+    execution_status,
+    from_cache,
+    from_exception,
+    from_lost_worker,
+    from_problem,
+    from_reply,
+)
 from .progress import ProgressBar
 from .worker import FATAL_MISMATCH, Reply, Task, WorkerMismatchError, make_job
 
-MAX_LOSSES = 3    # a job in flight when its worker died this many times is worker_lost, alone or not
-WAIT_S = 1.0      # how often the loop wakes up with nothing done (engines check their deadlines then)
+MAX_LOSSES = 3  # a job in flight when its worker died this many times is worker_lost, alone or not
+WAIT_S = 1.0  # how often the loop wakes up with nothing done (engines check their deadlines then)
 
-ExecutorFactory = Callable[[int], Executor]   # called with the number of jobs that need a worker
+ExecutorFactory = Callable[[int], Executor]  # called with the number of jobs that need a worker
 
 
 @dataclass(eq=False)
 class _Entry:
     task: Task
-    losses: int = 0                        # times its worker died under it
-    first: dict[str, Any] | None = None    # a neighbour-dependent first outcome, before the regrade
-    alone: bool = False                    # must run with nothing else in flight (on its host)
-    host: str | None = None                # the machine it was sent to; None: any
-    solo: bool = False                     # no neighbour ran during its whole run
+    losses: int = 0  # times its worker died under it
+    first: dict[str, Any] | None = None  # a neighbour-dependent first outcome, before the regrade
+    alone: bool = False  # must run with nothing else in flight (on its host)
+    host: str | None = None  # the machine it was sent to; None: any
+    solo: bool = False  # no neighbour ran during its whole run
 
 
 def _neighbours(a: _Entry, b: _Entry) -> bool:
@@ -53,9 +60,16 @@ def _neighbours(a: _Entry, b: _Entry) -> bool:
     return a.host is None or b.host is None or a.host == b.host
 
 
-def run_tasks(tasks: list[Task], assignment: Assignment, make_executor: ExecutorFactory, *,
-              progress: bool = True, cache: ExecutionCache | None = None, dedupe: bool = True,
-              done_before: int = 0) -> list[dict[str, Any]]:
+def run_tasks(
+    tasks: list[Task],
+    assignment: Assignment,
+    make_executor: ExecutorFactory,
+    *,
+    progress: bool = True,
+    cache: ExecutionCache | None = None,
+    dedupe: bool = True,
+    done_before: int = 0,
+) -> list[dict[str, Any]]:
     """Grade ``tasks``; returns their submission records (in completion order). ``done_before``:
     the class's submissions an earlier run finished (the progress bar counts the whole class)."""
     if not tasks:
@@ -80,23 +94,32 @@ def run_tasks(tasks: list[Task], assignment: Assignment, make_executor: Executor
 
 
 class _Dispatcher:
-    def __init__(self, tasks: list[Task], assignment: Assignment, cache: ExecutionCache | None, dedupe: bool,
-                 make_executor: ExecutorFactory) -> None:
+    def __init__(
+        self,
+        tasks: list[Task],
+        assignment: Assignment,
+        cache: ExecutionCache | None,
+        dedupe: bool,
+        make_executor: ExecutorFactory,
+    ) -> None:
         self.tasks, self.assignment, self.cache, self.dedupe = tasks, assignment, cache, dedupe
         self.make_executor = make_executor
         self.fingerprint = assignment.fingerprint()
         self.executor: Executor | None = None
         self.queue: deque[_Entry] = deque(_Entry(t) for t in tasks)
-        self.suspects: deque[_Entry] = deque()   # in flight when a worker died: retried alone, first
-        self.regrades: deque[_Entry] = deque()   # a neighbour-dependent timeout: regraded alone, last
+        self.suspects: deque[_Entry] = deque()  # in flight when a worker died: retried alone, first
+        self.regrades: deque[_Entry] = deque()  # a neighbour-dependent timeout: regraded alone, last
         self.held: dict[str, list[_Entry]] = {}  # cache key in flight → its duplicates, waiting
         self.pending: dict[Any, _Entry] = {}
         self.records: list[dict[str, Any]] = []
         self.bar: ProgressBar | None = None
 
     def jobs_needed(self) -> int:
-        keys = {t.key for t in self.tasks if t.problem is None
-                and not (self.cache is not None and self.cache.entry(t.key) is not None)}
+        keys = {
+            t.key
+            for t in self.tasks
+            if t.problem is None and not (self.cache is not None and self.cache.entry(t.key) is not None)
+        }
         return len(keys) if self.dedupe else sum(1 for t in self.tasks if t.key in keys)
 
     def start_executor(self, n_jobs: int) -> Executor:
@@ -182,7 +205,8 @@ class _Dispatcher:
         if isinstance(outcome, Reply):
             if outcome.fatal:
                 raise (WorkerMismatchError if outcome.fatal_kind == FATAL_MISMATCH else SandboxUnavailableError)(
-                    outcome.fatal)
+                    outcome.fatal
+                )
             status = execution_status(outcome)
             if status in NEIGHBOUR_STATUSES and outcome.error is None and not entry.solo and entry.first is None:
                 entry.first = {"status": status, "reason": _reason(outcome), "worker": outcome.worker}
@@ -192,9 +216,14 @@ class _Dispatcher:
         elif isinstance(outcome, WorkerLost):
             entry.losses += 1
             if outcome.final or (entry.solo and entry.losses > 1) or entry.losses >= MAX_LOSSES:
-                reason = outcome.reason if outcome.final else (
-                    f"the grading process died while grading this notebook {entry.losses} times, the last time "
-                    "when it was retried alone (killed, out of memory or crashed)")
+                reason = (
+                    outcome.reason
+                    if outcome.final
+                    else (
+                        f"the grading process died while grading this notebook {entry.losses} times, the last time "
+                        "when it was retried alone (killed, out of memory or crashed)"
+                    )
+                )
                 record = from_lost_worker(task, reason)
             else:
                 self.suspects.append(entry)

@@ -36,8 +36,9 @@ def execution_status(reply: Reply) -> str | None:
         return None
 
 
-def from_reply(task: Task, reply: Reply, cache: ExecutionCache | None, *, alone: bool,
-               first: dict[str, Any] | None = None) -> dict[str, Any]:
+def from_reply(
+    task: Task, reply: Reply, cache: ExecutionCache | None, *, alone: bool, first: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Write a worker's stage files into ``OUT/<name>/``, feed the cache, stamp; returns the record."""
     out = _fresh(task)
     for name in STAGE_FILES:
@@ -51,9 +52,13 @@ def from_reply(task: Task, reply: Reply, cache: ExecutionCache | None, *, alone:
         record["first_attempt"] = first  # the outcome with neighbours running, before the regrade
     if pipeline.RESULTS_FILE not in reply.files:  # the student always gets a results.json
         record["error"] = record["error"] or "the worker sent back no results.json"
-        write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
-            "The grader itself failed while grading this notebook; this is not a problem with your work, "
-            "and course staff can see the error."))
+        write_json_atomic(
+            out / pipeline.RESULTS_FILE,
+            failure_results_json(
+                "The grader itself failed while grading this notebook; this is not a problem with your work, "
+                "and course staff can see the error."
+            ),
+        )
     if cache is not None and (alone or execution_status(reply) not in NEIGHBOUR_STATUSES):
         cache.store(task.key, out, info={"name": task.name, "sha256": task.sha256, "alone": alone})
     return _stamp(out, record)
@@ -78,16 +83,23 @@ def from_problem(task: Task, assignment: Assignment) -> dict[str, Any]:
     out = _fresh(task)
     problem = str(task.problem)
     execution = {
-        "status": "unreadable", "reason": problem, "cells_total": 0, "cells_run": 0, "cells_errored": 0,
-        "cells": [], "first_error": None, "probe": "not_run", "duration_s": 0.0, "output_truncated": False,
+        "status": "unreadable",
+        "reason": problem,
+        "cells_total": 0,
+        "cells_run": 0,
+        "cells_errored": 0,
+        "cells": [],
+        "first_error": None,
+        "probe": "not_run",
+        "duration_s": 0.0,
+        "output_truncated": False,
         "isolation": {"mode": "none", "layers": [], "warnings": ["nothing was executed"]},
     }
     write_json_atomic(out / pipeline.EXECUTION_FILE, execution)
     measurements = {
         "schema": 1,
         "error": problem,  # at the root: every measurement path yields this reason (see judge.lookup)
-        "assignment": {"id": assignment.id, "version": assignment.version,
-                       "fingerprint": assignment.fingerprint()},
+        "assignment": {"id": assignment.id, "version": assignment.version, "fingerprint": assignment.fingerprint()},
         "environment": assignment.environment(),
         "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": False},
     }
@@ -100,9 +112,13 @@ def from_problem(task: Task, assignment: Assignment) -> dict[str, Any]:
 def from_lost_worker(task: Task, reason: str) -> dict[str, Any]:
     """The record (and failure results.json) of a submission whose worker kept dying."""
     out = _fresh(task)
-    write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
-        "The grader itself failed while grading this notebook; this is not a problem with your work, "
-        "and course staff can see the error."))
+    write_json_atomic(
+        out / pipeline.RESULTS_FILE,
+        failure_results_json(
+            "The grader itself failed while grading this notebook; this is not a problem with your work, "
+            "and course staff can see the error."
+        ),
+    )
     record = _record(task, executed=True, slot=None, error=f"worker lost: {reason}")
     record.update(status=WORKER_LOST, reason=reason, finished_at=_now())
     write_json_atomic(out / SUBMISSION_FILE, record)
@@ -112,19 +128,34 @@ def from_lost_worker(task: Task, reason: str) -> dict[str, Any]:
 def from_exception(task: Task, error: BaseException) -> dict[str, Any]:
     """A job the engine could not run or return (not a worker death): the submission's grader_error."""
     out = _fresh(task)
-    write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
-        "The grader itself failed while grading this notebook; this is not a problem with your work, "
-        f"and course staff can see the error ({type(error).__name__})."))
+    write_json_atomic(
+        out / pipeline.RESULTS_FILE,
+        failure_results_json(
+            "The grader itself failed while grading this notebook; this is not a problem with your work, "
+            f"and course staff can see the error ({type(error).__name__})."
+        ),
+    )
     record = _record(task, executed=True, error=f"{type(error).__name__}: {error}"[:2000])
     return _stamp(out, record)
 
 
 # ── helpers ─────────────────────────────────────────────────────────────────────────────────
 
-def _record(task: Task, *, cached: bool = False, executed: bool = False, slot: int | None = None,
-            error: str | None = None) -> dict[str, Any]:
-    return {"name": task.name, "origin": task.origin, "submitters": task.submitters, "sha256": task.sha256,
-            "cache_key": task.key, "cached": cached, "executed": executed, "slot": slot, "error": error}
+
+def _record(
+    task: Task, *, cached: bool = False, executed: bool = False, slot: int | None = None, error: str | None = None
+) -> dict[str, Any]:
+    return {
+        "name": task.name,
+        "origin": task.origin,
+        "submitters": task.submitters,
+        "sha256": task.sha256,
+        "cache_key": task.key,
+        "cached": cached,
+        "executed": executed,
+        "slot": slot,
+        "error": error,
+    }
 
 
 def _stamp(out: Path, record: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +171,13 @@ def _judge(task: Task, out: Path, assignment: Assignment) -> str | None:
         pipeline.rejudge(out, assignment, options=task.options)
         return None
     except Exception as e:  # noqa: BLE001 - one submission's failure never stops the batch
-        write_json_atomic(out / pipeline.RESULTS_FILE, failure_results_json(
-            "The grader itself failed while grading this notebook; this is not a problem with your "
-            f"work, and course staff can see the error ({type(e).__name__})."))
+        write_json_atomic(
+            out / pipeline.RESULTS_FILE,
+            failure_results_json(
+                "The grader itself failed while grading this notebook; this is not a problem with your "
+                f"work, and course staff can see the error ({type(e).__name__})."
+            ),
+        )
         return f"{type(e).__name__}: {e}"[:2000]
 
 

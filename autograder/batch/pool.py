@@ -66,8 +66,10 @@ class LocalPool:
         done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
         if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
             wait(handles)  # the pool is broken: its other futures fail fast
-            note(f"a worker process of the local pool died (killed, out of memory or crashed) with "
-                 f"{len(handles)} submission(s) in flight: the pool restarts and grades them again, each alone")
+            note(
+                f"a worker process of the local pool died (killed, out of memory or crashed) with "
+                f"{len(handles)} submission(s) in flight: the pool restarts and grades them again, each alone"
+            )
             self._restart()
             lost = WorkerLost("a worker process of the local pool died (killed, out of memory or crashed)")
             return [(f, lost if isinstance(f.exception(), BrokenProcessPool) else _outcome(f)) for f in handles]
@@ -98,8 +100,9 @@ class LocalPool:
         slots = self.ctx.SimpleQueue()
         for i in range(self.n):
             slots.put(i)
-        return ProcessPoolExecutor(self.n, mp_context=self.ctx, initializer=init_worker,
-                                   initargs=(slots, *self.args, self.n))
+        return ProcessPoolExecutor(
+            self.n, mp_context=self.ctx, initializer=init_worker, initargs=(slots, *self.args, self.n)
+        )
 
     def _restart(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

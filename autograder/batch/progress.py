@@ -34,40 +34,64 @@ def note(message: str, console: Any = None) -> None:
 
 def clock_text(seconds: float) -> str:
     seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class ProgressBar:
     """A rich progress bar with a count of the whole class and an honest ETA on a terminal;
     without one (or with ``enabled`` False), only the lines of ``note`` and late submissions."""
 
-    def __init__(self, enabled: bool, total: int, where: str, console: Any = None, *, done: int = 0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        enabled: bool,
+        total: int,
+        where: str,
+        console: Any = None,
+        *,
+        done: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
         self.enabled = enabled and self.console.is_terminal
         self.total, self.where, self.clock = total, where, clock
-        self.finished = done                      # the whole class's count, earlier runs included
+        self.finished = done  # the whole class's count, earlier runs included
         self.began = clock()
-        self.done_here = 0                        # finished by this run
-        self.running: dict[str, float] = {}       # name → when its job was sent to a worker
-        self.durations: list[float] = []          # of this run's graded (not cached) submissions
-        self.told: set[str] = set()               # late submissions already named in a line
+        self.done_here = 0  # finished by this run
+        self.running: dict[str, float] = {}  # name → when its job was sent to a worker
+        self.durations: list[float] = []  # of this run's graded (not cached) submissions
+        self.told: set[str] = set()  # late submissions already named in a line
         self.last = ""
 
     def __enter__(self) -> ProgressBar:
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self.progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"),
-                                     BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("ETA {task.fields[eta]}"), console=self.console)
+            self.progress = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA {task.fields[eta]}"),
+                console=self.console,
+            )
             self.progress.__enter__()
-            self.task = self.progress.add_task(f"grading on {self.where}", total=self.total,
-                                               completed=self.finished, eta=self.eta())
+            self.task = self.progress.add_task(
+                f"grading on {self.where}", total=self.total, completed=self.finished, eta=self.eta()
+            )
         return self
 
     # ── events from the dispatcher ──────────────────────────────────────────────────────────
@@ -93,8 +117,11 @@ class ProgressBar:
         for name, seconds in late:
             if name not in self.told:
                 self.told.add(name)
-                note(f"still running: {name} for {clock_text(seconds)}, past the expected "
-                     f"≤ {clock_text(self.expected_s())} (a long timeout, or a slow notebook)", self.console)
+                note(
+                    f"still running: {name} for {clock_text(seconds)}, past the expected "
+                    f"≤ {clock_text(self.expected_s())} (a long timeout, or a slow notebook)",
+                    self.console,
+                )
         self._show()
 
     # ── what is shown ───────────────────────────────────────────────────────────────────────
@@ -123,8 +150,10 @@ class ProgressBar:
         if late:
             name, seconds = late[0]
             more = f" (+{len(late) - 1} more)" if len(late) > 1 else ""
-            return (f"still running: {name[:NAME_CHARS]} {clock_text(seconds)}, expected "
-                    f"≤ {clock_text(self.expected_s())}{more}")
+            return (
+                f"still running: {name[:NAME_CHARS]} {clock_text(seconds)}, expected "
+                f"≤ {clock_text(self.expected_s())}{more}"
+            )
         return self.last or f"grading on {self.where}"
 
     def _show(self, advance: int = 0) -> None:

@@ -75,19 +75,19 @@ class PartialBatchError(BatchError):
 @dataclass
 class BatchSummary:
     out: Path
-    rows: list[dict[str, Any]]          # one per submission; see ``submission_row``
+    rows: list[dict[str, Any]]  # one per submission; see ``submission_row``
     assignment: str = ""
-    graded: int = 0                     # graded by this run (executed, from the cache, or a zero)
-    skipped: int = 0                    # finished by an earlier run and kept
-    executed: int = 0                   # notebooks actually run in the jail by this run
+    graded: int = 0  # graded by this run (executed, from the cache, or a zero)
+    skipped: int = 0  # finished by an earlier run and kept
+    executed: int = 0  # notebooks actually run in the jail by this run
     cache_hits: int = 0
     warnings: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
-    ungraded: int = 0                   # submissions with no grade yet (an interrupted batch)
+    ungraded: int = 0  # submissions with no grade yet (an interrupted batch)
     version_drift: list[str] = field(default_factory=list)
-    diff: list[dict[str, Any]] = field(default_factory=list)        # rescore: the scores that changed
-    integrity: Any = None               # report.integrity.IntegrityReport
-    grading_note: str = ""              # one line: the tolerances (and rubric) that judged, and why those
+    diff: list[dict[str, Any]] = field(default_factory=list)  # rescore: the scores that changed
+    integrity: Any = None  # report.integrity.IntegrityReport
+    grading_note: str = ""  # one line: the tolerances (and rubric) that judged, and why those
 
     @property
     def gradebook(self) -> Path:
@@ -112,10 +112,20 @@ class BatchSummary:
         return counts
 
 
-def run_batch(source: Path, out: Path, *, assignment: Assignment, options: GradeOptions = GradeOptions(),
-              jobs: int | None = None, scheduler: str | None = None, progress: bool = True,
-              cache_dir: Path | None = None, use_cache: bool = True, allow_empty: bool = False,
-              calibrated: bool = False) -> BatchSummary:
+def run_batch(
+    source: Path,
+    out: Path,
+    *,
+    assignment: Assignment,
+    options: GradeOptions = GradeOptions(),
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    allow_empty: bool = False,
+    calibrated: bool = False,
+) -> BatchSummary:
     """Grade every submission of ``source`` into ``out`` as ``options`` say; resumable, cached, never
     aborted by one failure. The tolerances and rubric that judge follow ``grading_files`` (an
     override an earlier run kept applies, ``calibrated`` drops it).
@@ -130,8 +140,10 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, options: Grade
     out = Path(out).resolve()
     previous = read_batch_file(out)
     if previous is not None and previous.get("assignment") != assignment.id:
-        raise BatchError(f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
-                         f"'{assignment.id}': use another --out folder")
+        raise BatchError(
+            f"{out} holds a batch of assignment '{previous.get('assignment')}', not "
+            f"'{assignment.id}': use another --out folder"
+        )
     files = grading_files(out, previous, options.tolerances, options.rubric, calibrated=calibrated)
     options = replace(options, tolerances=files.tolerances, rubric=files.rubric)
     validate_grading(assignment, options)
@@ -153,39 +165,71 @@ def run_batch(source: Path, out: Path, *, assignment: Assignment, options: Grade
     limits = assignment.tolerances(options.tolerances)
     drift = version_drift(limits, assignment.environment())
     batch = {
-        "schema": 1, "assignment": assignment.id, "assignment_root": str(assignment.folder.parent.parent),
-        "fingerprint": assignment.fingerprint(), "environment": assignment.environment_fingerprint(),
-        "source": str(Path(source).resolve()), "kind": discovery.kind, "cache_dir": str(cache_root or ""),
-        "tolerances": str(options.tolerances or ""), "rubric": str(options.rubric or ""), "warnings": discovery.warnings,
-        "tolerances_used": files.record(assignment, limits), "version_drift": drift,
+        "schema": 1,
+        "assignment": assignment.id,
+        "assignment_root": str(assignment.folder.parent.parent),
+        "fingerprint": assignment.fingerprint(),
+        "environment": assignment.environment_fingerprint(),
+        "source": str(Path(source).resolve()),
+        "kind": discovery.kind,
+        "cache_dir": str(cache_root or ""),
+        "tolerances": str(options.tolerances or ""),
+        "rubric": str(options.rubric or ""),
+        "warnings": discovery.warnings,
+        "tolerances_used": files.record(assignment, limits),
+        "version_drift": drift,
         "executor": scheduler or f"local pool -j {jobs or 'auto'}",
-        "started_at": _now(), "state": "running", "submissions": [task_to_json(t) for t in tasks],
+        "started_at": _now(),
+        "state": "running",
+        "submissions": [task_to_json(t) for t in tasks],
     }
     write_json_atomic(out / BATCH_FILE, batch)
     todo = [t for t in tasks if not is_finished(out, t)]
     try:
-        records = run_tasks(todo, assignment, lambda n: make_executor(scheduler, jobs, assignment, n),
-                            progress=progress, cache=ExecutionCache(cache_root) if cache_root else None,
-                            dedupe=cache_root is not None, done_before=len(tasks) - len(todo))
+        records = run_tasks(
+            todo,
+            assignment,
+            lambda n: make_executor(scheduler, jobs, assignment, n),
+            progress=progress,
+            cache=ExecutionCache(cache_root) if cache_root else None,
+            dedupe=cache_root is not None,
+            done_before=len(tasks) - len(todo),
+        )
     except BaseException:
         write_json_atomic(out / BATCH_FILE, {**batch, "state": "interrupted", "stopped_at": _now()})
         _remove_unused(out, created, existed)
         raise
     rows, integrity = _finish(out, assignment, tasks, options, discovery.warnings)
     write_json_atomic(out / BATCH_FILE, {**batch, "state": "finished", "finished_at": _now()})
-    return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=len(records),
-                        skipped=len(tasks) - len(todo), executed=sum(bool(r.get("executed")) for r in records),
-                        cache_hits=sum(bool(r.get("cached")) for r in records), warnings=discovery.warnings,
-                        elapsed_s=round(time.monotonic() - started, 3), version_drift=drift, integrity=integrity,
-                        grading_note=files.note(assignment, limits))
+    return BatchSummary(
+        out=out,
+        rows=rows,
+        assignment=assignment.id,
+        graded=len(records),
+        skipped=len(tasks) - len(todo),
+        executed=sum(bool(r.get("executed")) for r in records),
+        cache_hits=sum(bool(r.get("cached")) for r in records),
+        warnings=discovery.warnings,
+        elapsed_s=round(time.monotonic() - started, 3),
+        version_drift=drift,
+        integrity=integrity,
+        grading_note=files.note(assignment, limits),
+    )
 
 
 def _empty_message(source: Path, discovery: Any) -> str:
     folders = len(discovery.submissions)
-    found = (f"{folders} submission folder(s), none with a notebook" if folders
-             else "no notebook (.ipynb) at its top level" if discovery.kind == "folder" else "no notebook (.ipynb)")
-    return (f"{source} holds {found}: nothing to grade. Check the path (a folder of .ipynb files or a "
-            "Gradescope export zip), or pass --allow-empty to write an empty gradebook")
+    found = (
+        f"{folders} submission folder(s), none with a notebook"
+        if folders
+        else "no notebook (.ipynb) at its top level"
+        if discovery.kind == "folder"
+        else "no notebook (.ipynb)"
+    )
+    return (
+        f"{source} holds {found}: nothing to grade. Check the path (a folder of .ipynb files or a "
+        "Gradescope export zip), or pass --allow-empty to write an empty gradebook"
+    )
 
 
 def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
@@ -196,8 +240,11 @@ def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
         for child in out.iterdir():
             if child.name in existed or not child.is_dir() or child.is_symlink():
                 continue
-            if child.name == SOURCES_DIR or (child.name != CACHE_DIR and not (child / SUBMISSION_FILE).is_file()) \
-                    or not any(child.iterdir()):
+            if (
+                child.name == SOURCES_DIR
+                or (child.name != CACHE_DIR and not (child / SUBMISSION_FILE).is_file())
+                or not any(child.iterdir())
+            ):
                 shutil.rmtree(child, ignore_errors=True)
     if created:
         with contextlib.suppress(OSError):
@@ -205,8 +252,9 @@ def _remove_unused(out: Path, created: bool, existed: set[str]) -> None:
                 shutil.rmtree(out)
 
 
-def rescore(out: Path, *, options: GradeOptions = GradeOptions(), partial: bool = False,
-            calibrated: bool = False) -> BatchSummary:
+def rescore(
+    out: Path, *, options: GradeOptions = GradeOptions(), partial: bool = False, calibrated: bool = False
+) -> BatchSummary:
     """Re-judge every submission of the batch in ``out`` from its measurements.json; runs nothing.
 
     Judges with the tolerances and rubric of ``options``, else those the batch last used (an
@@ -236,23 +284,40 @@ def rescore(out: Path, *, options: GradeOptions = GradeOptions(), partial: bool 
             f"{len(ungraded)} of {len(tasks)} submissions of {out} are not graded yet (e.g. {ungraded[0]}; "
             f"the batch was {batch.get('state', 'interrupted')}): finish it with `autograder batch "
             f"{batch.get('source', 'SOURCE')} --out {out}`, or pass --partial to rescore the "
-            f"{len(tasks) - len(ungraded)} graded ones")
+            f"{len(tasks) - len(ungraded)} graded ones"
+        )
     before = read_scores(out, [t.name for t in tasks])
     rescored = 0
     for task in tasks:
         rescored += _rescore_one(out / task.name, assignment, options)
     limits = assignment.tolerances(options.tolerances)
-    write_json_atomic(out / BATCH_FILE, {**batch, "rescored_at": _now(), "tolerances": str(options.tolerances or ""),
-                                         "rubric": str(options.rubric or ""),
-                                         "tolerances_used": files.record(assignment, limits)})
+    write_json_atomic(
+        out / BATCH_FILE,
+        {
+            **batch,
+            "rescored_at": _now(),
+            "tolerances": str(options.tolerances or ""),
+            "rubric": str(options.rubric or ""),
+            "tolerances_used": files.record(assignment, limits),
+        },
+    )
     warnings = list(batch.get("warnings", []))
     rows, integrity = _finish(out, assignment, tasks, options, warnings)
     diff = score_changes(before, read_scores(out, [t.name for t in tasks]), rows)
     write_rescore_diff(out / RESCORE_DIFF_FILE, diff)
-    return BatchSummary(out=out, rows=rows, assignment=assignment.id, graded=rescored, warnings=warnings,
-                        elapsed_s=round(time.monotonic() - started, 3), ungraded=len(ungraded), diff=diff,
-                        version_drift=sorted({w for r in rows for w in r.get("version_drift", [])}),
-                        integrity=integrity, grading_note=files.note(assignment, limits))
+    return BatchSummary(
+        out=out,
+        rows=rows,
+        assignment=assignment.id,
+        graded=rescored,
+        warnings=warnings,
+        elapsed_s=round(time.monotonic() - started, 3),
+        ungraded=len(ungraded),
+        diff=diff,
+        version_drift=sorted({w for r in rows for w in r.get("version_drift", [])}),
+        integrity=integrity,
+        grading_note=files.note(assignment, limits),
+    )
 
 
 def read_batch_file(out: Path) -> dict[str, Any] | None:
@@ -277,12 +342,18 @@ def is_finished(out: Path, task: Task) -> bool:
     """True when ``task`` was graded to the end by an earlier run, from the same notebook and key."""
     sub = out / task.name
     record = _read_json(sub / SUBMISSION_FILE)
-    return (isinstance(record, dict) and record.get("status") not in RETRIED_STATUSES
-            and record.get("sha256") == task.sha256 and record.get("cache_key") == task.key
-            and (sub / pipeline.GRADE_FILE).is_file() and (sub / pipeline.RESULTS_FILE).is_file())
+    return (
+        isinstance(record, dict)
+        and record.get("status") not in RETRIED_STATUSES
+        and record.get("sha256") == task.sha256
+        and record.get("cache_key") == task.key
+        and (sub / pipeline.GRADE_FILE).is_file()
+        and (sub / pipeline.RESULTS_FILE).is_file()
+    )
 
 
 # ── rows ────────────────────────────────────────────────────────────────────────────────────
+
 
 def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, Any]:
     """One gradebook row: {name, score, max, status, checks: {id: score}, …} (print_scores_table's input)."""
@@ -307,9 +378,18 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
         "checks": {c["id"]: c.get("score") for c in checks},
         "checks_max": {c["id"]: c.get("max_score") for c in checks},
         "checks_passed": {c["id"]: bool(c.get("passed")) for c in checks},
-        "failures": [{"check": c["id"], "title": c.get("title", c["id"]), "part": p.get("name", ""),
-                      "message": p.get("message"), "reason": p.get("reason")}
-                     for c in checks for p in c.get("parts", []) if not p.get("passed")],
+        "failures": [
+            {
+                "check": c["id"],
+                "title": c.get("title", c["id"]),
+                "part": p.get("name", ""),
+                "message": p.get("message"),
+                "reason": p.get("reason"),
+            }
+            for c in checks
+            for p in c.get("parts", [])
+            if not p.get("passed")
+        ],
         "cells_errored": execution.get("cells_errored"),
         "first_error": execution.get("first_error"),
         "execution_s": execution.get("duration_s"),
@@ -330,15 +410,17 @@ def check_ids(rubric: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
 
 # ── helpers ─────────────────────────────────────────────────────────────────────────────────
 
-def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache_root: Path | None,
-                options: GradeOptions) -> list[Task]:
+
+def _make_tasks(
+    submissions: list[Any], out: Path, assignment: Assignment, cache_root: Path | None, options: GradeOptions
+) -> list[Task]:
     a_fp, env_fp = assignment.fingerprint(), assignment.environment_fingerprint()
     tasks = []
     facts = files_facts(Path(sub.notebook) for sub in submissions if sub.notebook is not None)  # bounded reader
     for sub in submissions:
         problem = sub.problem
         if sub.notebook is not None:
-            data = Path(sub.notebook).read_bytes()   # hashed, never parsed here
+            data = Path(sub.notebook).read_bytes()  # hashed, never parsed here
             problem = mismatch_reason("The notebook", facts[Path(sub.notebook)], assignment)
         if problem is None:
             sha = sha256_bytes(data)
@@ -346,11 +428,20 @@ def _make_tasks(submissions: list[Any], out: Path, assignment: Assignment, cache
         else:
             sha = "problem:" + sha256_bytes(str(problem).encode())
             key = "none"
-        tasks.append(Task(name=sub.name, notebook=str(sub.notebook) if sub.notebook and not problem else None,
-                          problem=problem, sha256=sha, key=key, out_dir=str(out / sub.name),
-                          origin=sub.origin, submitters=sub.submitters,
-                          cache_dir=str(cache_root) if cache_root else None,
-                          options=options))
+        tasks.append(
+            Task(
+                name=sub.name,
+                notebook=str(sub.notebook) if sub.notebook and not problem else None,
+                problem=problem,
+                sha256=sha,
+                key=key,
+                out_dir=str(out / sub.name),
+                origin=sub.origin,
+                submitters=sub.submitters,
+                cache_dir=str(cache_root) if cache_root else None,
+                options=options,
+            )
+        )
     return tasks
 
 
@@ -384,8 +475,9 @@ def _stored_problem(sub: Path) -> str | None:
     return None
 
 
-def _finish(out: Path, assignment: Assignment, tasks: list[Task], options: GradeOptions,
-            warnings: list[str]) -> tuple[list[dict[str, Any]], Any]:
+def _finish(
+    out: Path, assignment: Assignment, tasks: list[Task], options: GradeOptions, warnings: list[str]
+) -> tuple[list[dict[str, Any]], Any]:
     """gradebook.csv, integrity.csv and summary.html from the submissions' files (runs nothing)."""
     from ..report.gradebook import write_gradebook
     from ..report.integrity import class_integrity
@@ -398,9 +490,17 @@ def _finish(out: Path, assignment: Assignment, tasks: list[Task], options: Grade
     notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
     integrity = class_integrity(notebooks, assignment)
     write_integrity_csv(out / INTEGRITY_FILE, integrity)
-    write_summary(out / SUMMARY_FILE, rows, out=out, assignment=assignment, rubric=rubric,
-                  tolerances=assignment.tolerances(options.tolerances), warnings=warnings,
-                  batch=read_batch_file(out) or {}, integrity=integrity)
+    write_summary(
+        out / SUMMARY_FILE,
+        rows,
+        out=out,
+        assignment=assignment,
+        rubric=rubric,
+        tolerances=assignment.tolerances(options.tolerances),
+        warnings=warnings,
+        batch=read_batch_file(out) or {},
+        integrity=integrity,
+    )
     return rows, integrity
 
 

@@ -37,15 +37,15 @@ from .. import tree_walk
 from ..errors import AutograderError, UnsafeFileError
 from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
-from ..sandbox import MAX_NOTEBOOK_BYTES   # one submitted notebook: the bounded reader's cap
+from ..sandbox import MAX_NOTEBOOK_BYTES  # one submitted notebook: the bounded reader's cap
 from ..student_text import clean
 
 MiB = 1024 * 1024
-MAX_METADATA_BYTES = 64 * MiB      # submission_metadata.yml of a whole class
-MAX_ENTRIES = 200_000              # files in an export
-MAX_DEPTH = 64                     # nested folders looked into (an export's notebooks are 1-3 deep)
+MAX_METADATA_BYTES = 64 * MiB  # submission_metadata.yml of a whole class
+MAX_ENTRIES = 200_000  # files in an export
+MAX_DEPTH = 64  # nested folders looked into (an export's notebooks are 1-3 deep)
 MAX_TOTAL_NOTEBOOK_BYTES = 4096 * MiB  # all notebooks staged from one source
-MAX_TEXT = 200                     # a submitter's name, sid or email
+MAX_TEXT = 200  # a submitter's name, sid or email
 METADATA_NAME = "submission_metadata.yml"
 _SUBMISSION_DIR = re.compile(r"^submission_[A-Za-z0-9_-]+$")
 _RESERVED = {"gradebook.csv", "summary.html", "batch.json"}
@@ -57,11 +57,11 @@ class SourceError(AutograderError):
 
 @dataclass
 class Submission:
-    name: str                                  # unique and filesystem-safe: OUT/<name>/
-    notebook: Path | None                      # the staged notebook; None when there is none to grade
-    problem: str | None = None                 # why not: the zero's reason, shown to the student
-    submitters: list[dict[str, str]] = field(default_factory=list)   # [{"name", "sid", "email"}]
-    origin: str = ""                           # where it came from, for the instructor
+    name: str  # unique and filesystem-safe: OUT/<name>/
+    notebook: Path | None  # the staged notebook; None when there is none to grade
+    problem: str | None = None  # why not: the zero's reason, shown to the student
+    submitters: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sid", "email"}]
+    origin: str = ""  # where it came from, for the instructor
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -71,19 +71,20 @@ class Submission:
 
 @dataclass
 class Discovery:
-    kind: str                                  # folder | gradescope_export | zip
+    kind: str  # folder | gradescope_export | zip
     submissions: list[Submission]
     warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class _Entry:
-    path: str          # relative, POSIX, validated
-    kind: str          # file | dir | symlink | other
+    path: str  # relative, POSIX, validated
+    kind: str  # file | dir | symlink | other
     size: int
 
 
 # ── public ────────────────────────────────────────────────────────────────────────────────────
+
 
 def discover(source: Path, staging: Path, notebook_name: str = "") -> Discovery:
     """The submissions in ``source`` (folder or zip); their notebooks are copied under ``staging``.
@@ -96,7 +97,9 @@ def discover(source: Path, staging: Path, notebook_name: str = "") -> Discovery:
     if source.is_dir():
         return _discover(_FolderTree(source), staging, plain_kind="folder", notebook_name=notebook_name)
     if not zipfile.is_zipfile(source):
-        raise SourceError(f"{source} is neither a folder nor a zip file (Gradescope's 'Export Submissions' gives a zip)")
+        raise SourceError(
+            f"{source} is neither a folder nor a zip file (Gradescope's 'Export Submissions' gives a zip)"
+        )
     with _ZipTree(source) as tree:
         return _discover(tree, staging, plain_kind="zip", notebook_name=notebook_name)
 
@@ -127,6 +130,7 @@ def parse_metadata(text: str | bytes) -> dict[str, list[dict[str, str]]]:
 
 # ── layout ────────────────────────────────────────────────────────────────────────────────────
 
+
 def _discover(tree: _Tree, staging: Path, *, plain_kind: str, notebook_name: str) -> Discovery:
     entries = tree.entries()
     warnings = list(tree.warnings)
@@ -141,9 +145,11 @@ def _discover(tree: _Tree, staging: Path, *, plain_kind: str, notebook_name: str
             files.append(e)
     namer = _Namer()
     if not folders:
-        subs = [_plain_submission(tree, e, namer, staging)
-                for e in sorted(entries, key=lambda e: e.path)
-                if _is_notebook(e) and (rel := _relative_to(e.path, root)) is not None and len(rel.parts) == 1]
+        subs = [
+            _plain_submission(tree, e, namer, staging)
+            for e in sorted(entries, key=lambda e: e.path)
+            if _is_notebook(e) and (rel := _relative_to(e.path, root)) is not None and len(rel.parts) == 1
+        ]
         return Discovery(plain_kind, subs, warnings)
     meta = _read_metadata(tree, meta_entry, warnings)
     subs = []
@@ -152,14 +158,19 @@ def _discover(tree: _Tree, staging: Path, *, plain_kind: str, notebook_name: str
         sub.submitters = meta.get(folder, [])
         subs.append(sub)
     if meta and (unknown := sorted(set(meta) - set(folders))):
-        warnings.append(f"{METADATA_NAME} lists {len(unknown)} submission(s) with no folder in the export "
-                        f"(e.g. {unknown[0]}); they are not in the gradebook")
+        warnings.append(
+            f"{METADATA_NAME} lists {len(unknown)} submission(s) with no folder in the export "
+            f"(e.g. {unknown[0]}); they are not in the gradebook"
+        )
     return Discovery("gradescope_export", subs, warnings)
 
 
 def _export_root(entries: list[_Entry]) -> tuple[str, _Entry | None]:
-    metas = [e for e in entries if e.kind == "file" and PurePosixPath(e.path).name == METADATA_NAME
-             and len(PurePosixPath(e.path).parts) <= 2]
+    metas = [
+        e
+        for e in entries
+        if e.kind == "file" and PurePosixPath(e.path).name == METADATA_NAME and len(PurePosixPath(e.path).parts) <= 2
+    ]
     if metas:
         meta = min(metas, key=lambda e: len(e.path))
         parent = PurePosixPath(meta.path).parent.as_posix()
@@ -178,8 +189,16 @@ def _plain_submission(tree: _Tree, entry: _Entry, namer: _Namer, staging: Path) 
     return _stage(tree, entry, name, staging, origin=entry.path)
 
 
-def _export_submission(tree: _Tree, root: str, folder: str, files: list[_Entry], namer: _Namer, staging: Path,
-                       notebook_name: str, warnings: list[str]) -> Submission:
+def _export_submission(
+    tree: _Tree,
+    root: str,
+    folder: str,
+    files: list[_Entry],
+    namer: _Namer,
+    staging: Path,
+    notebook_name: str,
+    warnings: list[str],
+) -> Submission:
     name = namer.unique(sanitize_name(folder))
     inside = {_inside(e.path, root): e for e in files if e.kind != "dir"}
     choice = choose_notebook(((rel, e.kind == "file") for rel, e in inside.items()), notebook_name)
@@ -199,11 +218,20 @@ def _inside(path: str, root: str) -> str:
 
 def _stage(tree: _Tree, entry: _Entry, name: str, staging: Path, *, origin: str) -> Submission:
     if entry.kind == "symlink":
-        return Submission(name, None, f"{_shown(entry)} is a symbolic link, not a notebook file; "
-                                      "submit the file itself.", origin=origin)
+        return Submission(
+            name,
+            None,
+            f"{_shown(entry)} is a symbolic link, not a notebook file; submit the file itself.",
+            origin=origin,
+        )
     if entry.size > MAX_NOTEBOOK_BYTES:
-        return Submission(name, None, f"{_shown(entry)} is {entry.size:,} bytes, more than the "
-                                      f"{MAX_NOTEBOOK_BYTES:,} allowed; clear large outputs and resubmit.", origin=origin)
+        return Submission(
+            name,
+            None,
+            f"{_shown(entry)} is {entry.size:,} bytes, more than the "
+            f"{MAX_NOTEBOOK_BYTES:,} allowed; clear large outputs and resubmit.",
+            origin=origin,
+        )
     try:
         data = tree.read(entry, MAX_NOTEBOOK_BYTES)
         tree.budget(len(data))
@@ -223,12 +251,14 @@ def _read_metadata(tree: _Tree, entry: _Entry | None, warnings: list[str]) -> di
     try:
         return parse_metadata(tree.read(entry, MAX_METADATA_BYTES))
     except Exception as e:  # noqa: BLE001 - metadata is optional: any failure is a warning
-        warnings.append(f"{entry.path} could not be read ({type(e).__name__}: {str(e)[:200]}); "
-                        "names, sids and emails are unknown")
+        warnings.append(
+            f"{entry.path} could not be read ({type(e).__name__}: {str(e)[:200]}); names, sids and emails are unknown"
+        )
         return {}
 
 
 # ── trees: a folder or a zip as a checked list of entries ───────────────────────────────────
+
 
 class _Tree:
     warnings: list[str]
@@ -257,8 +287,15 @@ class _FolderTree(_Tree):
     def entries(self) -> list[_Entry]:
         out: list[_Entry] = []
         for rel, st in self._walk():
-            kind = ("symlink" if stat.S_ISLNK(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode)
-                    else "file" if stat.S_ISREG(st.st_mode) else "other")
+            kind = (
+                "symlink"
+                if stat.S_ISLNK(st.st_mode)
+                else "dir"
+                if stat.S_ISDIR(st.st_mode)
+                else "file"
+                if stat.S_ISREG(st.st_mode)
+                else "other"
+            )
             out.append(_Entry(rel, kind, st.st_size if kind == "file" else 0))
             if len(out) > MAX_ENTRIES:
                 raise SourceError(f"{self.root} holds more than {MAX_ENTRIES:,} files")
@@ -270,8 +307,12 @@ class _FolderTree(_Tree):
         top_level_only = not _looks_like_export(self.root)
         top = tree_walk.open_folder(self.root)
         try:
-            for e in tree_walk.walk(top, what=str(self.root), max_entries=MAX_ENTRIES + 1,
-                                    include=lambda e: e.depth <= (1 if top_level_only else MAX_DEPTH)):
+            for e in tree_walk.walk(
+                top,
+                what=str(self.root),
+                max_entries=MAX_ENTRIES + 1,
+                include=lambda e: e.depth <= (1 if top_level_only else MAX_DEPTH),
+            ):
                 if not e.leaving:
                     yield e.path, e.st
         except tree_walk.TreeLimitError as e:
@@ -312,8 +353,15 @@ class _ZipTree(_Tree):
                 self.warnings.append(f"zip entry {path!r} rejected: a second entry with the same path")
                 continue
             mode = info.external_attr >> 16
-            kind = ("symlink" if stat.S_ISLNK(mode) else "dir" if info.is_dir()
-                    else "other" if stat.S_IFMT(mode) not in (0, stat.S_IFREG) else "file")
+            kind = (
+                "symlink"
+                if stat.S_ISLNK(mode)
+                else "dir"
+                if info.is_dir()
+                else "other"
+                if stat.S_IFMT(mode) not in (0, stat.S_IFREG)
+                else "file"
+            )
             if kind == "symlink":
                 self.warnings.append(f"zip entry {path!r} rejected: a symbolic link")
             self._infos[path] = info
@@ -350,6 +398,7 @@ def check_zip_name(info: zipfile.ZipInfo) -> tuple[str, str | None]:
 
 # ── small helpers ───────────────────────────────────────────────────────────────────────────
 
+
 class _Namer:
     def __init__(self) -> None:
         self.used: set[str] = set()
@@ -373,8 +422,11 @@ def _looks_like_export(root: Path) -> bool:
 
 def _is_notebook(e: _Entry) -> bool:
     parts = PurePosixPath(e.path).parts
-    return (e.kind in ("file", "symlink") and e.path.lower().endswith(".ipynb")
-            and not any(p.startswith(".") or p == "__MACOSX" for p in parts))
+    return (
+        e.kind in ("file", "symlink")
+        and e.path.lower().endswith(".ipynb")
+        and not any(p.startswith(".") or p == "__MACOSX" for p in parts)
+    )
 
 
 def _relative_to(path: str, root: str) -> PurePosixPath | None:

@@ -40,8 +40,14 @@ from ..grade_options import GradeOptions
 SUBMISSION_FILE = "submission.json"
 GRADER_ERROR = "grader_error"
 WORKER_LOST = "worker_lost"
-STAGE_FILES = (pipeline.EXECUTION_FILE, pipeline.MEASUREMENTS_FILE, pipeline.GRADE_FILE,
-               pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE, pipeline.FEEDBACK_HTML_FILE)
+STAGE_FILES = (
+    pipeline.EXECUTION_FILE,
+    pipeline.MEASUREMENTS_FILE,
+    pipeline.GRADE_FILE,
+    pipeline.RESULTS_FILE,
+    pipeline.FEEDBACK_FILE,
+    pipeline.FEEDBACK_HTML_FILE,
+)
 FATAL_SANDBOX, FATAL_MISMATCH = "sandbox", "mismatch"
 
 
@@ -66,7 +72,7 @@ class Task:
     origin: str = ""
     submitters: list[dict[str, str]] = field(default_factory=list)
     cache_dir: str | None = None
-    options: GradeOptions = GradeOptions()   # batch.json keeps its fields beside the others (task_to_json)
+    options: GradeOptions = GradeOptions()  # batch.json keeps its fields beside the others (task_to_json)
 
 
 @dataclass(frozen=True)
@@ -76,11 +82,11 @@ class Job:
     name: str
     notebook: bytes
     assignment: str
-    fingerprint: str                       # Assignment.fingerprint() on the client
-    versions: dict[str, str]               # environment_versions() on the client
+    fingerprint: str  # Assignment.fingerprint() on the client
+    versions: dict[str, str]  # environment_versions() on the client
     options: GradeOptions = GradeOptions()  # without paths: the files below travel instead
-    tolerances: bytes | None = None        # a custom tolerances.toml (instructor's, trusted)
-    rubric: bytes | None = None            # a custom rubric.toml (instructor's, trusted)
+    tolerances: bytes | None = None  # a custom tolerances.toml (instructor's, trusted)
+    rubric: bytes | None = None  # a custom rubric.toml (instructor's, trusted)
 
 
 @dataclass
@@ -89,49 +95,66 @@ class Reply:
 
     name: str
     files: dict[str, bytes] = field(default_factory=dict)
-    error: str | None = None               # a grader exception: the submission's grader_error
+    error: str | None = None  # a grader exception: the submission's grader_error
     traceback: str | None = None
-    fatal: str | None = None               # the batch must stop (no sandbox, a mismatched worker)
-    fatal_kind: str | None = None          # FATAL_SANDBOX | FATAL_MISMATCH
+    fatal: str | None = None  # the batch must stop (no sandbox, a mismatched worker)
+    fatal_kind: str | None = None  # FATAL_SANDBOX | FATAL_MISMATCH
     slot: int | None = None
-    worker: str = ""                       # host:pid, for the instructor
+    worker: str = ""  # host:pid, for the instructor
     duration_s: float = 0.0
 
 
 def make_job(task: Task, assignment_id: str, fingerprint: str) -> Job:
     """The job of ``task``: its notebook's and its grading files' bytes read now, on the client."""
     options = task.options
-    return Job(name=task.name, notebook=Path(task.notebook or "").read_bytes(), assignment=assignment_id,
-               fingerprint=fingerprint, versions=dict(environment_versions()),
-               options=replace(options, tolerances=None, rubric=None),
-               tolerances=options.tolerances.read_bytes() if options.tolerances else None,
-               rubric=options.rubric.read_bytes() if options.rubric else None)
+    return Job(
+        name=task.name,
+        notebook=Path(task.notebook or "").read_bytes(),
+        assignment=assignment_id,
+        fingerprint=fingerprint,
+        versions=dict(environment_versions()),
+        options=replace(options, tolerances=None, rubric=None),
+        tolerances=options.tolerances.read_bytes() if options.tolerances else None,
+        rubric=options.rubric.read_bytes() if options.rubric else None,
+    )
 
 
 def worker_label() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def mismatch(job_versions: dict[str, str], job_fingerprint: str, assignment: Assignment,
-             where: str | None = None, loaded_fingerprint: str | None = None) -> str | None:
+def mismatch(
+    job_versions: dict[str, str],
+    job_fingerprint: str,
+    assignment: Assignment,
+    where: str | None = None,
+    loaded_fingerprint: str | None = None,
+) -> str | None:
     """Why this worker must not grade for that client (versions, assignment), or None.
 
     ``loaded_fingerprint``: the fingerprint of the grading code this worker has loaded (a
     long-lived worker keeps the code it imported first, even if the files change later).
     """
     mine = environment_versions()
-    diffs = [f"{k} {mine.get(k, 'missing')} here, {job_versions.get(k, 'missing')} on the client"
-             for k in sorted(set(mine) | set(job_versions)) if mine.get(k) != job_versions.get(k)]
+    diffs = [
+        f"{k} {mine.get(k, 'missing')} here, {job_versions.get(k, 'missing')} on the client"
+        for k in sorted(set(mine) | set(job_versions))
+        if mine.get(k) != job_versions.get(k)
+    ]
     here = loaded_fingerprint or assignment.fingerprint()
     if here != job_fingerprint:
-        diffs.append(f"assignment '{assignment.id}' fingerprint {here} here, "
-                     f"{job_fingerprint} on the client (another assignment.toml or grading code)")
+        diffs.append(
+            f"assignment '{assignment.id}' fingerprint {here} here, "
+            f"{job_fingerprint} on the client (another assignment.toml or grading code)"
+        )
     if not diffs:
         return None
-    return (f"worker {where or worker_label()} refuses to grade: {'; '.join(diffs)}. Hint: install the "
-            "same pinned versions and assignment folders on every worker as on the client "
-            "(pip install -c constraints.txt 'autograder[dask]' from the same checkout), and restart "
-            "long-lived workers after an assignment changes (a worker keeps the grading code it loaded).")
+    return (
+        f"worker {where or worker_label()} refuses to grade: {'; '.join(diffs)}. Hint: install the "
+        "same pinned versions and assignment folders on every worker as on the client "
+        "(pip install -c constraints.txt 'autograder[dask]' from the same checkout), and restart "
+        "long-lived workers after an assignment changes (a worker keeps the grading code it loaded)."
+    )
 
 
 def grade_job(job: Job, assignment: Assignment, *, slot: int = 0, loaded_fingerprint: str | None = None) -> Reply:
@@ -146,8 +169,11 @@ def grade_job(job: Job, assignment: Assignment, *, slot: int = 0, loaded_fingerp
     try:
         notebook = tmp / f"{job.name}.ipynb"
         notebook.write_bytes(job.notebook)
-        options = replace(job.options, tolerances=_write(tmp / "tolerances.toml", job.tolerances),
-                          rubric=_write(tmp / "rubric.toml", job.rubric))
+        options = replace(
+            job.options,
+            tolerances=_write(tmp / "tolerances.toml", job.tolerances),
+            rubric=_write(tmp / "rubric.toml", job.rubric),
+        )
         out = tmp / "out"
         try:
             pipeline.grade_notebook(notebook, assignment, out, options=options, slot=slot)
@@ -177,8 +203,10 @@ def submission_status(out: Path, error: str | None) -> tuple[str, str | None]:
 
 
 def task_from_json(data: dict[str, Any]) -> Task:
-    return Task(**{k: data[k] for k in Task.__dataclass_fields__ if k in data and k != "options"},
-                options=GradeOptions.from_json(data))
+    return Task(
+        **{k: data[k] for k in Task.__dataclass_fields__ if k in data and k != "options"},
+        options=GradeOptions.from_json(data),
+    )
 
 
 def task_to_json(task: Task) -> dict[str, Any]:

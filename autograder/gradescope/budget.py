@@ -38,7 +38,7 @@ GRADER_OVERHEAD_S = 45.0
 # The peak of the grader's own processes (grader and ONNX measuring child, without the kernel):
 # the reference's whole process tree peaked at ~340 MB in a 768 MB container, kernel included.
 GRADER_MEMORY_MB = 512
-TIME_MARGIN = 0.10                 # on the sum of the limits, then rounded up to a whole minute
+TIME_MARGIN = 0.10  # on the sum of the limits, then rounded up to a whole minute
 MEMORY_STEP_MB = 256
 GRADESCOPE_MAX_TIMEOUT_S = 40 * 60
 
@@ -46,12 +46,12 @@ GRADESCOPE_MAX_TIMEOUT_S = 40 * 60
 @dataclass(frozen=True)
 class Budget:
     assignment_id: str
-    execution_s: float             # startup + notebook + probe + slack: one execution's hard bound
-    measuring_s: float             # one measuring child per artifact, each at its wall-clock limit
+    execution_s: float  # startup + notebook + probe + slack: one execution's hard bound
+    measuring_s: float  # one measuring child per artifact, each at its wall-clock limit
     grader_s: float
-    timeout_s: int                 # what to set: the sum plus the margin, in whole minutes
+    timeout_s: int  # what to set: the sum plus the margin, in whole minutes
     kernel_memory_mb: int
-    memory_mb: int                 # what to set
+    memory_mb: int  # what to set
 
     @property
     def ceiling_s(self) -> float:
@@ -85,20 +85,26 @@ def _gb(mb: int) -> str:
 
 def settings_line(b: Budget) -> str:
     """The one line docs/GRADESCOPE.md's "Settings" shows (and ``gradescope build`` prints)."""
-    return (f"autograder timeout {b.timeout_min} min and memory {_gb(b.memory_mb)} "
-            f"(the worst legal notebook needs {b.ceiling_s:.0f} s: {b.execution_s:.0f} s to execute, "
-            f"{b.measuring_s:.0f} s to measure its models, {b.grader_s:.0f} s of grading; the kernel may "
-            f"use {_gb(b.kernel_memory_mb)})")
+    return (
+        f"autograder timeout {b.timeout_min} min and memory {_gb(b.memory_mb)} "
+        f"(the worst legal notebook needs {b.ceiling_s:.0f} s: {b.execution_s:.0f} s to execute, "
+        f"{b.measuring_s:.0f} s to measure its models, {b.grader_s:.0f} s of grading; the kernel may "
+        f"use {_gb(b.kernel_memory_mb)})"
+    )
 
 
 def explain(b: Budget) -> list[str]:
     """The lines ``gradescope build`` prints for the instructor."""
     lines = [f"Gradescope settings: {settings_line(b)}."]
     if b.timeout_s > GRADESCOPE_MAX_TIMEOUT_S:
-        lines.append(f"warning: {b.timeout_min} min is above Gradescope's 40 min maximum: lower the assignment's "
-                     "notebook_timeout_s")
-    lines.append(f"These settings follow from the limits of {b.assignment_id}; its reference solution was not run "
-                 "here, so whether it alone fits Gradescope's defaults (768 MB, 0.5 CPU) is not known: measure it "
-                 f"with `autograder gradescope simulate <the zip> reference/{b.assignment_id}/solution.ipynb` "
-                 "(wall time and peak memory).")
+        lines.append(
+            f"warning: {b.timeout_min} min is above Gradescope's 40 min maximum: lower the assignment's "
+            "notebook_timeout_s"
+        )
+    lines.append(
+        f"These settings follow from the limits of {b.assignment_id}; its reference solution was not run "
+        "here, so whether it alone fits Gradescope's defaults (768 MB, 0.5 CPU) is not known: measure it "
+        f"with `autograder gradescope simulate <the zip> reference/{b.assignment_id}/solution.ipynb` "
+        "(wall time and peak memory)."
+    )
     return lines

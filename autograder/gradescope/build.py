@@ -34,14 +34,14 @@ from ..assignment import load_assignment, load_toml
 from ..errors import AutograderError
 from ..safe_files import atomic_replace
 
-FIXED_DATE = (1980, 1, 1, 0, 0, 0)   # the earliest date a zip can hold: reproducible bytes
-SOURCE_DATE_EPOCH = calendar.timegm((*FIXED_DATE, 0, 0, 0))   # the same date for the wheel's entries
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip can hold: reproducible bytes
+SOURCE_DATE_EPOCH = calendar.timegm((*FIXED_DATE, 0, 0, 0))  # the same date for the wheel's entries
 # Folders of the package that are the instructor's tools, left out of the wheel in the zip
 # (relative to the checkout). run_autograder never imports them: a test grades without them.
 INSTRUCTOR_ONLY = ("autograder/gradescope/sim",)
 MANIFEST = "gradescope.json"
-SCRIPTS = ("setup.sh", "run_autograder")           # under gradescope/ in the checkout; mode 0755
-REFERENCE_FILES = ("tolerances.toml",)             # all the grader needs from reference/<id>/
+SCRIPTS = ("setup.sh", "run_autograder")  # under gradescope/ in the checkout; mode 0755
+REFERENCE_FILES = ("tolerances.toml",)  # all the grader needs from reference/<id>/
 EXCLUDED_DIRS = {"examples", "__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 
@@ -52,8 +52,8 @@ class BuildReport:
     wheel_name: str
     entries: list[str]
     size_bytes: int
-    secret_fingerprint: str = ""    # the hidden-data secret in the zip, by its fingerprint
-    secret_path: str = ""           # where it was read from
+    secret_fingerprint: str = ""  # the hidden-data secret in the zip, by its fingerprint
+    secret_path: str = ""  # where it was read from
 
 
 def checkout_root() -> Path:
@@ -62,17 +62,19 @@ def checkout_root() -> Path:
     if not (root / "pyproject.toml").is_file() or not (root / "gradescope").is_dir():
         raise AutograderError(
             f"cannot build the Gradescope zip: {root} is not a source checkout (no pyproject.toml "
-            "or gradescope/). Run `autograder gradescope build` from a clone of the project.")
+            "or gradescope/). Run `autograder gradescope build` from a clone of the project."
+        )
     return root
 
 
 # ---------------------------------------------------------------------------------------- zips
 
+
 def _zipinfo(name: str, mode: int = 0o644) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=FIXED_DATE)
     info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = (0o100000 | mode) << 16   # a regular file with these permission bits
-    info.create_system = 3                           # Unix, so the mode bits are honoured
+    info.external_attr = (0o100000 | mode) << 16  # a regular file with these permission bits
+    info.create_system = 3  # Unix, so the mode bits are honoured
     return info
 
 
@@ -98,6 +100,7 @@ def _tree_files(folder: Path, arc_prefix: str) -> dict[str, tuple[bytes, int]]:
 
 # --------------------------------------------------------------------------------------- wheel
 
+
 def _stage(root: Path, stage: Path) -> None:
     """What the wheel is built from: ``pyproject.toml``, its readme, and the package without the
     :data:`INSTRUCTOR_ONLY` folders and without caches; every file mode 0644, so the wheel's bytes
@@ -112,8 +115,11 @@ def _stage(root: Path, stage: Path) -> None:
     left_out = {root / Path(folder) for folder in INSTRUCTOR_ONLY}
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(root)
-        if any(path == d or d in path.parents for d in left_out) or "__pycache__" in rel.parts \
-                or path.suffix in EXCLUDED_SUFFIXES:
+        if (
+            any(path == d or d in path.parents for d in left_out)
+            or "__pycache__" in rel.parts
+            or path.suffix in EXCLUDED_SUFFIXES
+        ):
             continue
         if path.is_symlink():
             raise AutograderError(f"{path} is a symlink; the Gradescope wheel takes regular files only")
@@ -134,24 +140,47 @@ def build_wheel(root: Path) -> tuple[str, bytes]:
         stage, out = Path(tmp) / "src", Path(tmp) / "dist"
         stage.mkdir()
         _stage(root, stage)
-        env = {**os.environ, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH), "PYTHONDONTWRITEBYTECODE": "1",
-               "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        env = {
+            **os.environ,
+            "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_NO_INPUT": "1",
+        }
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index", "--no-build-isolation",
-             "--check-build-dependencies", "--wheel-dir", str(out), str(stage)],
-            env=env, cwd=tmp, capture_output=True, text=True,
-            umask=0o022)    # the modes of the files setuptools writes: not the caller's umask
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                "--no-build-isolation",
+                "--check-build-dependencies",
+                "--wheel-dir",
+                str(out),
+                str(stage),
+            ],
+            env=env,
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            umask=0o022,
+        )  # the modes of the files setuptools writes: not the caller's umask
         wheels = sorted(out.glob("*.whl")) if out.is_dir() else []
         if done.returncode != 0 or len(wheels) != 1:
             backend = ", ".join(load_toml(root / "pyproject.toml")["build-system"]["requires"])
             raise AutograderError(
                 f"`pip wheel` could not build the Gradescope wheel (exit {done.returncode}). It builds with "
                 f"this environment's {backend} and no network; `make setup` installs it:\n"
-                f"{(done.stdout + done.stderr)[-3000:]}")
+                f"{(done.stdout + done.stderr)[-3000:]}"
+            )
         return wheels[0].name, wheels[0].read_bytes()
 
 
 # ----------------------------------------------------------------------------------------- zip
+
 
 def zip_contents(assignment_id: str, root: Path | None = None) -> tuple[dict[str, tuple[bytes, int]], str]:
     """Every file of the autograder zip (name → (bytes, mode)) and the wheel's filename."""
@@ -192,6 +221,11 @@ def build_zip(assignment_id: str, out: Path, root: Path | None = None) -> BuildR
     with atomic_replace(out) as tmp:
         _write_zip(tmp, files)
     manifest = json.loads(files[MANIFEST][0])
-    return BuildReport(zip_path=out, wheel_name=wheel_name, entries=sorted(files),
-                       size_bytes=out.stat().st_size, secret_fingerprint=manifest["hidden_secret"],
-                       secret_path=str(hidden_secret.secret_path(root or checkout_root())))
+    return BuildReport(
+        zip_path=out,
+        wheel_name=wheel_name,
+        entries=sorted(files),
+        size_bytes=out.stat().st_size,
+        secret_fingerprint=manifest["hidden_secret"],
+        secret_path=str(hidden_secret.secret_path(root or checkout_root())),
+    )

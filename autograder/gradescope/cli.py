@@ -12,17 +12,21 @@ import typer
 
 from ..cli_checks import CommandError, check_notebook, check_out_dir, command_errors
 
-ZIP_SCRIPTS = ("setup.sh", "run_autograder")    # at the root of every zip `gradescope build` writes
+ZIP_SCRIPTS = ("setup.sh", "run_autograder")  # at the root of every zip `gradescope build` writes
 BASES = ("host", "debian")
 
-gradescope_app = typer.Typer(help="Run on Gradescope: build the autograder zip, grade one submission.",
-                             no_args_is_help=True, rich_markup_mode=None)
+gradescope_app = typer.Typer(
+    help="Run on Gradescope: build the autograder zip, grade one submission.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 @gradescope_app.command()
 def build(
-    assignment: Optional[str] = typer.Argument(None, help="Assignment id (a folder under assignments/); "
-                                                          "may be left out when there is only one."),
+    assignment: Optional[str] = typer.Argument(
+        None, help="Assignment id (a folder under assignments/); may be left out when there is only one."
+    ),
     output: Path = typer.Option(Path("autograder.zip"), "--output", "-o", help="Where to write the zip."),
 ) -> None:
     """Build the zip to upload on Gradescope's "Configure Autograder" page (Ubuntu 22.04 base)."""
@@ -35,10 +39,13 @@ def build(
             raise CommandError(f"--output {output} is a folder: give the path of the zip to write")
         root = checkout_root()
         report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
-    typer.echo(f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, "
-               f"{report.wheel_name})")
-    typer.echo(f"hidden-data secret {report.secret_fingerprint} (from {report.secret_path}): the same as "
-               "local grading, so a local regrade of an export gives Gradescope's grades")
+    typer.echo(
+        f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, {report.wheel_name})"
+    )
+    typer.echo(
+        f"hidden-data secret {report.secret_fingerprint} (from {report.secret_path}): the same as "
+        "local grading, so a local regrade of an export gives Gradescope's grades"
+    )
     from ..assignment import load_assignment
     from .budget import budget, explain
     from .build import checkout_root
@@ -49,9 +56,12 @@ def build(
 
 @gradescope_app.command()
 def run(
-    root: Path = typer.Option(Path("/autograder"), "--root", help="Gradescope's folder: source/, submission/, results/."),
-    assignment: Optional[str] = typer.Option(None, "--assignment", "-a",
-                                             help="Assignment id (default: the one the zip was built for)."),
+    root: Path = typer.Option(
+        Path("/autograder"), "--root", help="Gradescope's folder: source/, submission/, results/."
+    ),
+    assignment: Optional[str] = typer.Option(
+        None, "--assignment", "-a", help="Assignment id (default: the one the zip was built for)."
+    ),
 ) -> None:
     """Grade the notebook in ROOT/submission into ROOT/results/results.json (what run_autograder calls).
 
@@ -73,8 +83,12 @@ def simulate(
     memory_mb: int = typer.Option(768, "--memory-mb", help="The container's memory (Gradescope's default: 768)."),
     cpus: float = typer.Option(0.5, "--cpus", help="The container's CPUs (Gradescope's default: 0.5)."),
     timeout_s: float = typer.Option(600, "--timeout-s", help="The autograder timeout (Gradescope's default: 600)."),
-    base: str = typer.Option("host", "--base", help="host: the host's system folders, read-only (quick); "
-                             "debian: a fresh Debian root file system where setup.sh installs everything."),
+    base: str = typer.Option(
+        "host",
+        "--base",
+        help="host: the host's system folders, read-only (quick); "
+        "debian: a fresh Debian root file system where setup.sh installs everything.",
+    ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for results.json and the grader's output."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Run setup.sh again even when the image is cached."),
 ) -> None:
@@ -84,16 +98,16 @@ def simulate(
     import json
 
     with command_errors():
-        check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base,
-                         out=out)
+        check_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base, out=out)
     from .sim.container import ContainerUnavailable
     from .sim.image import ImageBuildError
     from .sim.simulate import simulate as run_simulation
     from ..safe_files import write_atomic, write_json_atomic
 
     with command_errors(ContainerUnavailable, ImageBuildError):
-        sim = run_simulation(zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s,
-                             base=base, rebuild=rebuild)
+        sim = run_simulation(
+            zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base, rebuild=rebuild
+        )
     if out:
         out.mkdir(parents=True, exist_ok=True)
         write_atomic(out / "stdout.txt", sim.stdout)
@@ -102,8 +116,11 @@ def simulate(
     typer.echo(sim.stdout.rstrip())
     typer.echo(json.dumps(sim.summary(), indent=2))
     if sim.results is None:
-        typer.secho("no valid results.json: Gradescope would show \"The autograder failed to execute correctly\"",
-                    fg="red", err=True)
+        typer.secho(
+            'no valid results.json: Gradescope would show "The autograder failed to execute correctly"',
+            fg="red",
+            err=True,
+        )
         raise typer.Exit(1)
 
 
@@ -113,8 +130,10 @@ def require_simulator() -> None:
     import importlib.util
 
     if importlib.util.find_spec(f"{__package__}.sim") is None:
-        raise CommandError("gradescope simulate is an instructor's tool and is not in the wheel that ships "
-                           "to Gradescope: run it from a clone of the project (`make setup`)")
+        raise CommandError(
+            "gradescope simulate is an instructor's tool and is not in the wheel that ships "
+            "to Gradescope: run it from a clone of the project (`make setup`)"
+        )
 
 
 def check_autograder_zip(path: Path) -> Path:
@@ -141,8 +160,9 @@ def check_autograder_zip(path: Path) -> Path:
     return path
 
 
-def check_simulation(zip_path: Path, submission: Path, *, memory_mb: int, cpus: float, timeout_s: float,
-                     base: str, out: Path | None) -> None:
+def check_simulation(
+    zip_path: Path, submission: Path, *, memory_mb: int, cpus: float, timeout_s: float, base: str, out: Path | None
+) -> None:
     """Every argument of ``gradescope simulate``, then whether the container can run here, before
     anything is built or written (exit 2 and one line, like every other command); first, that the
     simulator is here at all."""

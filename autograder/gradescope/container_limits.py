@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-UNLIMITED = 1 << 62        # v1 reports "no limit" as a page-rounded 2**63 - 1
+UNLIMITED = 1 << 62  # v1 reports "no limit" as a page-rounded 2**63 - 1
 
 
 def _read(path: Path) -> str:
@@ -25,12 +25,12 @@ def own_limits(root: Path = CGROUP_ROOT) -> dict:
     """The memory limit (MB) and OOM-kill count of the cgroup this process is in, as far as it can
     see them (v1: ``memory/``; v2: the unified tree); {} when neither is readable."""
     try:
-        if (root / "memory" / "memory.limit_in_bytes").is_file():      # v1 (Docker binds its own cgroup here)
+        if (root / "memory" / "memory.limit_in_bytes").is_file():  # v1 (Docker binds its own cgroup here)
             mem = root / "memory"
             limit = int(_read(mem / "memory.limit_in_bytes"))
             oom = re.search(r"^oom_kill (\d+)", _read(mem / "memory.oom_control"), re.M)
             kills = int(oom.group(1)) if oom else None
-        elif (root / "memory.max").is_file():                            # v2 with a cgroup namespace
+        elif (root / "memory.max").is_file():  # v2 with a cgroup namespace
             raw = _read(root / "memory.max")
             limit = UNLIMITED if raw == "max" else int(raw)
             oom = re.search(r"^oom_kill (\d+)", _read(root / "memory.events"), re.M)

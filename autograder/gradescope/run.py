@@ -39,22 +39,25 @@ from ..sandbox import MAX_NOTEBOOK_BYTES
 from .container_limits import own_limits
 
 DEFAULT_ROOT = Path("/autograder")
-MANIFEST = "gradescope.json"                    # written by gradescope.build into the zip
-NOTEBOOK_MAX_BYTES = MAX_NOTEBOOK_BYTES         # the bounded reader's cap (outputs and images included)
-METADATA_MAX_BYTES = 16 * MiB                   # previous_submissions carries earlier results
-SCAN_LIMIT = 10_000                             # entries of the submission folder looked at
+MANIFEST = "gradescope.json"  # written by gradescope.build into the zip
+NOTEBOOK_MAX_BYTES = MAX_NOTEBOOK_BYTES  # the bounded reader's cap (outputs and images included)
+METADATA_MAX_BYTES = 16 * MiB  # previous_submissions carries earlier results
+SCAN_LIMIT = 10_000  # entries of the submission folder looked at
 
 PLACEHOLDER_REASON = (
     "Grading did not finish: the autograder was stopped before it could write a result, most "
     "likely because the notebook ran past Gradescope's time limit or out of memory. Check that it "
-    "runs top to bottom in a fresh kernel within a few minutes, then resubmit.")
+    "runs top to bottom in a fresh kernel within a few minutes, then resubmit."
+)
 OUT_OF_MEMORY_NOTE = (
     "**The grading container ran out of memory** ({limit}): its out-of-memory killer stopped "
     "{kills} while your submission was graded, so part of it could not run. Use less memory (smaller "
-    "arrays, fewer copies, `del` what you no longer need) and resubmit.")
+    "arrays, fewer copies, `del` what you no longer need) and resubmit."
+)
 GRADER_FAILED_REASON = (
     "The grader itself failed while grading this submission ({error}). This is not a problem with "
-    "your work; course staff can see the details. Please let them know.")
+    "your work; course staff can see the details. Please let them know."
+)
 
 
 def log(message: str) -> None:
@@ -63,6 +66,7 @@ def log(message: str) -> None:
 
 
 # ------------------------------------------------------------------------- finding the notebook
+
 
 def _scan(submission: Path) -> list[tuple[str, bool]]:
     """``(relative path, is a regular file)`` of the files under ``submission`` (hidden folders
@@ -78,8 +82,9 @@ def _scan(submission: Path) -> list[tuple[str, bool]]:
     except OSError:
         return files
     try:
-        for e in walk(top, what="the submission", max_entries=SCAN_LIMIT,
-                      include=lambda e: not (e.is_dir and ignored(e.name))):
+        for e in walk(
+            top, what="the submission", max_entries=SCAN_LIMIT, include=lambda e: not (e.is_dir and ignored(e.name))
+        ):
             if not e.is_dir:
                 files.append((e.path, stat.S_ISREG(e.st.st_mode)))
     except TreeLimitError:
@@ -98,6 +103,7 @@ def find_notebook(submission: Path, preferred_name: str) -> NotebookChoice:
 
 
 # ----------------------------------------------------------------------------------- metadata
+
 
 def read_submission_metadata(root: Path) -> dict[str, Any]:
     """The few facts of ``submission_metadata.json`` worth recording; {} when absent or odd."""
@@ -125,6 +131,7 @@ def read_submission_metadata(root: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------- leaderboard
 
+
 def leaderboard(assignment: Assignment, grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:
     """Gradescope leaderboard entries: the assignment's ``leaderboard(grade, measurements)`` hook
     (see autograder.grading_plugin), or none. The core ranks nothing by itself."""
@@ -132,6 +139,7 @@ def leaderboard(assignment: Assignment, grade: dict[str, Any], measurements: dic
 
 
 # ----------------------------------------------------------------------------------- grading
+
 
 def source_dir(root: Path) -> Path:
     """Where the unpacked autograder zip is: ``$AUTOGRADER_ROOT`` when set, else ``ROOT/source``."""
@@ -172,15 +180,18 @@ def placeholder_reason(limits: dict[str, Any]) -> str:
 def memory_note(before: dict[str, Any], after: dict[str, Any]) -> str:
     """A note for the student when the container's OOM killer struck during grading, else ''."""
     if before.get("oom_kills") is None or after.get("oom_kills") is None or not after.get("memory_limit_mb"):
-        return ""     # no container limit to blame (a host's root cgroup counts other kills)
+        return ""  # no container limit to blame (a host's root cgroup counts other kills)
     kills = after["oom_kills"] - before["oom_kills"]
     if kills <= 0:
         return ""
-    return OUT_OF_MEMORY_NOTE.format(limit=f"{after['memory_limit_mb']} MB", kills="a process" if kills == 1 else f"{kills} processes")
+    return OUT_OF_MEMORY_NOTE.format(
+        limit=f"{after['memory_limit_mb']} MB", kills="a process" if kills == 1 else f"{kills} processes"
+    )
 
 
-def _with_extras(results: dict[str, Any], extra: dict[str, Any], note: str,
-                 board: list[dict[str, Any]]) -> dict[str, Any]:
+def _with_extras(
+    results: dict[str, Any], extra: dict[str, Any], note: str, board: list[dict[str, Any]]
+) -> dict[str, Any]:
     results = dict(results)
     results["extra_data"] = {**(results.get("extra_data") or {}), "gradescope": extra}
     if note:
@@ -211,13 +222,17 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
     other = mismatch_reason("Your notebook", notebook_facts_of(Path(choice.chosen).name, data), assignment)
     if other:
         log(f"nothing graded: {other}")
-        return failure_results_json(f"{other}. Submit the notebook of this assignment, "
-                                    f"{shown(assignment.notebook.name)}.", extra={"gradescope": extra})
+        return failure_results_json(
+            f"{other}. Submit the notebook of this assignment, {shown(assignment.notebook.name)}.",
+            extra={"gradescope": extra},
+        )
     log(f"grading submission/{choice.chosen} for {assignment.id}")
-    with tempfile.TemporaryDirectory(prefix="autograder-gradescope-", ignore_cleanup_errors=True) as private, \
-         tempfile.TemporaryDirectory(prefix="autograder-gradescope-ws-", ignore_cleanup_errors=True) as ws:
-        private_dir = Path(private)                 # mode 0700: the notebook copy and the stage files
-        os.chmod(ws, 0o711)                         # the fallback jail's uid passes through to its workspace
+    with (
+        tempfile.TemporaryDirectory(prefix="autograder-gradescope-", ignore_cleanup_errors=True) as private,
+        tempfile.TemporaryDirectory(prefix="autograder-gradescope-ws-", ignore_cleanup_errors=True) as ws,
+    ):
+        private_dir = Path(private)  # mode 0700: the notebook copy and the stage files
+        os.chmod(ws, 0o711)  # the fallback jail's uid passes through to its workspace
         notebook = private_dir / Path(choice.chosen).name
         notebook.write_bytes(data)
         out = private_dir / "out"
@@ -248,8 +263,9 @@ def run(root: Path = DEFAULT_ROOT, assignment_id: str | None = None) -> dict[str
         log("the grader failed; traceback follows")
         traceback.print_exc(file=sys.stdout)
         sys.stdout.flush()
-        results = failure_results_json(GRADER_FAILED_REASON.format(error=type(e).__name__),
-                                       extra={"gradescope": {"grader_error": repr(e)[:500]}})
+        results = failure_results_json(
+            GRADER_FAILED_REASON.format(error=type(e).__name__), extra={"gradescope": {"grader_error": repr(e)[:500]}}
+        )
     after = own_limits()
     note = memory_note(before, after)
     if note:
@@ -258,8 +274,10 @@ def run(root: Path = DEFAULT_ROOT, assignment_id: str | None = None) -> dict[str
         results["output"] = f"{note}\n\n{results.get('output') or ''}".rstrip() + "\n"
     if after.get("memory_limit_mb"):
         extra_data = dict(results.get("extra_data") or {})
-        extra_data["container"] = {**after, "oom_kills_while_grading": (after.get("oom_kills") or 0)
-                                   - (before.get("oom_kills") or 0)}
+        extra_data["container"] = {
+            **after,
+            "oom_kills_while_grading": (after.get("oom_kills") or 0) - (before.get("oom_kills") or 0),
+        }
         results = {**results, "extra_data": extra_data}
     write_json_atomic(results_path, results)
     log(f"wrote {results_path}")

@@ -63,7 +63,7 @@ def _value_info(vi: onnx.ValueInfoProto, names: _Names, dims: _Names) -> None:
 
 def _graph(g: onnx.GraphProto, names: _Names, dims: _Names, top: bool) -> None:
     nodes = [n for n in g.node]
-    if top:   # subgraph outputs are read by their If/Loop node, so only the main graph is pruned
+    if top:  # subgraph outputs are read by their If/Loop node, so only the main graph is pruned
         live = live_nodes(g, nodes)
         nodes = [n for n in nodes if id(n) in live]
     kept = [onnx.NodeProto() for _ in nodes]
@@ -128,6 +128,7 @@ def size_facts(model: onnx.ModelProto) -> dict[str, Any]:
     which the constants' data: initializers and Constant nodes' values)."""
     c = canonical_model(model)
     constant = sum(len(t.raw_data) for t in c.graph.initializer)
-    constant += sum(len(a.t.raw_data) for n in _all_nodes(c.graph) for a in n.attribute
-                    if a.type == onnx.AttributeProto.TENSOR)
+    constant += sum(
+        len(a.t.raw_data) for n in _all_nodes(c.graph) for a in n.attribute if a.type == onnx.AttributeProto.TENSOR
+    )
     return {"canonical_bytes": len(c.SerializeToString()), "canonical_constant_bytes": constant}

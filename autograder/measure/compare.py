@@ -63,11 +63,11 @@ from ..student_text import mask
 from . import failure
 
 FLOAT32 = np.finfo(np.float32)
-FLOAT_RTOL = float(4 * FLOAT32.eps)   # a few float32 roundings, each <= eps/2 relative
-FLOAT_ATOL = float(FLOAT32.tiny)      # below the smallest normal float32 the rounding error is absolute
-NEAR_TIE_ULPS = 4                     # "within a few float32 ulps of a .5 tie"
-MAX_TEXT = 240                        # characters of an expected/got rendering
-SHOWN_ELEMENTS = 6                    # elements of an array shown in a rendering
+FLOAT_RTOL = float(4 * FLOAT32.eps)  # a few float32 roundings, each <= eps/2 relative
+FLOAT_ATOL = float(FLOAT32.tiny)  # below the smallest normal float32 the rounding error is absolute
+NEAR_TIE_ULPS = 4  # "within a few float32 ulps of a .5 tie"
+MAX_TEXT = 240  # characters of an expected/got rendering
+SHOWN_ELEMENTS = 6  # elements of an array shown in a rendering
 
 REASONS = ("missing", "raised", "type", "keys", "length", "shape", "dtype", "values")
 _NUMERIC_KINDS = "biufc"
@@ -116,8 +116,8 @@ class Expect:
     ambiguous: np.ndarray | None = None
     label: str = ""
     tolerance: Tolerance | None = None
-    step: float | None = None     # one quantization step of a float value (how far off is told in steps)
-    unit: str | None = None       # what one integer counts ("node"): "by 3 nodes"
+    step: float | None = None  # one quantization step of a float value (how far off is told in steps)
+    unit: str | None = None  # what one integer counts ("node"): "by 3 nodes"
 
 
 def near_tie(quotients: Sequence, exact=None) -> np.ndarray:
@@ -148,8 +148,8 @@ def tie_offsets(quotients: Sequence, expected, *, add=0, lo: int, hi: int, exact
     e = np.asarray(expected).astype(np.int64)
     ref = np.asarray(quotients[0], dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        below = np.floor(np.nan_to_num(ref, posinf=2.0**62, neginf=-2.0**62))
-        below = np.clip(below, -2.0**62, 2.0**62).astype(np.int64)
+        below = np.floor(np.nan_to_num(ref, posinf=2.0**62, neginf=-(2.0**62)))
+        below = np.clip(below, -(2.0**62), 2.0**62).astype(np.int64)
     add = np.asarray(add, dtype=np.int64)
     n0 = np.clip(below + add, lo, hi)
     n1 = np.clip(below + 1 + add, lo, hi)
@@ -193,7 +193,9 @@ def _describe_arg(a) -> str:
         flat += ", …" if v.size > SHOWN_ELEMENTS else ""
         if a.kind == "list":
             return f"[{flat}]" if v.ndim <= 1 else f"[[{flat}]] (nested list {v.shape})"
-        return f"np.array([{flat}], dtype={v.dtype}" + (f", shape {v.shape})" if v.ndim != 1 or v.size > SHOWN_ELEMENTS else ")")
+        return f"np.array([{flat}], dtype={v.dtype}" + (
+            f", shape {v.shape})" if v.ndim != 1 or v.size > SHOWN_ELEMENTS else ")"
+        )
     if a.kind == "strings":
         shown = ", ".join(repr(x)[:40] for x in a.value[:SHOWN_ELEMENTS])
         return f"[{shown}{', …' if len(a.value) > SHOWN_ELEMENTS else ''}]"
@@ -213,7 +215,7 @@ _KIND_NAMES = {"f": "float", "i": "int", "u": "unsigned int", "iu": "int"}
 
 def _describe_part(p: Expect) -> str:
     text = describe(p.value)
-    if p.dtype_kinds is not None:   # any dtype of these kinds will do: name the kind, not our dtype
+    if p.dtype_kinds is not None:  # any dtype of these kinds will do: name the kind, not our dtype
         text = text.replace(f" {p.value.dtype} ", f" {_KIND_NAMES.get(p.dtype_kinds, p.dtype_kinds)} ", 1)
     return text
 
@@ -232,8 +234,13 @@ def _describe_got(values: list[np.ndarray], is_tuple: bool) -> str:
 
 
 def _fact(agree: bool, reason: str | None, expected: str, got: str, account: str = "") -> dict:
-    return {"agree": agree, "reason": reason, "expected": _clip_text(expected), "got": _clip_text(got),
-            "account": account}
+    return {
+        "agree": agree,
+        "reason": reason,
+        "expected": _clip_text(expected),
+        "got": _clip_text(got),
+        "account": account,
+    }
 
 
 def _as_parts(expected, ambiguous) -> tuple[list[Expect], bool]:
@@ -248,15 +255,22 @@ def _kind_problem(parts: list[Expect], is_tuple: bool, output: CaseOutput) -> tu
     """``(got, account)`` when the result is not of the expected kind, else None."""
     got = output.values
     if is_tuple and not (output.is_tuple and len(got) == len(parts)):
-        return (f"expected a tuple of {len(parts)} values, got " + _describe_got(got, output.is_tuple),
-                f"returned {failure.kind_words(got, output.is_tuple)}, expected a tuple of {len(parts)} values")
+        return (
+            f"expected a tuple of {len(parts)} values, got " + _describe_got(got, output.is_tuple),
+            f"returned {failure.kind_words(got, output.is_tuple)}, expected a tuple of {len(parts)} values",
+        )
     if not is_tuple and (output.is_tuple or len(got) != 1):
-        return (f"expected one array, got a tuple or list of {len(got)} values",
-                f"returned a tuple or list of {failure.count_words(len(got))} values, expected one array")
+        return (
+            f"expected one array, got a tuple or list of {len(got)} values",
+            f"returned a tuple or list of {failure.count_words(len(got))} values, expected one array",
+        )
     for p, g in zip(parts, got):
         if g.dtype.kind not in _NUMERIC_KINDS:
             label = p.label + ": " if p.label else ""
-            return f"{label}a non-numeric value, {describe(g)}", f"{label}returned a non-numeric value (dtype {g.dtype})"
+            return (
+                f"{label}a non-numeric value, {describe(g)}",
+                f"{label}returned a non-numeric value (dtype {g.dtype})",
+            )
     return None
 
 
@@ -298,24 +312,36 @@ def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> tuple[str
     if e.ndim == 0:
         return f"|diff| {max_diff}, allowed {allowed}", account
     where = tuple(int(k) for k in np.unravel_index(i, e.shape))
-    return (f"{bad.size}/{e.size} elements differ, first at {where}: {g_i} instead of {e_i} "
-            f"(max |diff| {max_diff}, allowed {allowed})", account)
+    return (
+        f"{bad.size}/{e.size} elements differ, first at {where}: {g_i} instead of {e_i} "
+        f"(max |diff| {max_diff}, allowed {allowed})",
+        account,
+    )
 
 
 def _array_problem(p: Expect, g: np.ndarray, tolerance: Tolerance, stage: str) -> tuple[str, str, str] | None:
     """One stage (shape, dtype or values) of comparing an array: None, or ``(reason, got, account)``."""
     label = f"{p.label}: " if p.label else ""
     if stage == "shape" and g.shape != p.value.shape:
-        return ("shape", f"{label}{describe(g)}, expected shape {p.value.shape}",
-                f"{label}returned {failure.shape_words(g.shape)} (dtype {g.dtype}), expected shape {p.value.shape}")
+        return (
+            "shape",
+            f"{label}{describe(g)}, expected shape {p.value.shape}",
+            f"{label}returned {failure.shape_words(g.shape)} (dtype {g.dtype}), expected shape {p.value.shape}",
+        )
     if stage == "dtype" and not _dtype_ok(p, g):
-        return ("dtype", f"{label}{describe(g)}, expected {_dtype_wanted(p)}",
-                f"{label}returned dtype {g.dtype}, expected {_dtype_wanted(p)} (the shape {g.shape} is right)")
+        return (
+            "dtype",
+            f"{label}{describe(g)}, expected {_dtype_wanted(p)}",
+            f"{label}returned dtype {g.dtype}, expected {_dtype_wanted(p)} (the shape {g.shape} is right)",
+        )
     if stage == "values":
         mismatch = _value_mismatch(p, g, tolerance)
         if mismatch:
-            return ("values", f"{label}{describe(g)}; {mismatch[0]}",
-                    f"{label}dtype {g.dtype} and shape {g.shape} are right, but {mismatch[1]}")
+            return (
+                "values",
+                f"{label}{describe(g)}; {mismatch[0]}",
+                f"{label}dtype {g.dtype} and shape {g.shape} are right, but {mismatch[1]}",
+            )
     return None
 
 
@@ -330,15 +356,15 @@ def _as_array_expect(e) -> Expect:
     return replace(p, value=np.asarray(p.value))
 
 
-def _compare_arrays(parts: list[Expect], is_tuple: bool, want: str, output: CaseOutput,
-                    tolerance: Tolerance) -> dict:
+def _compare_arrays(parts: list[Expect], is_tuple: bool, want: str, output: CaseOutput, tolerance: Tolerance) -> dict:
     """Lessons 03's and 07's comparison: one array or a tuple of them, kind → shape → dtype → values."""
     view = array_view(output.result()) if output.value is not UNSET_VALUE else (output.values, output.is_tuple)
     if view is None:
         got = output.result()
         wanted = f"a tuple of {len(parts)} values" if is_tuple else "one array"
-        return _fact(False, "type", want, f"{_render(got)}, expected {wanted}",
-                     f"returned {_kind_words(got)}, expected {wanted}")
+        return _fact(
+            False, "type", want, f"{_render(got)}, expected {wanted}", f"returned {_kind_words(got)}, expected {wanted}"
+        )
     values, got_tuple = view
     view_output = CaseOutput("ok", values, got_tuple)
     problem = _kind_problem(parts, is_tuple, view_output)
@@ -354,8 +380,8 @@ def _compare_arrays(parts: list[Expect], is_tuple: bool, want: str, output: Case
 
 # ---------------------------------------------------------------- JSON-like results
 
-MAX_KEYS_SHOWN = 3        # keys named in one account
-KEY_TEXT = 40             # characters of one key's rendering
+MAX_KEYS_SHOWN = 3  # keys named in one account
+KEY_TEXT = 40  # characters of one key's rendering
 
 
 def _key_text(k: str) -> str:
@@ -403,8 +429,16 @@ def _kind_words(v: Any) -> str:
         return f"{'an' if str(v.dtype)[0] in 'iu' else 'a'} {v.dtype} array of {failure.shape_words(v.shape)}"
     if isinstance(v, np.generic):
         return f"a numpy.{v.dtype} scalar"
-    names = {bool: "a bool", int: "an int", float: "a float", complex: "a complex", str: "a str", dict: "a dict",
-             list: "a list", tuple: "a tuple"}
+    names = {
+        bool: "a bool",
+        int: "an int",
+        float: "a float",
+        complex: "a complex",
+        str: "a str",
+        dict: "a dict",
+        list: "a list",
+        tuple: "a tuple",
+    }
     return names.get(type(v), f"a {type(v).__name__}")
 
 
@@ -429,16 +463,24 @@ def _wanted_words(spec: Any) -> str:
 def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, str, str] | None:
     """Compare one node: None, or ``(reason, got for the staff, account for the student)``."""
     if isinstance(spec, Expect):
-        ctx = replace(ctx, tolerance=spec.tolerance or ctx.tolerance,
-                      step=spec.step if spec.step is not None else ctx.step, unit=spec.unit or ctx.unit,
-                      dtype_kinds=spec.dtype_kinds, label=spec.label,
-                      ambiguous=spec.ambiguous if _is_array_expect(spec) else None)
+        ctx = replace(
+            ctx,
+            tolerance=spec.tolerance or ctx.tolerance,
+            step=spec.step if spec.step is not None else ctx.step,
+            unit=spec.unit or ctx.unit,
+            dtype_kinds=spec.dtype_kinds,
+            label=spec.label,
+            ambiguous=spec.ambiguous if _is_array_expect(spec) else None,
+        )
         spec = spec.value
     at = f"at {_path_text(path)}: " if path else ""
 
     def kind_problem() -> tuple[str, str, str]:
-        return ("type", f"{at}{_render(got)}, expected {_wanted_words(spec)}",
-                f"{at}returned {_kind_words(got)}, expected {_wanted_words(spec)}")
+        return (
+            "type",
+            f"{at}{_render(got)}, expected {_wanted_words(spec)}",
+            f"{at}returned {_kind_words(got)}, expected {_wanted_words(spec)}",
+        )
 
     if isinstance(spec, (np.ndarray, np.generic)):
         if not (isinstance(got, (np.ndarray, np.generic)) or _is_real(got) or isinstance(got, (bool, complex))):
@@ -457,12 +499,18 @@ def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, s
             return kind_problem()
         missing = [k for k in spec if k not in got]
         if missing:
-            return ("keys", f"{at}{_render(got)}, missing {', '.join(map(_key_text, missing[:MAX_KEYS_SHOWN]))}",
-                    f"{at}{failure.keys_words('missing', missing, MAX_KEYS_SHOWN, KEY_TEXT)}")
+            return (
+                "keys",
+                f"{at}{_render(got)}, missing {', '.join(map(_key_text, missing[:MAX_KEYS_SHOWN]))}",
+                f"{at}{failure.keys_words('missing', missing, MAX_KEYS_SHOWN, KEY_TEXT)}",
+            )
         extra = [k for k in got if k not in spec]
         if extra:
-            return ("keys", f"{at}{_render(got)}, not expected {', '.join(map(_key_text, extra[:MAX_KEYS_SHOWN]))}",
-                    f"{at}{failure.keys_words('extra', extra, MAX_KEYS_SHOWN, KEY_TEXT)}")
+            return (
+                "keys",
+                f"{at}{_render(got)}, not expected {', '.join(map(_key_text, extra[:MAX_KEYS_SHOWN]))}",
+                f"{at}{failure.keys_words('extra', extra, MAX_KEYS_SHOWN, KEY_TEXT)}",
+            )
         for k, sub in spec.items():
             found = _tree_problem(sub, got[k], (*path, k), ctx)
             if found:
@@ -473,8 +521,11 @@ def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, s
             return kind_problem()
         if len(got) != len(spec):
             kind = "a tuple" if isinstance(got, tuple) else "a list"
-            return ("length", f"{at}{_render(got)}, expected {len(spec)} items",
-                    f"{at}returned {kind} of {failure.count_words(len(got))} items, expected {len(spec)}")
+            return (
+                "length",
+                f"{at}{_render(got)}, expected {len(spec)} items",
+                f"{at}returned {kind} of {failure.count_words(len(got))} items, expected {len(spec)}",
+            )
         for i, (sub, g) in enumerate(zip(spec, got)):
             found = _tree_problem(sub, g, (*path, i), ctx)
             if found:
@@ -504,14 +555,14 @@ def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, s
         g, e = float(got), spec
         if g == e or abs(g - e) <= tol.atol + tol.rtol * abs(e):
             return None
-        account = failure.value_account(np.array(e), np.array(g), np.array(False), ctx.step,
-                                        unit=ctx.unit or (failure.STEP if ctx.step else None))
+        account = failure.value_account(
+            np.array(e), np.array(g), np.array(False), ctx.step, unit=ctx.unit or (failure.STEP if ctx.step else None)
+        )
         return "values", f"{at}{format_number(g)}, expected {format_number(e)} (allowed {tol.text()})", f"{at}{account}"
     raise TypeError(f"an expectation cannot hold {type(spec).__name__}")
 
 
-def compare_output(expected, output: CaseOutput, *, ambiguous=None,
-                   tolerance: Tolerance | None = None) -> dict:
+def compare_output(expected, output: CaseOutput, *, ambiguous=None, tolerance: Tolerance | None = None) -> dict:
     """Compare the reference's ``expected`` with one probe ``output``; facts as described above.
 
     ``expected``: an ndarray (one returned array), an :class:`Expect`, a tuple of them (a
@@ -519,8 +570,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
     may be ndarrays or Expects. ``ambiguous`` (only with a plain ndarray): the near-tie offsets.
     ``tolerance``: for float values whose Expect sets none (default: float32 rounding).
     """
-    legacy = (all(_is_array_expect(e) for e in expected) if isinstance(expected, tuple)
-              else _is_array_expect(expected))
+    legacy = all(_is_array_expect(e) for e in expected) if isinstance(expected, tuple) else _is_array_expect(expected)
     if legacy:
         parts, is_tuple = _as_parts(expected, ambiguous)
         want = _describe_parts(parts)
@@ -531,13 +581,23 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None,
         return _fact(False, "missing", want, what, what)
     if output.status == "raised":
         err = output.error or {}
-        return _fact(False, "raised", want, f"raised {err.get('type', 'an exception')}: {err.get('message', '')}",
-                     "raised " + failure.error_account(output))
+        return _fact(
+            False,
+            "raised",
+            want,
+            f"raised {err.get('type', 'an exception')}: {err.get('message', '')}",
+            "raised " + failure.error_account(output),
+        )
     if output.status != "ok":
         err = output.error or {}
         why = LIMIT_WORDS.get(err.get("limit")) or mask(err.get("message", ""))
-        return _fact(False, "type", want, f"a result the probe could not read ({err.get('message', '')})",
-                     f"returned a result the grader does not accept ({why})")
+        return _fact(
+            False,
+            "type",
+            want,
+            f"a result the probe could not read ({err.get('message', '')})",
+            f"returned a result the grader does not accept ({why})",
+        )
     if legacy:
         parts = [_as_array_expect(p) for p in parts]
         return _compare_arrays(parts, is_tuple, want, output, tolerance or FLOAT32_ROUNDING)

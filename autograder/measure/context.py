@@ -13,11 +13,11 @@ from ..probe_format import ProbeCase, ProbeResult
 @dataclass
 class MeasureContext:
     assignment: Assignment
-    workspace: Path          # the submission's working directory (untrusted content; read via safe_files)
-    cases: list[ProbeCase]   # the probe cases that were sent to the kernel
-    probe: ProbeResult       # what the probe recorded
+    workspace: Path  # the submission's working directory (untrusted content; read via safe_files)
+    cases: list[ProbeCase]  # the probe cases that were sent to the kernel
+    probe: ProbeResult  # what the probe recorded
     execution: dict[str, Any]  # execution.json
-    early: Any = None        # what measure_artifacts(ctx) returned while the probe ran (None: not run, or failed)
+    early: Any = None  # what measure_artifacts(ctx) returned while the probe ran (None: not run, or failed)
 
 
 @dataclass
@@ -26,4 +26,4 @@ class ArtifactContext:
     frozen before the probe's first hidden input (the grader's own copy, read while the probe runs)."""
 
     assignment: Assignment
-    workspace: Path          # that copy (untrusted content; read via safe_files); gone once the call returns
+    workspace: Path  # that copy (untrusted content; read via safe_files); gone once the call returns

@@ -32,7 +32,10 @@ from .graph_facts import graph_group
 from .quantization.facts import derived_from, quantization_facts
 
 MODEL_GROUPS: dict[str, Callable[[onnx.ModelProto], dict[str, Any]]] = {
-    "graph": graph_group, "size": size_facts, "quantization": quantization_facts}
+    "graph": graph_group,
+    "size": size_facts,
+    "quantization": quantization_facts,
+}
 PAIR_GROUPS: dict[str, Callable[[onnx.ModelProto, onnx.ModelProto], dict[str, Any]]] = {"derived_from": derived_from}
 SESSION_GROUPS = ("session",)
 ALL_GROUPS = (*MODEL_GROUPS, *PAIR_GROUPS, *SESSION_GROUPS)

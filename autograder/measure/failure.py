@@ -41,8 +41,8 @@ import numpy as np
 from ..probe_format import Arg, CaseOutput, ProbeCase
 from ..student_text import mask
 
-MAX_MESSAGE = 160      # characters of an exception message, after masking (student_text.mask)
-MAX_TYPE = 60          # characters of an exception type's name
+MAX_MESSAGE = 160  # characters of an exception message, after masking (student_text.mask)
+MAX_TYPE = 60  # characters of an exception type's name
 STEP_BUCKETS = (1, 2, 10, 100)
 REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
 
@@ -61,7 +61,7 @@ def _array_kind(a: np.ndarray, kind: str) -> str:
     return f"{article} {a.dtype} array of shape {a.shape}"
 
 
-MAX_COUNT_SHOWN = 4    # how many values a returned tuple is said to hold, at most
+MAX_COUNT_SHOWN = 4  # how many values a returned tuple is said to hold, at most
 
 
 def shape_words(shape: Sequence[int]) -> str:
@@ -100,7 +100,7 @@ def describe_type(a: Any) -> str:
             return "a str (the path of a file)"
         a = a.value
     if isinstance(a, bool):
-        return "True" if a else "False"        # a flag is part of the contract, not data
+        return "True" if a else "False"  # a flag is part of the contract, not data
     return {int: "a Python int", float: "a Python float", str: "a str"}.get(type(a), f"a {type(a).__name__}")
 
 
@@ -111,7 +111,7 @@ def describe_arguments(case: ProbeCase, params: Sequence[str] = ()) -> str:
     return ", ".join(f"{name} {describe_type(a)}" for name, a in named)
 
 
-STEP = "step"          # the unit of quantization: lesson 07's integer arrays and float values with a step
+STEP = "step"  # the unit of quantization: lesson 07's integer arrays and float values with a step
 UNIT_BUCKETS = (10, 100)
 
 
@@ -139,6 +139,7 @@ def amount_words(amount: float, unit: str | None) -> str:
 
     def named(n: int | float, text: str) -> str:
         return f"by {text}" + ("" if unit is None else f" {unit if n == 1 else _plural(unit)}")
+
     if float(amount).is_integer() and amount <= MAX_COUNT_SHOWN:
         return named(int(amount), str(int(amount)))
     for b in UNIT_BUCKETS:
@@ -156,12 +157,13 @@ def _bucket_relative(rel: float) -> str:
     return "by more than the expected value itself"
 
 
-def value_account(expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None,
-                  unit: str | None = STEP) -> str:
+def value_account(
+    expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None, unit: str | None = STEP
+) -> str:
     """How far the wrong elements are: a count and a size, in units (:func:`amount_words`) when the
     values are integers or ``step`` is known, else relative to the expected value."""
     bad = ~np.asarray(ok, dtype=bool).reshape(-1)
-    integer = np.asarray(expected).dtype.kind in "iub"      # one integer is one unit
+    integer = np.asarray(expected).dtype.kind in "iub"  # one integer is one unit
     e = np.asarray(expected, dtype=np.float64).reshape(-1)[bad]
     g = np.asarray(got).astype(np.float64).reshape(-1)[bad]
     count = f"{int(bad.sum())} of {bad.size} elements differ" if bad.size > 1 else "the value differs"
@@ -200,11 +202,14 @@ def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
     if not isinstance(module, str) or module in ("__main__", "None"):
         return None
     if not isinstance(qualname, str) or qualname == "None":
-        return None    # an object, not a function (np.vectorize, functools.partial of the notebook's own)
+        return None  # an object, not a function (np.vectorize, functools.partial of the notebook's own)
     params = origin.get("params") if isinstance(origin.get("params"), list) else None
     signature = f"({', '.join(str(p) for p in params)})" if params is not None else ""
-    return mask(f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
-                     f"from module {module} (an import after your definition replaced it)", 300)
+    return mask(
+        f"{name} is not the function defined in the notebook: it is {qualname}{signature} "
+        f"from module {module} (an import after your definition replaced it)",
+        300,
+    )
 
 
 def error_account(output: CaseOutput) -> str:

@@ -43,9 +43,15 @@ from .compare import Tolerance
 Expectation = Callable[[ProbeCase], Any]
 
 
-def measure_function(name: str, cases: list[ProbeCase], probe: ProbeResult, expect: Expectation, *,
-                     tolerances: Mapping[str, Tolerance] | None = None,
-                     params: Sequence[str] = ()) -> dict[str, Any]:
+def measure_function(
+    name: str,
+    cases: list[ProbeCase],
+    probe: ProbeResult,
+    expect: Expectation,
+    *,
+    tolerances: Mapping[str, Tolerance] | None = None,
+    params: Sequence[str] = (),
+) -> dict[str, Any]:
     """One function's facts: counts, per-group counts and failures, the first mismatch (or why it has none).
 
     ``tolerances``: group name → the tolerance of that group's float results (others: float32 rounding).
@@ -54,8 +60,10 @@ def measure_function(name: str, cases: list[ProbeCase], probe: ProbeResult, expe
     outputs = [probe.cases.get(c.id) for c in cases]
     state = probe.functions.get(name)
     if state == "not callable":
-        return {"defined": False,
-                "error": f"the notebook defines {name} at its top level, but it is not a function (not callable)"}
+        return {
+            "defined": False,
+            "error": f"the notebook defines {name} at its top level, but it is not a function (not callable)",
+        }
     if state == "missing" or all(o is None or o.status == "missing_function" for o in outputs):
         return {"defined": False, "error": f"the notebook does not define {name} at its top level"}
     replaced = failure.replaced(name, probe.origins.get(name))
@@ -77,18 +85,37 @@ def measure_function(name: str, cases: list[ProbeCase], probe: ProbeResult, expe
             told = f"{fact['account']} (the call: {failure.describe_arguments(case, params)})"
             g["failure"] = f"{replaced}; {told}" if replaced else told
         if first is None:
-            first = {"case": case.id, "group": case.group, "call": compare.describe_call(case),
-                     "expected": fact["expected"], "got": fact["got"], "reason": fact["reason"],
-                     "account": fact["account"]}
+            first = {
+                "case": case.id,
+                "group": case.group,
+                "call": compare.describe_call(case),
+                "expected": fact["expected"],
+                "got": fact["got"],
+                "reason": fact["reason"],
+                "account": fact["account"],
+            }
     for g in groups.values():
         g["agree_share"] = g["agree"] / g["cases"]
-    return {"defined": True, "cases": len(cases), "agree": agree, "agree_share": agree / len(cases) if cases else 0.0,
-            "raised": raised, "replaced": replaced, "groups": groups, "first_mismatch": first}
+    return {
+        "defined": True,
+        "cases": len(cases),
+        "agree": agree,
+        "agree_share": agree / len(cases) if cases else 0.0,
+        "raised": raised,
+        "replaced": replaced,
+        "groups": groups,
+        "first_mismatch": first,
+    }
 
 
-def measure_functions(cases: list[ProbeCase], probe: ProbeResult, expectations: Mapping[str, Expectation], *,
-                      tolerances: Mapping[str, Mapping[str, Tolerance]] | None = None,
-                      parameters: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+def measure_functions(
+    cases: list[ProbeCase],
+    probe: ProbeResult,
+    expectations: Mapping[str, Expectation],
+    *,
+    tolerances: Mapping[str, Mapping[str, Tolerance]] | None = None,
+    parameters: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
     """The ``functions`` section: one entry per function of ``expectations``, in its order.
 
     Cases of functions without an expectation are left out (an assignment may call a function to
@@ -97,6 +124,14 @@ def measure_functions(cases: list[ProbeCase], probe: ProbeResult, expectations: 
     """
     if not probe.ran:
         return {"error": probe.error or "the probe did not run"}
-    return {name: measure_function(name, [c for c in cases if c.function == name], probe, expect,
-                                   tolerances=(tolerances or {}).get(name), params=(parameters or {}).get(name, ()))
-            for name, expect in expectations.items()}
+    return {
+        name: measure_function(
+            name,
+            [c for c in cases if c.function == name],
+            probe,
+            expect,
+            tolerances=(tolerances or {}).get(name),
+            params=(parameters or {}).get(name, ()),
+        )
+        for name, expect in expectations.items()
+    }

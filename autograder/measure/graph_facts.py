@@ -60,9 +60,13 @@ def op_counts(model: onnx.ModelProto) -> dict[str, int]:
 def graph_group(model: onnx.ModelProto) -> dict[str, Any]:
     """The ``"graph"`` group, :data:`GRAPH_FACTS`: the main graph's node count and operator counts
     (domain-qualified, and by type alone), the opsets it imports, and its parameter count."""
-    return {"node_count": len(model.graph.node), "op_counts": op_counts(model), "op_histogram": op_histogram(model),
-            "opset": {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
-            "param_count": param_count(GraphIndex(model))}
+    return {
+        "node_count": len(model.graph.node),
+        "op_counts": op_counts(model),
+        "op_histogram": op_histogram(model),
+        "opset": {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import},
+        "param_count": param_count(GraphIndex(model)),
+    }
 
 
 def session_facts(optimized: onnx.ModelProto, level: str) -> dict[str, Any]:

@@ -27,8 +27,17 @@ from onnx import TensorProto, numpy_helper
 
 # Float weight ops; FusedGemm/FusedMatMul are what ONNX Runtime saves for an optimised fp32 model.
 FLOAT_MATMULS = ("MatMul", "Gemm", "FusedGemm", "FusedMatMul")
-INT_TYPES = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
-                       TensorProto.INT32, TensorProto.INT4, TensorProto.UINT4})
+INT_TYPES = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.UINT8,
+        TensorProto.INT16,
+        TensorProto.UINT16,
+        TensorProto.INT32,
+        TensorProto.INT4,
+        TensorProto.UINT4,
+    }
+)
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
 
 # Weight position of each integer weight op: (weight input, scale input or None, zero point input).
@@ -113,8 +122,9 @@ def subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
 
 def outer_names(graph: onnx.GraphProto) -> set[str]:
     """Names a subgraph reads from the scopes around it."""
-    local = {i.name for i in graph.input} | {t.name for t in graph.initializer} \
-        | {o for n in graph.node for o in n.output}
+    local = (
+        {i.name for i in graph.input} | {t.name for t in graph.initializer} | {o for n in graph.node for o in n.output}
+    )
     used = {i for n in graph.node for i in n.input if i} | {o.name for o in graph.output}
     for n in graph.node:
         for sub in subgraphs(n):
@@ -161,10 +171,10 @@ def input_at(node: onnx.NodeProto, i: int) -> str:
 
 # ── float weights ─────────────────────────────────────────────────────────────────────────────
 
+
 def float_weight_nodes(ix: GraphIndex) -> list[onnx.NodeProto]:
     """MatMul/Gemm nodes that still multiply by a float constant."""
-    return [n for n in ix.nodes if n.op_type in FLOAT_MATMULS
-            and any(ix.is_float_const(i) for i in n.input[:2])]
+    return [n for n in ix.nodes if n.op_type in FLOAT_MATMULS and any(ix.is_float_const(i) for i in n.input[:2])]
 
 
 def float_weights(ix: GraphIndex) -> list[np.ndarray]:

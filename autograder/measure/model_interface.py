@@ -40,8 +40,8 @@ import numpy as np
 @dataclass(frozen=True)
 class TensorSpec:
     name: str
-    dtype: str                        # a NumPy dtype name: "float32", "int64"
-    shape: tuple[int | None, ...]     # None: the batch dimension N
+    dtype: str  # a NumPy dtype name: "float32", "int64"
+    shape: tuple[int | None, ...]  # None: the batch dimension N
 
     def shape_text(self) -> str:
         return "[" + ", ".join("N" if d is None else str(d) for d in self.shape) + "]"
@@ -51,11 +51,12 @@ class TensorSpec:
 class ModelInterface:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
-    adapt: bool = False               # run what deviates harmlessly (see the module's docstring)
+    adapt: bool = False  # run what deviates harmlessly (see the module's docstring)
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {side: [[s.name, s.dtype, list(s.shape)] for s in getattr(self, side)]
-                                for side in ("inputs", "outputs")}
+        data: dict[str, Any] = {
+            side: [[s.name, s.dtype, list(s.shape)] for s in getattr(self, side)] for side in ("inputs", "outputs")
+        }
         if self.adapt:
             data["adapt"] = True
         return data
@@ -64,6 +65,7 @@ class ModelInterface:
     def from_json(cls, data: dict[str, Any]) -> "ModelInterface":
         def specs(side):
             return tuple(TensorSpec(n, d, tuple(shape)) for n, d, shape in data[side])
+
         return cls(specs("inputs"), specs("outputs"), bool(data.get("adapt", False)))
 
     # ── the graph's declared types ──────────────────────────────────────────────────────────────
@@ -84,7 +86,7 @@ class ModelInterface:
                 hint = " (hint: an output is a sequence of maps: ZipMap is on; convert with options={'zipmap': False})"
             problems.append(f"outputs are {_names(declared_outputs)}, expected {want_out}{hint}")
         inputs = dict(declared_inputs)
-        if self.adapt and len(declared_inputs) == len(self.inputs):   # the worker feeds them by position
+        if self.adapt and len(declared_inputs) == len(self.inputs):  # the worker feeds them by position
             unnamed = [vi for name, vi in declared_inputs.items() if name not in want_in]
             inputs.update(zip([n for n in want_in if n not in declared_inputs], unnamed))
         for spec, side in [(s, inputs) for s in self.inputs] + [(s, declared_outputs) for s in self.outputs]:
@@ -103,10 +105,13 @@ class ModelInterface:
         if not isinstance(value, np.ndarray):
             return f"output {spec.name} is a {type(value).__name__}, expected {spec.dtype} of shape {want}"
         same_type = value.dtype == np.dtype(spec.dtype) or (
-            self.adapt and value.dtype.kind == "f" and np.dtype(spec.dtype).kind == "f")
+            self.adapt and value.dtype.kind == "f" and np.dtype(spec.dtype).kind == "f"
+        )
         if not same_type or value.shape != want:
-            return (f"output {spec.name} is {value.dtype} of shape {tuple(value.shape)} on a batch of {n} rows, "
-                    f"expected {spec.dtype} of shape {want}")
+            return (
+                f"output {spec.name} is {value.dtype} of shape {tuple(value.shape)} on a batch of {n} rows, "
+                f"expected {spec.dtype} of shape {want}"
+            )
         return None
 
 
@@ -121,7 +126,9 @@ def _kind(vi) -> str:
 def _declared_problem(spec: TensorSpec, vi, is_input: bool, adapt: bool = False) -> str | None:
     from onnx import helper
 
-    what = f"{'input' if is_input else 'output'} {vi.name[:40]}"   # the model's name: an input fed by position has another
+    what = (
+        f"{'input' if is_input else 'output'} {vi.name[:40]}"  # the model's name: an input fed by position has another
+    )
     if _kind(vi) != "tensor_type":
         return f"{what} is a {_kind(vi).replace('_type', '')}, expected a {spec.dtype} tensor"
     tt = vi.type.tensor_type
@@ -140,9 +147,13 @@ def _declared_problem(spec: TensorSpec, vi, is_input: bool, adapt: bool = False)
         return f"{what} has shape {shown}, expected {spec.shape_text()}"
     fixed = [d for d, w in zip(dims, spec.shape) if w is None and d is not None]
     if is_input and fixed and adapt:
-        return (f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N (a caller sends "
-                f"any number of rows in one call; the grader fed it {fixed[0]} row(s) per call)")
+        return (
+            f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N (a caller sends "
+            f"any number of rows in one call; the grader fed it {fixed[0]} row(s) per call)"
+        )
     if is_input and fixed:
-        return (f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N "
-                "(the grader runs the whole test set in one call)")
+        return (
+            f"{what} has a fixed batch size {fixed[0]}, expected a free dimension N "
+            "(the grader runs the whole test set in one call)"
+        )
     return None

@@ -36,8 +36,8 @@ OPTIMIZATION_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTEND
 # ORT_ENABLE_ALL is what a student's default session runs, so reported numbers can be re-measured
 # to the bit.
 DEFAULT_OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
-DEFAULT_DOMAINS = ("", "ai.onnx")   # the default ONNX domain, under both of its names
-MAX_MODEL_MB = 1024                 # a table may raise the file cap this far (protobuf stops at 2 GB)
+DEFAULT_DOMAINS = ("", "ai.onnx")  # the default ONNX domain, under both of its names
+MAX_MODEL_MB = 1024  # a table may raise the file cap this far (protobuf stops at 2 GB)
 MAX_NODES = 1_000_000
 TABLE = "model_worker"
 KEYS = ("extra_operators", "graph_optimization_level", "max_model_mb", "max_nodes")
@@ -47,12 +47,12 @@ KEYS = ("extra_operators", "graph_optimization_level", "max_model_mb", "max_node
 class LoadLimits:
     """Caps for one artifact. The reference's largest model is ~270 KB with ~40 nodes."""
 
-    max_file_bytes: int = 64 * MiB          # far above any sensible MLP, far below protobuf's 2 GB
-    max_nodes: int = 10_000                 # all graphs together
-    max_graph_depth: int = 3                # If/Loop/Scan bodies inside bodies
+    max_file_bytes: int = 64 * MiB  # far above any sensible MLP, far below protobuf's 2 GB
+    max_nodes: int = 10_000  # all graphs together
+    max_graph_depth: int = 3  # If/Loop/Scan bodies inside bodies
     max_initializer_bytes: int = 256 * MiB  # declared (dims × item size), before anything is allocated
-    memory_bytes: int = 3 * GiB             # RLIMIT_AS of the child; an idle ORT child maps < 1 GB
-    timeout_s: float = 60.0                 # wall clock for parse + check + session + all runs
+    memory_bytes: int = 3 * GiB  # RLIMIT_AS of the child; an idle ORT child maps < 1 GB
+    timeout_s: float = 60.0  # wall clock for parse + check + session + all runs
 
 
 def qualified_op(node) -> str:
@@ -112,8 +112,9 @@ class ModelPolicy:
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_operators", frozenset(map(normal_op, self.extra_operators)))
         if self.optimization_level not in OPTIMIZATION_LEVELS:
-            raise ValueError(f"unknown graph optimization level {self.optimization_level!r}; "
-                             f"one of {', '.join(OPTIMIZATION_LEVELS)}")
+            raise ValueError(
+                f"unknown graph optimization level {self.optimization_level!r}; one of {', '.join(OPTIMIZATION_LEVELS)}"
+            )
 
     def at_level(self, level: str | None) -> ModelPolicy:
         """This policy with another optimization level (``None``: unchanged)."""
@@ -137,24 +138,31 @@ def policy_from_table(table: Any, where: str) -> ModelPolicy:
         raise AssignmentError(f"{where}: [{TABLE}] must be a table")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise AssignmentError(f"{where}: [{TABLE}] has unknown key(s) {', '.join(map(repr, unknown))}; "
-                              f"known: {', '.join(KEYS)}")
+        raise AssignmentError(
+            f"{where}: [{TABLE}] has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(KEYS)}"
+        )
     extra = table.get("extra_operators", [])
     if not isinstance(extra, list) or not all(isinstance(op, str) for op in extra):
-        raise AssignmentError(f"{where}: [{TABLE}] extra_operators must be a list of \"<domain>.<op_type>\" "
-                              f"strings, got {extra!r}")
+        raise AssignmentError(
+            f'{where}: [{TABLE}] extra_operators must be a list of "<domain>.<op_type>" strings, got {extra!r}'
+        )
     unknown_ops = [op for op in extra if not known_operator(op)]
     if unknown_ops:
-        raise AssignmentError(f"{where}: [{TABLE}] extra_operators names operator(s) ONNX Runtime does not "
-                              f"know: {', '.join(map(repr, unknown_ops))} (write \"<domain>.<op_type>\", "
-                              "e.g. \"com.microsoft.Gelu\")")
+        raise AssignmentError(
+            f"{where}: [{TABLE}] extra_operators names operator(s) ONNX Runtime does not "
+            f'know: {", ".join(map(repr, unknown_ops))} (write "<domain>.<op_type>", '
+            'e.g. "com.microsoft.Gelu")'
+        )
     level = table.get("graph_optimization_level", DEFAULT_OPTIMIZATION_LEVEL)
     if level not in OPTIMIZATION_LEVELS:
-        raise AssignmentError(f"{where}: [{TABLE}] graph_optimization_level must be one of "
-                              f"{', '.join(OPTIMIZATION_LEVELS)}, got {level!r}")
+        raise AssignmentError(
+            f"{where}: [{TABLE}] graph_optimization_level must be one of "
+            f"{', '.join(OPTIMIZATION_LEVELS)}, got {level!r}"
+        )
     defaults = LoadLimits()
-    limits = replace(defaults,
-                     max_file_bytes=_positive_int(table, "max_model_mb", defaults.max_file_bytes // MiB,
-                                                  MAX_MODEL_MB, where) * MiB,
-                     max_nodes=_positive_int(table, "max_nodes", defaults.max_nodes, MAX_NODES, where))
+    limits = replace(
+        defaults,
+        max_file_bytes=_positive_int(table, "max_model_mb", defaults.max_file_bytes // MiB, MAX_MODEL_MB, where) * MiB,
+        max_nodes=_positive_int(table, "max_nodes", defaults.max_nodes, MAX_NODES, where),
+    )
     return ModelPolicy(frozenset(map(normal_op, extra)), level, limits)

@@ -56,9 +56,9 @@ from .onnx_errors import run_failure, timing_failure
 
 MiB = 1024 * 1024
 SET_SEPARATOR = "__"
-RUN_ERROR_CHARS = 240    # of a run error, masked (autograder.student_text.mask)
+RUN_ERROR_CHARS = 240  # of a run error, masked (autograder.student_text.mask)
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
-MAX_FIXED_BATCH = 1 << 16   # a larger fixed batch is not padded up to (adapt): the run fails as it is
+MAX_FIXED_BATCH = 1 << 16  # a larger fixed batch is not padded up to (adapt): the run fails as it is
 
 
 def _set_limits(limits: dict) -> None:
@@ -103,8 +103,11 @@ def _feeds(session, sets: dict, interface) -> tuple[dict, str | None, list[str]]
     model_name = _input_names(list(declared), want, adapt)
     if model_name is None:
         return {}, f"cannot feed the test set: the model's inputs are {list(declared)[:5]}, not {want}", []
-    adapted = [f"input {name} fed to the model's input {model_name[name][:40]} (by position)"
-               for name in want if model_name[name] != name]
+    adapted = [
+        f"input {name} fed to the model's input {model_name[name][:40]} (by position)"
+        for name in want
+        if model_name[name] != name
+    ]
     feeds = {}
     for key, arrays in sets.items():
         if set(arrays) == {None}:
@@ -154,7 +157,7 @@ def _run_in_batches(session, feed: dict, batch: int, n: int) -> list:
     import numpy as np
 
     def rows(x, start):
-        part = x[start:start + batch]
+        part = x[start : start + batch]
         return part if len(part) == batch else np.concatenate([part, np.repeat(part[-1:], batch - len(part), axis=0)])
 
     parts = [session.run(None, {name: rows(x, start) for name, x in feed.items()}) for start in range(0, n, batch)]
@@ -164,7 +167,7 @@ def _run_in_batches(session, feed: dict, batch: int, n: int) -> list:
             joined.append(np.concatenate(values)[:n])
         elif all(isinstance(v, list) and len(v) == batch for v in values):
             joined.append([row for v in values for row in v][:n])
-        else:                                    # no batch axis to join: the first call's, as it is
+        else:  # no batch axis to join: the first call's, as it is
             joined.append(values[0])
     return joined
 
@@ -214,17 +217,23 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
             return {}, run_failure(e), []
         got = dict(zip(names, values))
         if interface is None:
-            kept.update({f"{key}__{n}": v for n, v in got.items()
-                         if isinstance(v, np.ndarray) and v.dtype.kind in "biuf"})
+            kept.update(
+                {f"{key}__{n}": v for n, v in got.items() if isinstance(v, np.ndarray) and v.dtype.kind in "biuf"}
+            )
             continue
         for i, (spec, (source, value, converted)) in enumerate(
-                zip(interface.outputs, _match_outputs(got, names, interface, n).values())):
+            zip(interface.outputs, _match_outputs(got, names, interface, n).values())
+        ):
             if adapt:
                 how = "by position" if i < len(names) and names[i] == source else "by its type and shape"
-                notes = ([f"output {spec.name} read from the model's output {source[:40]} ({how})"]
-                         if source is not None and source != spec.name else [])
-                notes += [f"output {spec.name} converted from a sequence of maps (ZipMap) to an array"] \
-                    if converted else []
+                notes = (
+                    [f"output {spec.name} read from the model's output {source[:40]} ({how})"]
+                    if source is not None and source != spec.name
+                    else []
+                )
+                notes += (
+                    [f"output {spec.name} converted from a sequence of maps (ZipMap) to an array"] if converted else []
+                )
                 adapted += [a for a in notes if a not in adapted]
             problem = interface.output_problem(spec, value, n)
             if problem:
@@ -233,7 +242,7 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
     return kept, None, adapted
 
 
-LATENCY_BLOCKS = 3   # blocks of consecutive timed runs; the median of their medians is reported
+LATENCY_BLOCKS = 3  # blocks of consecutive timed runs; the median of their medians is reported
 
 
 def _latency(session, baseline, feed: dict, rounds: int) -> dict:
@@ -279,7 +288,7 @@ def work(job_dir: Path) -> dict:
     groups = DEFAULT_GROUPS if job.get("facts") is None else tuple(job["facts"])
     try:
         facts = model_facts(model, interface, groups)
-    except ValueError as e:    # unknown fact groups: the grader's own mistake, reported as such
+    except ValueError as e:  # unknown fact groups: the grader's own mistake, reported as such
         return {"ok": False, "stage": "worker", "reason": str(e)}
     baseline_model = None
     derived = None
@@ -301,8 +310,10 @@ def work(job_dir: Path) -> dict:
 
             facts["session"] = session_facts(onnx.load(str(optimized), load_external_data=False), level)
         except Exception as e:  # noqa: BLE001 - ORT could not save what it runs: a fact, not a crash
-            facts["session"] = {"optimization_level": level, "error": mask(f"the optimised model could not be "
-                                                                           f"read back: {type(e).__name__}", 200)}
+            facts["session"] = {
+                "optimization_level": level,
+                "error": mask(f"the optimised model could not be read back: {type(e).__name__}", 200),
+            }
     with np.load(job_dir / job["inputs"], allow_pickle=False) as npz:
         sets = input_sets({k: npz[k] for k in npz.files})
     feeds, run_error, adapted = _feeds(session, sets, interface)
@@ -313,16 +324,26 @@ def work(job_dir: Path) -> dict:
     latency, latency_error = None, None
     if run_error is None and job.get("latency_input"):
         try:
-            base = make_session(baseline_model, level) if baseline_model is not None and job.get("latency_baseline") else None
+            base = (
+                make_session(baseline_model, level)
+                if baseline_model is not None and job.get("latency_baseline")
+                else None
+            )
             latency = _latency(session, base, feeds[job["latency_input"]], int(job["latency_rounds"]))
         except Exception as e:  # noqa: BLE001 - a model that cannot be timed still has its other facts
             latency_error = timing_failure(e)
     if kept:
         np.savez(job_dir / "outputs.npz", **kept)
-    if run_error is not None:   # written after the grader's rows were fed: it may quote them
+    if run_error is not None:  # written after the grader's rows were fed: it may quote them
         run_error = mask(run_error, RUN_ERROR_CHARS)
-    result = {"ok": True, "facts": facts, "derived": derived, "run_error": run_error,
-              "latency": latency, "latency_error": latency_error}
+    result = {
+        "ok": True,
+        "facts": facts,
+        "derived": derived,
+        "run_error": run_error,
+        "latency": latency,
+        "latency_error": latency_error,
+    }
     if adapted:
         result["adapted"] = adapted
     return result

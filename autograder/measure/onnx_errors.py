@@ -22,15 +22,29 @@ from ..student_text import mask
 PREFIX = "ONNX Runtime could not run it on the grader's rows"
 # ORT's StatusCode (onnxruntime/core/common/status.h); the message starts "[ONNXRuntimeError] : <code> : <NAME> :"
 STATUS_NAMES = {
-    1: "FAIL", 2: "INVALID_ARGUMENT", 3: "NO_SUCHFILE", 4: "NO_MODEL", 5: "ENGINE_ERROR",
-    6: "RUNTIME_EXCEPTION", 7: "INVALID_PROTOBUF", 8: "MODEL_LOADED", 9: "NOT_IMPLEMENTED",
-    10: "INVALID_GRAPH", 11: "EP_FAIL", 12: "MODEL_LOAD_CANCELED", 13: "MODEL_REQUIRES_COMPILATION",
+    1: "FAIL",
+    2: "INVALID_ARGUMENT",
+    3: "NO_SUCHFILE",
+    4: "NO_MODEL",
+    5: "ENGINE_ERROR",
+    6: "RUNTIME_EXCEPTION",
+    7: "INVALID_PROTOBUF",
+    8: "MODEL_LOADED",
+    9: "NOT_IMPLEMENTED",
+    10: "INVALID_GRAPH",
+    11: "EP_FAIL",
+    12: "MODEL_LOAD_CANCELED",
+    13: "MODEL_REQUIRES_COMPILATION",
     14: "NOT_FOUND",
 }
 # (pattern in the lowercased message, the category's fixed words); the first match wins
 CATEGORIES = (
-    (re.compile(r"out of (?:data )?bounds|out of range|inclusive range|invalid ind(?:ex|ices)|index .* (?:exceeds|outside)"),
-     "index out of range"),
+    (
+        re.compile(
+            r"out of (?:data )?bounds|out of range|inclusive range|invalid ind(?:ex|ices)|index .* (?:exceeds|outside)"
+        ),
+        "index out of range",
+    ),
     (re.compile(r"divi(?:de|sion) by zero"), "division by zero"),
     (re.compile(r"bad_alloc|allocat|out of memory"), "memory allocation failure"),
     (re.compile(r"data type|type mismatch|unexpected input type|tensor\(\w+\)"), "type mismatch"),
@@ -39,8 +53,19 @@ CATEGORIES = (
 )
 _STATUS = re.compile(r"\[ONNXRuntimeError\]\s*:\s*(\d{1,3})\s*:")
 _NODE = re.compile(r"while running (\w{1,64}) node")
-_PYTHON_ERRORS = frozenset({"MemoryError", "ValueError", "TypeError", "RuntimeError", "IndexError",
-                            "OverflowError", "ZeroDivisionError", "KeyError", "SystemError"})
+_PYTHON_ERRORS = frozenset(
+    {
+        "MemoryError",
+        "ValueError",
+        "TypeError",
+        "RuntimeError",
+        "IndexError",
+        "OverflowError",
+        "ZeroDivisionError",
+        "KeyError",
+        "SystemError",
+    }
+)
 
 
 def known_operator(op: str) -> bool:

@@ -49,11 +49,25 @@ from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result ty
 ALLOWED_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
 # com.microsoft ops that ONNX Runtime's quantizer and its graph optimiser produce; nothing else
 # from that domain (no custom kernels, no contrib ops with file or network access).
-MICROSOFT_OPS = frozenset({
-    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QGemm", "QLinearAdd", "QLinearMul",
-    "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax", "QLinearAveragePool",
-    "QLinearGlobalAveragePool", "QuantizeLinear", "DequantizeLinear", "FusedGemm", "FusedMatMul",
-})
+MICROSOFT_OPS = frozenset(
+    {
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QGemm",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearSigmoid",
+        "QLinearConcat",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+        "QLinearAveragePool",
+        "QLinearGlobalAveragePool",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "FusedGemm",
+        "FusedMatMul",
+    }
+)
 MESSAGE_CAP = 300
 
 
@@ -67,13 +81,16 @@ def _short(text: Any, cap: int = MESSAGE_CAP) -> str:
 
 # ── child side: structure, checker, session ───────────────────────────────────────────────────
 
+
 def _tensor_problem(t, where: str) -> str | None:
     from onnx import TensorProto
 
     if t.data_location == TensorProto.EXTERNAL or len(t.external_data):
         loc = next((e.value for e in t.external_data if e.key == "location"), "?")
-        return (f"tensor '{_short(t.name, 60)}' ({where}) keeps its data in an external file "
-                f"('{_short(loc, 60)}'); the contract needs one self-contained .onnx file")
+        return (
+            f"tensor '{_short(t.name, 60)}' ({where}) keeps its data in an external file "
+            f"('{_short(loc, 60)}'); the contract needs one self-contained .onnx file"
+        )
     return None
 
 
@@ -87,8 +104,9 @@ def _op_problem(node, extra_operators: frozenset[str] = frozenset()) -> str | No
         return None
     domain = node.domain or ""
     op = f"{_short(domain or 'ai.onnx', 40)}.{_short(node.op_type, 60)}"
-    allowed = ("the standard ONNX operators, 'ai.onnx.ml' and ONNX Runtime's quantization operators"
-               + (f", plus {', '.join(sorted(extra_operators))[:200]}" if extra_operators else ""))
+    allowed = "the standard ONNX operators, 'ai.onnx.ml' and ONNX Runtime's quantization operators" + (
+        f", plus {', '.join(sorted(extra_operators))[:200]}" if extra_operators else ""
+    )
     if domain not in ALLOWED_DOMAINS:
         return f"operator {op} comes from the domain '{_short(domain, 40)}'; this assignment allows only {allowed}"
     if domain == "com.microsoft":
@@ -99,8 +117,9 @@ def _op_problem(node, extra_operators: frozenset[str] = frozenset()) -> str | No
     return None if ok else f"operator {op} is not an allowed ONNX operator"
 
 
-def structure_problems(model, limits: LoadLimits = LoadLimits(),
-                       extra_operators: frozenset[str] = frozenset()) -> list[str]:
+def structure_problems(
+    model, limits: LoadLimits = LoadLimits(), extra_operators: frozenset[str] = frozenset()
+) -> list[str]:
     """What makes ``model`` unsafe or out of scope, before the checker or ONNX Runtime sees it
     (``extra_operators``: the lesson's operators beyond the default allowlist)."""
     from onnx import AttributeProto, helper
@@ -138,8 +157,11 @@ def structure_problems(model, limits: LoadLimits = LoadLimits(),
         if depth > limits.max_graph_depth:
             problems.append(f"subgraphs (If/Loop/Scan bodies) are nested more than {limits.max_graph_depth} deep")
             return
-        for t in list(graph.initializer) + [s.values for s in graph.sparse_initializer] \
-                + [s.indices for s in graph.sparse_initializer]:
+        for t in (
+            list(graph.initializer)
+            + [s.values for s in graph.sparse_initializer]
+            + [s.indices for s in graph.sparse_initializer]
+        ):
             p = _tensor_problem(t, "initializer")
             if p:
                 problems.append(p)
@@ -155,15 +177,19 @@ def structure_problems(model, limits: LoadLimits = LoadLimits(),
                     if p:
                         problems.append(p)
                     counts["bytes"] += declared_bytes(t)
-                for sub in ([attr.g] if attr.type == AttributeProto.GRAPH else
-                            list(attr.graphs) if attr.type == AttributeProto.GRAPHS else []):
+                for sub in (
+                    [attr.g]
+                    if attr.type == AttributeProto.GRAPH
+                    else list(attr.graphs)
+                    if attr.type == AttributeProto.GRAPHS
+                    else []
+                ):
                     walk(sub, depth + 1)
             if len(problems) > 20 or counts["nodes"] > limits.max_nodes:
                 return
 
     if len(model.functions):
-        problems.append(f"the model defines {len(model.functions)} local function(s); "
-                        "custom operators are not allowed")
+        problems.append(f"the model defines {len(model.functions)} local function(s); custom operators are not allowed")
     if len(model.training_info):
         problems.append("the model carries training information; export an inference-only model")
     walk(model.graph, 0)
@@ -196,7 +222,9 @@ def parse_and_check(data: bytes, limits: LoadLimits = LoadLimits(), extra_operat
     return model
 
 
-def make_session(model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None):
+def make_session(
+    model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None
+):
     """An ONNX Runtime session of a checked model: CPU only, one thread, the policy's
     ``optimization_level`` (one of :data:`~autograder.measure.model_policy.OPTIMIZATION_LEVELS`);
     ``save_optimized``: where ONNX Runtime writes the graph it optimised (the ``session`` facts)."""
@@ -221,6 +249,7 @@ def make_session(model, optimization_level: str = DEFAULT_POLICY.optimization_le
 
 # ── parent side ───────────────────────────────────────────────────────────────────────────────
 
+
 def read_model_bytes(root: Path | str, relpath: str, limits: LoadLimits = LoadLimits()) -> bytes:
     """The artifact's bytes; raises :class:`UnsafeFileError` ("… is missing", "… is a symlink …")."""
     return safe_files.read_bytes(root, relpath, limits.max_file_bytes)
@@ -244,11 +273,20 @@ def _flatten_sets(inputs: Mapping[str, InputSet]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface: ModelInterface | None = None,
-                     facts: Sequence[str] | None = None, baseline: bytes | None = None,
-                     latency_input: str | None = None, latency_rounds: int = 50,
-                     latency_baseline: bool = False, policy: ModelPolicy = DEFAULT_POLICY,
-                     optimization_level: str | None = None, limits: LoadLimits | None = None) -> WorkerRun:
+def run_model_worker(
+    model: bytes,
+    *,
+    inputs: Mapping[str, InputSet],
+    interface: ModelInterface | None = None,
+    facts: Sequence[str] | None = None,
+    baseline: bytes | None = None,
+    latency_input: str | None = None,
+    latency_rounds: int = 50,
+    latency_baseline: bool = False,
+    policy: ModelPolicy = DEFAULT_POLICY,
+    optimization_level: str | None = None,
+    limits: LoadLimits | None = None,
+) -> WorkerRun:
     """Check and run ``model`` in a limited child; see :mod:`autograder.measure.model_worker`.
 
     ``inputs``: input set name → one array (a model with one input) or ``{input name: array}``
@@ -278,12 +316,19 @@ def run_model_worker(model: bytes, *, inputs: Mapping[str, InputSet], interface:
         buf = io.BytesIO()
         np.savez(buf, **_flatten_sets(inputs))
         worker.write("inputs.npz", buf.getvalue())
-        job = {"model": "model.onnx", "baseline": "baseline.onnx" if baseline is not None else None,
-               "inputs": "inputs.npz", "interface": interface.to_json() if interface else None,
-               "facts": None if facts is None else list(facts),
-               "latency_input": latency_input, "latency_rounds": latency_rounds,
-               "latency_baseline": latency_baseline and baseline is not None, "limits": asdict(limits),
-               "extra_operators": sorted(policy.extra_operators), "optimization_level": policy.optimization_level}
+        job = {
+            "model": "model.onnx",
+            "baseline": "baseline.onnx" if baseline is not None else None,
+            "inputs": "inputs.npz",
+            "interface": interface.to_json() if interface else None,
+            "facts": None if facts is None else list(facts),
+            "latency_input": latency_input,
+            "latency_rounds": latency_rounds,
+            "latency_baseline": latency_baseline and baseline is not None,
+            "limits": asdict(limits),
+            "extra_operators": sorted(policy.extra_operators),
+            "optimization_level": policy.optimization_level,
+        }
         worker.write("job.json", json.dumps(job).encode())
         return worker.run()
     finally:

@@ -35,6 +35,7 @@ def probability_problems(p: np.ndarray) -> list[str]:
         problems.append(f"probabilities range over [{lo:.4g}, {hi:.4g}], outside [0, 1]")
     sums = np.sum(p.astype(np.float64), axis=1)
     if np.any(np.abs(sums - 1.0) > PROB_SUM_ATOL):
-        problems.append(f"probability rows sum to {float(sums.min()):.4g}…{float(sums.max()):.4g}, "
-                        f"not 1 (± {PROB_SUM_ATOL})")
+        problems.append(
+            f"probability rows sum to {float(sums.min()):.4g}…{float(sums.max()):.4g}, not 1 (± {PROB_SUM_ATOL})"
+        )
     return problems

@@ -26,10 +26,10 @@ from onnx import helper
 
 from ..errors import AutograderError
 
-OPSET = 19          # the default opset of a reference node
-IR_VERSION = 9      # the IR version that goes with opset 19
+OPSET = 19  # the default opset of a reference node
+IR_VERSION = 9  # the IR version that goes with opset 19
 
-run_lock = threading.Lock()   # one run at a time on the cached sessions
+run_lock = threading.Lock()  # one run at a time on the cached sessions
 
 
 @lru_cache(maxsize=64)
@@ -49,8 +49,9 @@ def ort_model(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[n
         return session.run(None, dict(feeds))
 
 
-def node_model(op_type: str, inputs: Sequence[np.ndarray], *, outputs: int = 1, domain: str = "",
-               opset: int = OPSET, **attributes) -> onnx.ModelProto:
+def node_model(
+    op_type: str, inputs: Sequence[np.ndarray], *, outputs: int = 1, domain: str = "", opset: int = OPSET, **attributes
+) -> onnx.ModelProto:
     """A checked one-node model ``op_type(i0, i1, …) -> o0, …`` for inputs of these dtypes and ranks
     (every dimension free), output types inferred."""
     value_infos = []
@@ -59,13 +60,17 @@ def node_model(op_type: str, inputs: Sequence[np.ndarray], *, outputs: int = 1, 
         try:
             elem = helper.np_dtype_to_tensor_dtype(a.dtype)
         except (KeyError, ValueError, TypeError):
-            raise AutograderError(f"reference {op_type}: input {i} has dtype {a.dtype}, which ONNX has no type for") from None
+            raise AutograderError(
+                f"reference {op_type}: input {i} has dtype {a.dtype}, which ONNX has no type for"
+            ) from None
         value_infos.append(helper.make_tensor_value_info(f"i{i}", elem, [f"d{i}_{k}" for k in range(a.ndim)]))
-    node = helper.make_node(op_type, [f"i{i}" for i in range(len(inputs))], [f"o{k}" for k in range(outputs)],
-                            domain=domain, **attributes)
+    node = helper.make_node(
+        op_type, [f"i{i}" for i in range(len(inputs))], [f"o{k}" for k in range(outputs)], domain=domain, **attributes
+    )
     imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
-    graph = helper.make_graph([node], f"reference_{op_type}", value_infos,
-                              [onnx.ValueInfoProto(name=f"o{k}") for k in range(outputs)])
+    graph = helper.make_graph(
+        [node], f"reference_{op_type}", value_infos, [onnx.ValueInfoProto(name=f"o{k}") for k in range(outputs)]
+    )
     model = helper.make_model(graph, opset_imports=imports, producer_name="autograder.reference_ops")
     model.ir_version = IR_VERSION
     try:

@@ -90,7 +90,7 @@ def kind(v: Any) -> str:
     if isinstance(v, bool):
         return f"a boolean ({'true' if v else 'false'})"
     if isinstance(v, int):
-        return f"an integer of {len(str(abs(v))) if abs(v) < 10 ** 4000 else 'over 4,000'} digits"
+        return f"an integer of {len(str(abs(v))) if abs(v) < 10**4000 else 'over 4,000'} digits"
     if isinstance(v, str):
         return f"a string of {len(v):,} characters"
     if isinstance(v, (list, dict)):
@@ -123,7 +123,9 @@ def _with(msg: str, hint: Hint | None) -> str:
 def judge(reported: Any, e: Expected) -> str | None:
     """None when ``reported`` is an honest report of ``e.measured``, else what is wrong."""
     if not is_number(reported) or not math.isfinite(reported):
-        return _with(f"reported {plain(reported)}, not a finite number", e.nonfinite_hint if is_number(reported) else None)
+        return _with(
+            f"reported {plain(reported)}, not a finite number", e.nonfinite_hint if is_number(reported) else None
+        )
     unit = f" {e.unit}" if e.unit else ""
     if e.tolerance is None:
         if e.positive and reported <= 0:
@@ -167,16 +169,27 @@ def _lookup(reported: Mapping, key: str, name: str, problems: list[str]) -> tupl
     return (parts[-1] in node), node.get(parts[-1])
 
 
-def check_reported(reported: Any, expected: Mapping[str, Expected | tuple[Any, Tolerance | float | None]], *,
-                   missing_reason: str | None = None, name: str = NAME) -> dict[str, Any]:
+def check_reported(
+    reported: Any,
+    expected: Mapping[str, Expected | tuple[Any, Tolerance | float | None]],
+    *,
+    missing_reason: str | None = None,
+    name: str = NAME,
+) -> dict[str, Any]:
     """The facts of a notebook's reported numbers (see the module's docstring).
 
     ``reported``: what the notebook left in ``name`` (None: nothing was found, ``missing_reason``
     says why). ``expected``: per (dotted) key, ``(measured, tolerance)`` or an :class:`Expected`.
     """
     if reported is None:
-        return {"present": False, "problems": [missing_reason or f"{name} was not found"], "checked": 0,
-                "honest": 0, "honest_share": 0.0, "fields": {}}
+        return {
+            "present": False,
+            "problems": [missing_reason or f"{name} was not found"],
+            "checked": 0,
+            "honest": 0,
+            "honest_share": 0.0,
+            "fields": {},
+        }
     specs = {key: e if isinstance(e, Expected) else Expected(*e) for key, e in expected.items()}
     top = list(dict.fromkeys(key.split(".")[0] for key in specs))
     problems: list[str] = []
@@ -184,7 +197,7 @@ def check_reported(reported: Any, expected: Mapping[str, Expected | tuple[Any, T
         problems.append(f"{name} is {kind(reported)}, expected a dict with the keys {', '.join(top)}")
         reported = {}
     extra = [k for k in reported if k not in top]
-    if extra:   # not named: a key is text the notebook chose
+    if extra:  # not named: a key is text the notebook chose
         problems.append(f"{name} has {len(extra):,} key(s) besides {', '.join(top)}; they are ignored")
     fields: dict[str, Any] = {}
     hints: list[Hint] = []
@@ -206,5 +219,11 @@ def check_reported(reported: Any, expected: Mapping[str, Expected | tuple[Any, T
         fields[key] = record
         hints += [h for h in (e.hint, e.nonfinite_hint, *(h for _, h in e.alternatives)) if h is not None]
     honest = sum(1 for r in fields.values() if r["ok"])
-    return {"present": True, "problems": _hints_once(problems, hints), "checked": len(fields), "honest": honest,
-            "honest_share": honest / len(fields) if fields else 0.0, "fields": fields}
+    return {
+        "present": True,
+        "problems": _hints_once(problems, hints),
+        "checked": len(fields),
+        "honest": honest,
+        "honest_share": honest / len(fields) if fields else 0.0,
+        "fields": fields,
+    }

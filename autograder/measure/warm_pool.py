@@ -76,7 +76,7 @@ def warm_workers(count: int, limits, start_when: threading.Event | None = None) 
             start_all()
         finally:
             settled.set()
-        release.wait()       # alive until its children are closed: their death signal follows this thread
+        release.wait()  # alive until its children are closed: their death signal follows this thread
 
     starter = threading.Thread(target=starter_main, name="autograder-warm-workers", daemon=True)
     starter.start()
@@ -91,11 +91,11 @@ def warm_workers(count: int, limits, start_when: threading.Event | None = None) 
                 _ready.remove(w)
         for w in unused:
             w.close()
-        for w in mine:       # taken by a job (perhaps another grade's in this process): let it finish
+        for w in mine:  # taken by a job (perhaps another grade's in this process): let it finish
             if w not in unused:
                 try:
                     w.proc.wait(timeout=float(w.limits.timeout_s) + worker_process.CLOSE_WAIT_S)
                 except subprocess.TimeoutExpired:
-                    pass     # its death signal ends it when the thread goes
+                    pass  # its death signal ends it when the thread goes
         release.set()
         starter.join()

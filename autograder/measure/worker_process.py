@@ -28,7 +28,7 @@ import numpy as np
 from .. import safe_files
 from ..student_text import clean, mask
 from ..errors import UnsafeFileError
-from ..tree_walk import remove_tree   # the job folder the untrusted child wrote
+from ..tree_walk import remove_tree  # the job folder the untrusted child wrote
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -46,7 +46,7 @@ class WorkerRun:
     """What the child reported, or why it produced nothing."""
 
     ok: bool
-    reason: str | None = None                 # without the "invalid model: " prefix
+    reason: str | None = None  # without the "invalid model: " prefix
     result: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     duration_s: float = 0.0
@@ -58,8 +58,14 @@ def _short(text: Any, cap: int = 300) -> str:
 
 def _child_env(home: str) -> dict[str, str]:
     # Rebuilt from nothing: no ORT_* or PYTHON* variables reach the child.
-    return {"PATH": os.defpath, "HOME": home, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "PATH": os.defpath,
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
 
 
 def _signal_name(rc: int) -> str:
@@ -70,8 +76,10 @@ def _signal_name(rc: int) -> str:
 
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
-_BOOTSTRAP = ("import sys; sys.path.insert(0, sys.argv[1]); "
-              "from autograder.measure.model_worker import main; sys.exit(main(sys.argv[1:]))")
+_BOOTSTRAP = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from autograder.measure.model_worker import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _worker_command(job_dir: Path) -> list[str]:
@@ -88,7 +96,7 @@ def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[
     if iso is None:
         return None
     if iso.user is not None:
-        os.chown(job_dir, iso.user.uid, iso.user.gid)     # its only writable folder
+        os.chown(job_dir, iso.user.uid, iso.user.gid)  # its only writable folder
     package = str(Path(__file__).resolve().parent.parent)  # autograder/, not the repo around it
     return worker_command(iso, job_dir, [package], cmd, env, WORKER_RLIMITS)
 
@@ -110,10 +118,17 @@ class WorkerProcess:
         cmd, env = _worker_command(self.job_dir), _child_env(str(self.job_dir))
         jailed = _jailed_command(cmd, self.job_dir, env)
         self.jailed = jailed is not None
-        self._err = tempfile.TemporaryFile()   # unnamed: the child cannot swap it for a FIFO or a link
+        self._err = tempfile.TemporaryFile()  # unnamed: the child cannot swap it for a FIFO or a link
         try:
-            self.proc = subprocess.Popen(jailed or cmd, cwd=self.job_dir, env=env, stdin=subprocess.PIPE,
-                                         stdout=self._err, stderr=self._err, start_new_session=True)
+            self.proc = subprocess.Popen(
+                jailed or cmd,
+                cwd=self.job_dir,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=self._err,
+                stderr=self._err,
+                start_new_session=True,
+            )
         except BaseException:
             self._err.close()
             remove_tree(self.job_dir, ignore_errors=True)
@@ -134,7 +149,7 @@ class WorkerProcess:
             self.proc.stdin.write(GO)
             self.proc.stdin.close()
         except (BrokenPipeError, OSError):
-            pass    # it exited already; its exit status says why
+            pass  # it exited already; its exit status says why
         run = self._result()
         run.duration_s = time.monotonic() - start
         return run
@@ -147,14 +162,20 @@ class WorkerProcess:
             rc = self.proc.wait(timeout=limits.timeout_s)
         except subprocess.TimeoutExpired:
             stop_jail(self.proc)
-            return WorkerRun(False, f"checking and running it took longer than the {limits.timeout_s:.0f} s "
-                                    "limit (a hang or a huge computation)")
+            return WorkerRun(
+                False,
+                f"checking and running it took longer than the {limits.timeout_s:.0f} s "
+                "limit (a hang or a huge computation)",
+            )
         last = _output_tail(self._err)
-        if self.jailed and rc > 128:                 # bwrap reports a child killed by signal N as 128 + N
+        if self.jailed and rc > 128:  # bwrap reports a child killed by signal N as 128 + N
             rc = 128 - rc
         if rc < 0:
-            return WorkerRun(False, f"it crashed the ONNX checker or ONNX Runtime ({_signal_name(rc)}; "
-                                    f"the memory limit is {limits.memory_bytes // GiB} GiB)")
+            return WorkerRun(
+                False,
+                f"it crashed the ONNX checker or ONNX Runtime ({_signal_name(rc)}; "
+                f"the memory limit is {limits.memory_bytes // GiB} GiB)",
+            )
         job_dir = self.job_dir
         try:
             result = safe_files.load_json(job_dir, "result.json", RESULT_MAX_BYTES)
@@ -179,7 +200,7 @@ class WorkerProcess:
         if not self.used and self.proc.poll() is None:
             if not self.jailed:
                 self.proc.kill()
-            stop_jail(self.proc)    # jailed: its namespace first, then bwrap, which reaps it
+            stop_jail(self.proc)  # jailed: its namespace first, then bwrap, which reaps it
         try:
             if self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()

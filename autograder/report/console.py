@@ -22,13 +22,18 @@ from rich.text import Text
 from ..grade_text import OP_TEXT
 from .escape import plain
 
-NOTE_CHARS = 300   # of a reason or a note in a table cell
+NOTE_CHARS = 300  # of a reason or a note in a table cell
 
 
 def grade_table(grade: Mapping[str, Any], *, parts: bool = True) -> Table:
     """One row per check (its score), then (``parts``) one row per part: measured, threshold, points."""
-    table = Table(title=_data(f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}"),
-                  show_lines=False, title_justify="left")
+    table = Table(
+        title=_data(
+            f"{grade.get('assignment', '')}: {_pts(grade.get('score', 0))} / {_pts(grade.get('max_score', 0))}"
+        ),
+        show_lines=False,
+        title_justify="left",
+    )
     table.add_column("check")
     table.add_column("measured", justify="right")
     table.add_column("threshold", justify="right")
@@ -37,24 +42,39 @@ def grade_table(grade: Mapping[str, Any], *, parts: bool = True) -> Table:
         label = _data(check.get("title", check.get("id")), style="bold")
         if check.get("visibility", "visible") != "visible":
             label.append(f" ({plain(check['visibility'], 40)})", style="dim")
-        table.add_row(label, Text(), Text(), _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
-                      end_section=False)
+        table.add_row(
+            label,
+            Text(),
+            Text(),
+            _score_text(check.get("score", 0), check.get("max_score", 0), check.get("passed")),
+            end_section=False,
+        )
         for part in check.get("parts", []) if parts else []:
             mark = Text("  ✓ " if part.get("passed") else "  ✗ ", style="green" if part.get("passed") else "red")
             mark.append(plain(part.get("name", ""), NOTE_CHARS))
-            measured = _data(part.get("reason") or part.get("measured_text", "?"),
-                             style="yellow" if part.get("reason") else "")
-            threshold = _data(f"{OP_TEXT.get(str(part.get('op')), part.get('op', ''))} {part.get('threshold_text', '?')}")
-            table.add_row(mark, measured, threshold, _data(f"{_pts(part.get('score', 0))} / {_pts(part.get('points', 0))}"))
+            measured = _data(
+                part.get("reason") or part.get("measured_text", "?"), style="yellow" if part.get("reason") else ""
+            )
+            threshold = _data(
+                f"{OP_TEXT.get(str(part.get('op')), part.get('op', ''))} {part.get('threshold_text', '?')}"
+            )
+            table.add_row(
+                mark, measured, threshold, _data(f"{_pts(part.get('score', 0))} / {_pts(part.get('points', 0))}")
+            )
         table.add_section()
     for item in grade.get("manual", []) or []:
-        table.add_row(_data(f"{item.get('title', item.get('id'))} (graded by hand)", style="dim"), Text(), Text(),
-                      _data(f"– / {_pts(item.get('points', 0))}"))
+        table.add_row(
+            _data(f"{item.get('title', item.get('id'))} (graded by hand)", style="dim"),
+            Text(),
+            Text(),
+            _data(f"– / {_pts(item.get('points', 0))}"),
+        )
     return table
 
 
-def print_grade_table(grade: Mapping[str, Any], console: Console | None = None,
-                      measurements: Mapping[str, Any] | None = None) -> Table:
+def print_grade_table(
+    grade: Mapping[str, Any], console: Console | None = None, measurements: Mapping[str, Any] | None = None
+) -> Table:
     """The grade's table; when nothing of the work could be graded, one row per check and the
     short paragraph (:mod:`.nothing_graded`) instead of ~35 "not measured" rows."""
     from .nothing_graded import nothing_to_grade, short_text
@@ -69,8 +89,8 @@ def print_grade_table(grade: Mapping[str, Any], console: Console | None = None,
 
 
 WIDE_LOG_COLUMNS = 200  # width of a scores table written to a log, where nothing wraps it
-NAME_MIN = 12           # a submission's name is cut (…) to no less than this
-NOTE_MIN = 16           # the note column wraps down to this width, else it moves below the table
+NAME_MIN = 12  # a submission's name is cut (…) to no less than this
+NOTE_MIN = 16  # the note column wraps down to this width, else it moves below the table
 
 
 @dataclass(frozen=True)
@@ -79,14 +99,15 @@ class ScoresLayout:
     the note column (wrapped, then moved below the table), the check names (numbered, with a
     legend below), then the check columns (left to gradebook.csv), and the submission's name (cut)."""
 
-    numbered: bool = False      # check columns headed 1, 2, … with a legend below
-    notes: bool = True          # the note column (else one line per note below the table)
-    checks: bool = True         # the check columns
+    numbered: bool = False  # check columns headed 1, 2, … with a legend below
+    notes: bool = True  # the note column (else one line per note below the table)
+    checks: bool = True  # the check columns
     name_width: int | None = None
 
 
-def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None, *,
-                 layout: ScoresLayout = ScoresLayout()) -> Table:
+def scores_table(
+    rows: Iterable[Mapping[str, Any]], title: str | None = None, *, layout: ScoresLayout = ScoresLayout()
+) -> Table:
     """Several submissions: ``rows`` of ``{"name", "score", "max", "checks": {id: score}}``.
 
     A check's value may be a number or ``{"score": …, "max_score": …}``; an optional
@@ -101,8 +122,9 @@ def scores_table(rows: Iterable[Mapping[str, Any]], title: str | None = None, *,
         header = str(n) if layout.numbered else markup_escape(plain(cid, 80))  # a header is markup
         table.add_column(header, justify="right", no_wrap=True)
     totals = [_total(row) for row in rows]
-    table.add_column("total", justify="right", style="bold", no_wrap=True,
-                     min_width=max([len("total"), *(len(t) for t in totals)]))
+    table.add_column(
+        "total", justify="right", style="bold", no_wrap=True, min_width=max([len("total"), *(len(t) for t in totals)])
+    )
     with_notes = layout.notes and any(_note(row) for row in rows)
     if with_notes:
         table.add_column("note", overflow="fold", min_width=NOTE_MIN)
@@ -124,27 +146,46 @@ def scores_layout(rows: list[Mapping[str, Any]], width: int) -> ScoresLayout:
     names = max([cell_len(plain(row.get("name", "?"), NOTE_CHARS)) for row in rows] + [len("submission")])
     total = max([len("total")] + [len(_total(row)) for row in rows])
     ids = _check_ids(rows)
-    named = [max([cell_len(plain(cid, 80))] + [len(_check_cell((r.get("checks") or {}).get(cid),
-                                                            (r.get("checks_max") or {}).get(cid))) for r in rows])
-             for cid in ids]
-    numbered = [max([len(str(n))] + [len(_check_cell((r.get("checks") or {}).get(cid),
-                                                     (r.get("checks_max") or {}).get(cid))) for r in rows])
-                for n, cid in enumerate(ids, 1)]
+    named = [
+        max(
+            [cell_len(plain(cid, 80))]
+            + [len(_check_cell((r.get("checks") or {}).get(cid), (r.get("checks_max") or {}).get(cid))) for r in rows]
+        )
+        for cid in ids
+    ]
+    numbered = [
+        max(
+            [len(str(n))]
+            + [len(_check_cell((r.get("checks") or {}).get(cid), (r.get("checks_max") or {}).get(cid))) for r in rows]
+        )
+        for n, cid in enumerate(ids, 1)
+    ]
     has_notes = any(_note(row) for row in rows)
-    choices = [ScoresLayout(), ScoresLayout(numbered=True), ScoresLayout(notes=False),
-               ScoresLayout(numbered=True, notes=False), ScoresLayout(checks=False), ScoresLayout(checks=False, notes=False)]
+    choices = [
+        ScoresLayout(),
+        ScoresLayout(numbered=True),
+        ScoresLayout(notes=False),
+        ScoresLayout(numbered=True, notes=False),
+        ScoresLayout(checks=False),
+        ScoresLayout(checks=False, notes=False),
+    ]
     for layout in choices:
         columns = [] if not layout.checks else numbered if layout.numbered else named
         columns = [*columns, total] + ([NOTE_MIN] if layout.notes and has_notes else [])
-        room = width - sum(columns) - 3 * (len(columns) + 1) - 1    # each column: 2 of padding, 1 of border
+        room = width - sum(columns) - 3 * (len(columns) + 1) - 1  # each column: 2 of padding, 1 of border
         if room >= min(names, NAME_MIN):
-            return ScoresLayout(numbered=layout.numbered, notes=layout.notes, checks=layout.checks,
-                                name_width=None if room >= names else room)
+            return ScoresLayout(
+                numbered=layout.numbered,
+                notes=layout.notes,
+                checks=layout.checks,
+                name_width=None if room >= names else room,
+            )
     return ScoresLayout(checks=False, notes=False, name_width=NAME_MIN)
 
 
-def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | None = None,
-                       title: str | None = None) -> Table:
+def print_scores_table(
+    rows: Iterable[Mapping[str, Any]], console: Console | None = None, title: str | None = None
+) -> Table:
     """The scores table at the console's width (``scores_layout``), then what did not fit in it:
     the numbered checks' legend, the notes, or the check columns left out."""
     if console is None:
@@ -157,11 +198,13 @@ def print_scores_table(rows: Iterable[Mapping[str, Any]], console: Console | Non
     console.print(table)
     ids = _check_ids(rows)
     if ids and not layout.checks:
-        console.print(Text(f"{len(ids)} check columns do not fit {console.width} columns: see gradebook.csv",
-                           style="dim"))
+        console.print(
+            Text(f"{len(ids)} check columns do not fit {console.width} columns: see gradebook.csv", style="dim")
+        )
     elif layout.numbered:
-        console.print(_data("checks: " + " · ".join(f"{n} {cid}" for n, cid in enumerate(ids, 1)), limit=2000),
-                      style="dim")
+        console.print(
+            _data("checks: " + " · ".join(f"{n} {cid}" for n, cid in enumerate(ids, 1)), limit=2000), style="dim"
+        )
     if not layout.notes:
         for row in rows:
             if _note(row):

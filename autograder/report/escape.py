@@ -55,7 +55,7 @@ def markdown(value: object, limit: int = DEFAULT_LIMIT) -> str:
             out.append(ch if intraword else "\\_")
         elif ch == ":" and s.startswith("//", i + 1):
             out.append("\\:")
-        elif ch == "." and i >= 3 and s[i - 3:i].lower() == "www":
+        elif ch == "." and i >= 3 and s[i - 3 : i].lower() == "www":
             out.append("\\.")
         elif ch == "@":
             out.append("\\@")
@@ -63,7 +63,7 @@ def markdown(value: object, limit: int = DEFAULT_LIMIT) -> str:
             out.append(ch)
     text = "".join(out)
     lead = _BLOCK_START.match(text)
-    if lead:   # "# x", "- x", "1. x", "1) x", "=== ": escape the marker's last character
+    if lead:  # "# x", "- x", "1. x", "1) x", "=== ": escape the marker's last character
         k = lead.end() - 1
         text = text[:k] + "\\" + text[k:]
     return text

@@ -61,11 +61,16 @@ def execution_lines(measurements: Mapping[str, Any] | None) -> list[str]:
 
 INTERRUPTED = "Your notebook ran to the end, but a cell was stopped because it ran out of time"
 DIED_BY_SIGNAL = "Your notebook's kernel was ended by a signal"
-NO_NETWORK = ("The grader runs notebooks without a network, so nothing can be downloaded while it grades: "
-              "use the files and data the assignment provides.")
-_NETWORK_ERROR = re.compile(r"name resolution|Name or service not known|nodename nor servname|getaddrinfo|"
-                            r"Network is unreachable|No route to host|Connection refused|URLError|gaierror|"
-                            r"ConnectionError|NewConnectionError|Max retries exceeded", re.IGNORECASE)
+NO_NETWORK = (
+    "The grader runs notebooks without a network, so nothing can be downloaded while it grades: "
+    "use the files and data the assignment provides."
+)
+_NETWORK_ERROR = re.compile(
+    r"name resolution|Name or service not known|nodename nor servname|getaddrinfo|"
+    r"Network is unreachable|No route to host|Connection refused|URLError|gaierror|"
+    r"ConnectionError|NewConnectionError|Max retries exceeded",
+    re.IGNORECASE,
+)
 _SIGNAL = re.compile(r"signal (\d+)")
 
 
@@ -88,8 +93,10 @@ def network_line(summary: str) -> list[str]:
     return [f"- {NO_NETWORK}"] if _NETWORK_ERROR.search(summary) else []
 
 
-NO_CODE = ("Your notebook has no code cell, so nothing ran: write your code in code cells (not "
-           "markdown or raw cells) and submit the notebook you ran.")
+NO_CODE = (
+    "Your notebook has no code cell, so nothing ran: write your code in code cells (not "
+    "markdown or raw cells) and submit the notebook you ran."
+)
 
 
 def language_lines(execution: Mapping[str, Any]) -> list[str]:
@@ -97,9 +104,11 @@ def language_lines(execution: Mapping[str, Any]) -> list[str]:
     language = execution.get("language")
     if not isinstance(language, str) or not language:
         return []
-    return [f"- Your notebook's metadata names the {code(language, 40)} language, but the grader runs every "
-            "notebook with Python, so its cells ran as Python code. Write this assignment in Python "
-            "(in Jupyter: Kernel › Change kernel › Python 3)."]
+    return [
+        f"- Your notebook's metadata names the {code(language, 40)} language, but the grader runs every "
+        "notebook with Python, so its cells ran as Python code. Write this assignment in Python "
+        "(in Jupyter: Kernel › Change kernel › Python 3)."
+    ]
 
 
 def error_text(first: Mapping[str, Any]) -> str:

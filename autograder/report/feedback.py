@@ -22,7 +22,7 @@ def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] 
     title = _title(grade, measurements)
     blocks = [f"# Feedback · {md.text(title)}", "\n".join(md.score_lines(grade))]
     causes = md.cause_lines(grade, short=nothing_to_grade(grade))
-    if causes:   # the root cause first, by cell and line; the checks below do not repeat it per part
+    if causes:  # the root cause first, by cell and line; the checks below do not repeat it per part
         blocks.append("## Fix this first\n\n" + "\n".join(causes))
     if nothing_to_grade(grade):
         blocks.append("## Nothing to grade yet\n\n" + "\n".join(short_lines(grade, measurements)))
@@ -38,8 +38,9 @@ def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] 
             blocks.append("## Checks")
             for check in shown:
                 mark = md.PASS if check.get("passed") else md.FAIL
-                blocks.append(f"### {mark} {md.text(check.get('title', check.get('id', '?')))}\n\n"
-                              + md.check_markdown(check))
+                blocks.append(
+                    f"### {mark} {md.text(check.get('title', check.get('id', '?')))}\n\n" + md.check_markdown(check)
+                )
     manual = md.manual_lines(grade)
     if manual:
         blocks.append("## Graded by hand\n\n" + "\n".join(manual))
@@ -48,13 +49,15 @@ def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] 
 
 def failure_feedback_markdown(reason: str) -> str:
     """feedback.md for when no grade could be made; the same words as ``failure_results_json``."""
-    return md.join_blocks([
-        "# Feedback",
-        "**Your submission could not be graded.**",
-        md.text(reason),
-        "This is a score of 0 for now, not a judgment of your work: fix the problem above and "
-        "resubmit, or ask your instructor if it persists.",
-    ])
+    return md.join_blocks(
+        [
+            "# Feedback",
+            "**Your submission could not be graded.**",
+            md.text(reason),
+            "This is a score of 0 for now, not a judgment of your work: fix the problem above and "
+            "resubmit, or ask your instructor if it persists.",
+        ]
+    )
 
 
 def _title(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> str:

@@ -66,21 +66,36 @@ def _figure(measurements: Mapping[str, Any] | None, cache: Path | None) -> dict[
             svg, caption = _picture(section, cache), clean(section.get("caption", ""), 1000)
         except Exception as e:  # noqa: BLE001 - a picture that cannot be drawn must not fail grading
             problem = f"no picture: drawing it failed ({type(e).__name__})"
-    return {"heading": FIGURE_HEADING, "svg": svg, "caption": caption,
-            "problem": None if problem is None else clean(problem, 600)}
+    return {
+        "heading": FIGURE_HEADING,
+        "svg": svg,
+        "caption": caption,
+        "problem": None if problem is None else clean(problem, 600),
+    }
 
 
-def feedback_html(feedback_md: str, measurements: Mapping[str, Any] | None = None, *, title: str = "Feedback",
-                  cache: Path | None = None) -> str:
+def feedback_html(
+    feedback_md: str,
+    measurements: Mapping[str, Any] | None = None,
+    *,
+    title: str = "Feedback",
+    cache: Path | None = None,
+) -> str:
     """The whole page: feedback.md's text with the picture after its first block (title and score)."""
     head, sep, rest = feedback_md.partition("\n## ")
-    return render("feedback.html", csp=CSP, title=clean(title, 200), head=render_markdown(head),
-                  figure=_figure(measurements, cache),
-                  rest=render_markdown(sep.lstrip("\n") + rest) if sep else "")
+    return render(
+        "feedback.html",
+        csp=CSP,
+        title=clean(title, 200),
+        head=render_markdown(head),
+        figure=_figure(measurements, cache),
+        rest=render_markdown(sep.lstrip("\n") + rest) if sep else "",
+    )
 
 
-def write_feedback_html(out_dir: Path, feedback_md: str, measurements: Mapping[str, Any] | None,
-                        name: str = "feedback.html") -> Path:
+def write_feedback_html(
+    out_dir: Path, feedback_md: str, measurements: Mapping[str, Any] | None, name: str = "feedback.html"
+) -> Path:
     """Write the page into ``out_dir``, keeping its picture there for a rescore; a grade without a
     picture leaves no picture of an earlier grade behind."""
     if figure_section(measurements) is None or figure_problem(figure_section(measurements)) is not None:

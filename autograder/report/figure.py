@@ -40,18 +40,20 @@ import numpy as np
 from ..safe_files import write_atomic
 
 SECTION = "figure"
-RENDER_VERSION = 3             # bump when the drawing changes: cached pictures are keyed by it
+RENDER_VERSION = 3  # bump when the drawing changes: cached pictures are keyed by it
 CACHE_PREFIX = "figure-"
 KIND = "decision_plane"
-MAX_POINTS = 20_000            # per set: a bound on what a section can ask the renderer to draw
-MAX_GRID = 400                 # per side
-BOUNDARY_STYLES = (dict(colors="black", linewidths=2.2, linestyles="solid"),
-                   dict(colors="#d62728", linewidths=2.2, linestyles="dashed"),
-                   dict(colors="#1f77b4", linewidths=1.8, linestyles="dotted"))
-CLASS_SHADES = ("#eef3fb", "#fbf3ea")   # the baseline's two classes, very light
+MAX_POINTS = 20_000  # per set: a bound on what a section can ask the renderer to draw
+MAX_GRID = 400  # per side
+BOUNDARY_STYLES = (
+    dict(colors="black", linewidths=2.2, linestyles="solid"),
+    dict(colors="#d62728", linewidths=2.2, linestyles="dashed"),
+    dict(colors="#1f77b4", linewidths=1.8, linestyles="dotted"),
+)
+CLASS_SHADES = ("#eef3fb", "#fbf3ea")  # the baseline's two classes, very light
 DISAGREE_SHADE = "#f4b6b6"
-LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))   # points, per rank
-VALUE_FLOOR = 1e-4                       # the colour scale's lowest drift (log scale)
+LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))  # points, per rank
+VALUE_FLOOR = 1e-4  # the colour scale's lowest drift (log scale)
 SVG_DPI = 96
 RC = {"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -124,42 +126,93 @@ def _draw(spec: Mapping[str, Any]):
     vmax = max([VALUE_FLOOR * 10, *values])
     norm = LogNorm(vmin=VALUE_FLOOR, vmax=vmax, clip=True)
 
-    fig = Figure(figsize=(9.2, 6.6))   # a fixed layout: constrained layout would double the drawing time
+    fig = Figure(figsize=(9.2, 6.6))  # a fixed layout: constrained layout would double the drawing time
     ax = fig.add_axes((0.075, 0.175, 0.76, 0.765))
     grids = [b["p1"] for b in spec["boundaries"]]
     base = grids[0] >= 0.5
     ax.contourf(xs, ys, base.astype(float), levels=[-0.5, 0.5, 1.5], colors=CLASS_SHADES).set_gid("classes")
     legend = []
     for i, (b, style) in enumerate(zip(spec["boundaries"], BOUNDARY_STYLES)):
-        if np.nanmin(b["p1"]) < 0.5 < np.nanmax(b["p1"]):   # else the class is the same everywhere
+        if np.nanmin(b["p1"]) < 0.5 < np.nanmax(b["p1"]):  # else the class is the same everywhere
             ax.contour(xs, ys, b["p1"], levels=[0.5], **style).set_gid(f"boundary-{i}")
-        legend.append(Line2D([], [], color=style["colors"], lw=style["linewidths"],
-                             ls=style["linestyles"], label=b["label"]))
+        legend.append(
+            Line2D([], [], color=style["colors"], lw=style["linewidths"], ls=style["linestyles"], label=b["label"])
+        )
     if len(grids) > 1:
         differ = (grids[1] >= 0.5) != base
         if differ.any():
-            ax.contourf(xs, ys, differ.astype(float), levels=[0.5, 1.5],
-                        cmap=ListedColormap([DISAGREE_SHADE]), alpha=0.75).set_gid("disagree")
+            ax.contourf(
+                xs, ys, differ.astype(float), levels=[0.5, 1.5], cmap=ListedColormap([DISAGREE_SHADE]), alpha=0.75
+            ).set_gid("disagree")
         legend.append(_patch(DISAGREE_SHADE, "the models pick different classes"))
     scatter = None
     for i, (s, marker) in enumerate(zip(spec["points"], ("o", "^", "s", "D"))):
         v = np.where(np.isfinite(s["value"]), s["value"], np.nan)
-        scatter = ax.scatter(s["xy"][:, 0], s["xy"][:, 1], c=np.maximum(v, VALUE_FLOOR), cmap="viridis",
-                             norm=norm, marker=s.get("marker", marker), s=22, edgecolors="#333333",
-                             linewidths=0.3, plotnonfinite=True, zorder=3, gid=f"points-{i}")
-        legend.append(Line2D([], [], marker=s.get("marker", marker), ls="", color="#999999",
-                             markeredgecolor="#333333", markersize=6, label=s["label"]))
+        scatter = ax.scatter(
+            s["xy"][:, 0],
+            s["xy"][:, 1],
+            c=np.maximum(v, VALUE_FLOOR),
+            cmap="viridis",
+            norm=norm,
+            marker=s.get("marker", marker),
+            s=22,
+            edgecolors="#333333",
+            linewidths=0.3,
+            plotnonfinite=True,
+            zorder=3,
+            gid=f"points-{i}",
+        )
+        legend.append(
+            Line2D(
+                [],
+                [],
+                marker=s.get("marker", marker),
+                ls="",
+                color="#999999",
+                markeredgecolor="#333333",
+                markersize=6,
+                label=s["label"],
+            )
+        )
     for rank, w in enumerate(spec["worst"], start=1):
-        ax.scatter([w["xy"][0]], [w["xy"][1]], s=220, facecolors="none", edgecolors="#d62728", linewidths=1.8,
-                   zorder=4, gid=f"worst-{rank}")
-        dx, dy = LABEL_OFFSETS[(rank - 1) % len(LABEL_OFFSETS)]   # neighbours' numbers apart
-        ax.annotate(str(rank), (w["xy"][0], w["xy"][1]), xytext=(dx, dy), textcoords="offset points",
-                    ha="center", va="center", color="#d62728", fontsize=11, fontweight="bold", zorder=5,
-                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        ax.scatter(
+            [w["xy"][0]],
+            [w["xy"][1]],
+            s=220,
+            facecolors="none",
+            edgecolors="#d62728",
+            linewidths=1.8,
+            zorder=4,
+            gid=f"worst-{rank}",
+        )
+        dx, dy = LABEL_OFFSETS[(rank - 1) % len(LABEL_OFFSETS)]  # neighbours' numbers apart
+        ax.annotate(
+            str(rank),
+            (w["xy"][0], w["xy"][1]),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            color="#d62728",
+            fontsize=11,
+            fontweight="bold",
+            zorder=5,
+            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
+        )
     if spec["worst"]:
-        legend.append(Line2D([], [], marker="o", ls="", markersize=12, markerfacecolor="none",
-                             markeredgecolor="#d62728", markeredgewidth=2,
-                             label=f"the {len(spec['worst'])} largest drifts, numbered"))
+        legend.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                ls="",
+                markersize=12,
+                markerfacecolor="none",
+                markeredgecolor="#d62728",
+                markeredgewidth=2,
+                label=f"the {len(spec['worst'])} largest drifts, numbered",
+            )
+        )
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_xlabel(spec["x_label"])
@@ -189,18 +242,24 @@ def warm_up() -> None:
     text, contours, a colour bar), so that the first real drawing of this process does not pay for
     them. The pipeline calls it in a background thread while the kernel runs (the grader is idle then)."""
     p1 = base64.b64encode(bytes([0, 60, 200, 255] * 4)).decode("ascii")
-    tiny = {"kind": KIND, "title": "x", "x_label": "x", "y_label": "y",
-            "grid": {"x": [0, 1], "y": [0, 1], "shape": [4, 4]},
-            "boundaries": [{"label": "a", "p1": p1}, {"label": "b", "p1": p1}],
-            "points": [{"label": "p", "xy": [[0.2, 0.2], [0.8, 0.8]], "value": [1e-3, 1e-1]}],
-            "value_label": "v", "worst": [{"xy": [0.2, 0.2]}]}
+    tiny = {
+        "kind": KIND,
+        "title": "x",
+        "x_label": "x",
+        "y_label": "y",
+        "grid": {"x": [0, 1], "y": [0, 1], "shape": [4, 4]},
+        "boundaries": [{"label": "a", "p1": p1}, {"label": "b", "p1": p1}],
+        "points": [{"label": "p", "xy": [[0.2, 0.2], [0.8, 0.8]], "value": [1e-3, 1e-1]}],
+        "value_label": "v",
+        "worst": [{"xy": [0.2, 0.2]}],
+    }
     render_formats(tiny, [("svg", 20), ("png", 20)])
 
 
 def svg_inline(section: Mapping[str, Any], cache: Path | None = None) -> str:
     """The picture as an ``<svg>`` element for an HTML page (no XML prolog or DOCTYPE)."""
     svg = cached_render(section, "svg", cache).decode("utf-8")
-    return svg[svg.index("<svg"):]
+    return svg[svg.index("<svg") :]
 
 
 def png_data_uri(section: Mapping[str, Any], dpi: int = 80, cache: Path | None = None) -> str:
@@ -267,6 +326,7 @@ def _key(section: Mapping[str, Any], fmt: str, dpi: int) -> str:
 
 # ── the section, checked ──────────────────────────────────────────────────────────────────────
 
+
 def _parse(section: Mapping[str, Any]) -> dict[str, Any]:
     if section.get("kind") != KIND:
         raise FigureError(f"kind {str(section.get('kind'))[:40]!r}, expected {KIND!r}")
@@ -276,11 +336,15 @@ def _parse(section: Mapping[str, Any]) -> dict[str, Any]:
         ny, nx = (int(v) for v in grid["shape"])
     except (KeyError, TypeError, ValueError) as e:
         raise FigureError(f"grid: {type(e).__name__}") from None
-    if not (2 <= nx <= MAX_GRID and 2 <= ny <= MAX_GRID) or not all(np.isfinite([x0, x1, y0, y1])) \
-            or x0 >= x1 or y0 >= y1:
+    if (
+        not (2 <= nx <= MAX_GRID and 2 <= ny <= MAX_GRID)
+        or not all(np.isfinite([x0, x1, y0, y1]))
+        or x0 >= x1
+        or y0 >= y1
+    ):
         raise FigureError("grid: an empty or oversized plane")
     boundaries = []
-    for b in _list(section, "boundaries")[:len(BOUNDARY_STYLES)]:
+    for b in _list(section, "boundaries")[: len(BOUNDARY_STYLES)]:
         try:
             raw = np.frombuffer(base64.b64decode(str(b["p1"]), validate=True), dtype=np.uint8)
         except (KeyError, TypeError, ValueError) as e:
@@ -299,8 +363,14 @@ def _parse(section: Mapping[str, Any]) -> dict[str, Any]:
             raise FigureError(f"points: {type(e).__name__}") from None
         if len(xy) != len(value) or len(xy) > MAX_POINTS:
             raise FigureError(f"points: {len(xy)} points and {len(value)} values")
-        points.append({"label": _label(s), "marker": s.get("marker") if s.get("marker") in ("o", "^", "s", "D") else None,
-                       "xy": xy, "value": value})
+        points.append(
+            {
+                "label": _label(s),
+                "marker": s.get("marker") if s.get("marker") in ("o", "^", "s", "D") else None,
+                "xy": xy,
+                "value": value,
+            }
+        )
     worst = []
     for w in _list(section, "worst")[:10]:
         try:
@@ -310,9 +380,18 @@ def _parse(section: Mapping[str, Any]) -> dict[str, Any]:
     for p in points:
         if p["marker"] is None:
             del p["marker"]
-    return {"x": (x0, x1), "y": (y0, y1), "shape": (ny, nx), "boundaries": boundaries, "points": points,
-            "worst": worst, "title": _label(section, "title"), "x_label": _label(section, "x_label"),
-            "y_label": _label(section, "y_label"), "value_label": _label(section, "value_label")}
+    return {
+        "x": (x0, x1),
+        "y": (y0, y1),
+        "shape": (ny, nx),
+        "boundaries": boundaries,
+        "points": points,
+        "worst": worst,
+        "title": _label(section, "title"),
+        "x_label": _label(section, "x_label"),
+        "y_label": _label(section, "y_label"),
+        "value_label": _label(section, "value_label"),
+    }
 
 
 def _list(section: Mapping[str, Any], key: str) -> list:

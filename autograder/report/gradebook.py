@@ -23,7 +23,7 @@ from ..student_text import clean
 LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status"]
 TRAILING = ["cells_errored", "execution_s", "cached", "reason"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-TEXT_CELL_CHARS = 4000      # of a text cell (a reason, names): one line, cleaned (student_text.clean)
+TEXT_CELL_CHARS = 4000  # of a text cell (a reason, names): one line, cleaned (student_text.clean)
 
 
 def gradebook_columns(check_ids: Iterable[str]) -> list[str]:
@@ -38,14 +38,24 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
     writer.writerow(columns)
     for row in rows:
         graded = bool(row.get("checks"))
-        values = [text_cell(row.get("name")), text_cell(row.get("submitters")), text_cell(row.get("sids")),
-                  text_cell(row.get("emails")), number_cell(row.get("score")), number_cell(row.get("max")),
-                  text_cell(row.get("status"))]
+        values = [
+            text_cell(row.get("name")),
+            text_cell(row.get("submitters")),
+            text_cell(row.get("sids")),
+            text_cell(row.get("emails")),
+            number_cell(row.get("score")),
+            number_cell(row.get("max")),
+            text_cell(row.get("status")),
+        ]
         values += [number_cell(row["checks"].get(c)) if graded else "" for c in check_ids]
         seconds = row.get("execution_s")
         seconds = round(seconds, 1) if isinstance(seconds, float) else seconds
-        values += [number_cell(row.get("cells_errored")), number_cell(seconds),
-                   "yes" if row.get("cached") else "no", text_cell(row.get("reason"))]
+        values += [
+            number_cell(row.get("cells_errored")),
+            number_cell(seconds),
+            "yes" if row.get("cached") else "no",
+            text_cell(row.get("reason")),
+        ]
         writer.writerow(values)
     return buf.getvalue()
 

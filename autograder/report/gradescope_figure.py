@@ -20,10 +20,12 @@ from .figure import figure_problem, figure_section, png_data_uri
 
 TAG = "figure"
 NAME = "A picture of your model (not graded)"
-PNG_DPI = 80                  # ~740 × 510 px, ~120 KB of PNG
+PNG_DPI = 80  # ~740 × 510 px, ~120 KB of PNG
 
 
-def figure_tests(measurements: Mapping[str, Any] | None, number: int, cache: Path | None = None) -> list[dict[str, Any]]:
+def figure_tests(
+    measurements: Mapping[str, Any] | None, number: int, cache: Path | None = None
+) -> list[dict[str, Any]]:
     """``[test]`` for results.json's ``tests`` (numbered ``number``), or ``[]`` without a figure section;
     ``cache``: the folder that keeps the drawn picture (:func:`.figure.cached_render`)."""
     section = figure_section(measurements)
@@ -34,15 +36,28 @@ def figure_tests(measurements: Mapping[str, Any] | None, number: int, cache: Pat
     if problem is None:
         try:
             caption = _text(section.get("caption", ""), 1000)
-            output = (f'<p><img src="{png_data_uri(section, PNG_DPI, cache)}" alt="{_text(section.get("title", ""), 200)}" '
-                      f'style="max-width:100%;height:auto"></p><p>{caption}</p>')
+            output = (
+                f'<p><img src="{png_data_uri(section, PNG_DPI, cache)}" alt="{_text(section.get("title", ""), 200)}" '
+                f'style="max-width:100%;height:auto"></p><p>{caption}</p>'
+            )
         except Exception as e:  # noqa: BLE001 - a picture that cannot be drawn must not fail grading
             problem = f"no picture: drawing it failed ({type(e).__name__})"
     if problem is not None:
         output = f"<p>{_text(problem, 600)}</p>"
-    return [{"name": NAME, "name_format": "text", "number": str(number), "tags": [TAG],
-             "score": 0.0, "max_score": 0.0, "status": "passed", "visibility": "visible",
-             "output": output, "output_format": "html"}]
+    return [
+        {
+            "name": NAME,
+            "name_format": "text",
+            "number": str(number),
+            "tags": [TAG],
+            "score": 0.0,
+            "max_score": 0.0,
+            "status": "passed",
+            "visibility": "visible",
+            "output": output,
+            "output_format": "html",
+        }
+    ]
 
 
 def _text(value: Any, limit: int) -> str:

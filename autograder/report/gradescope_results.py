@@ -30,13 +30,28 @@ from .gradescope_figure import figure_tests
 MAX_TEST_OUTPUT_CHARS = 20_000
 MAX_OUTPUT_CHARS = 50_000
 FAILURE_TAG = "grading_failed"
-_EXECUTION_KEYS = ("status", "reason", "cells_total", "cells_run", "cells_errored", "first_error",
-                   "probe", "duration_s", "output_truncated", "completed")
+_EXECUTION_KEYS = (
+    "status",
+    "reason",
+    "cells_total",
+    "cells_run",
+    "cells_errored",
+    "first_error",
+    "probe",
+    "duration_s",
+    "output_truncated",
+    "completed",
+)
 
 
-def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None, *,
-                 execution_time: float | None = None, extra: Mapping[str, Any] | None = None,
-                 figure_cache: Path | None = None) -> dict[str, Any]:
+def results_json(
+    grade: Mapping[str, Any],
+    measurements: Mapping[str, Any] | None = None,
+    *,
+    execution_time: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+    figure_cache: Path | None = None,
+) -> dict[str, Any]:
     """The Gradescope results for ``grade`` (grade.json); ``measurements`` adds execution notes
     (and the picture of a ``figure`` section, kept in ``figure_cache``: gradescope_figure.py)."""
     checks = list(grade.get("checks", []))
@@ -51,7 +66,7 @@ def results_json(grade: Mapping[str, Any], measurements: Mapping[str, Any] | Non
         "tests": [_test(check, number, short) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
-    if not no_picture_to_show(grade, measurements):   # the picture, or why there is none
+    if not no_picture_to_show(grade, measurements):  # the picture, or why there is none
         result["tests"] += figure_tests(measurements, len(checks) + 1, figure_cache)
     if execution_time is not None:
         result["execution_time"] = _seconds(execution_time)
@@ -76,18 +91,21 @@ def summary_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] |
     return md.join_blocks(blocks)
 
 
-def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
-                         execution_time: float | None = None) -> dict[str, Any]:
+def failure_results_json(
+    reason: str, *, extra: Mapping[str, Any] | None = None, execution_time: float | None = None
+) -> dict[str, Any]:
     """A valid zero-score result for when no grade could be made (unreadable notebook, grader bug).
 
     ``reason`` is shown to the student: say what went wrong in their words, never a traceback.
     """
-    output = md.join_blocks([
-        "**Your submission could not be graded.**",
-        md.text(reason),
-        "This is a score of 0 for now, not a judgment of your work: fix the problem above and "
-        "resubmit, or ask your instructor if it persists.",
-    ])
+    output = md.join_blocks(
+        [
+            "**Your submission could not be graded.**",
+            md.text(reason),
+            "This is a score of 0 for now, not a judgment of your work: fix the problem above and "
+            "resubmit, or ask your instructor if it persists.",
+        ]
+    )
     result: dict[str, Any] = {
         "score": 0.0,
         "output": output,
@@ -95,11 +113,20 @@ def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
         "test_output_format": "md",
         "test_name_format": "text",
         "stdout_visibility": "hidden",
-        "tests": [{
-            "name": "Grading", "name_format": "text", "number": "1", "tags": [FAILURE_TAG],
-            "score": 0.0, "max_score": 0.0, "status": "failed", "visibility": "visible",
-            "output": md.text(reason), "output_format": "md",
-        }],
+        "tests": [
+            {
+                "name": "Grading",
+                "name_format": "text",
+                "number": "1",
+                "tags": [FAILURE_TAG],
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "failed",
+                "visibility": "visible",
+                "output": md.text(reason),
+                "output_format": "md",
+            }
+        ],
         "extra_data": {"autograder": __version__, "failure": str(reason), **dict(extra or {})},
     }
     if execution_time is not None:
@@ -108,6 +135,7 @@ def failure_results_json(reason: str, *, extra: Mapping[str, Any] | None = None,
 
 
 # ── pieces ────────────────────────────────────────────────────────────────────────────────────
+
 
 def _test(check: Mapping[str, Any], number: int, short: bool = False) -> dict[str, Any]:
     return {
@@ -124,19 +152,25 @@ def _test(check: Mapping[str, Any], number: int, short: bool = False) -> dict[st
     }
 
 
-def _extra_data(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None,
-                extra: Mapping[str, Any] | None) -> dict[str, Any]:
+def _extra_data(
+    grade: Mapping[str, Any], measurements: Mapping[str, Any] | None, extra: Mapping[str, Any] | None
+) -> dict[str, Any]:
     m = measurements if isinstance(measurements, Mapping) else {}
     execution = m.get("execution") if isinstance(m.get("execution"), Mapping) else {}
     data: dict[str, Any] = {
         "autograder": __version__,
         "assignment": m.get("assignment", grade.get("assignment")),
         "environment": m.get("environment"),
-        "execution": ({"error": execution["error"]} if execution.get("error") is not None
-                      else {k: execution[k] for k in _EXECUTION_KEYS if k in execution}),
+        "execution": (
+            {"error": execution["error"]}
+            if execution.get("error") is not None
+            else {k: execution[k] for k in _EXECUTION_KEYS if k in execution}
+        ),
         "isolation": execution.get("isolation"),
-        "checks": {str(c["id"]): {"score": c.get("score"), "max_score": c.get("max_score"), "passed": c.get("passed")}
-                   for c in grade.get("checks", [])},
+        "checks": {
+            str(c["id"]): {"score": c.get("score"), "max_score": c.get("max_score"), "passed": c.get("passed")}
+            for c in grade.get("checks", [])
+        },
     }
     data.update(extra or {})
     return data

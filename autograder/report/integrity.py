@@ -41,15 +41,15 @@ import numpy as np
 from ..cell_numbers import cell_where
 from .integrity_view import highlight
 
-NOISE_T = 25            # copydetect's defaults: k-grams of 25 tokens ...
-GUARANTEE_T = 30        # ... any shared run of 30 tokens is found (window 6)
-THRESHOLD = 0.60        # from data: see the module docstring
-LISTED_MIN = 0.25       # pairs sharing less than this are not listed in integrity.csv
-MAX_LISTED = 1000       # flagged pairs listed at most (more means the threshold does not fit the lesson)
-MIN_OWN_TOKENS = 60     # less own code than this (after the starter is removed): nothing to compare
+NOISE_T = 25  # copydetect's defaults: k-grams of 25 tokens ...
+GUARANTEE_T = 30  # ... any shared run of 30 tokens is found (window 6)
+THRESHOLD = 0.60  # from data: see the module docstring
+LISTED_MIN = 0.25  # pairs sharing less than this are not listed in integrity.csv
+MAX_LISTED = 1000  # flagged pairs listed at most (more means the threshold does not fit the lesson)
+MIN_OWN_TOKENS = 60  # less own code than this (after the starter is removed): nothing to compare
 MAX_CODE_CHARS = 200_000
-TOP = 10                # pairs shown with their code in summary.html
-CSV_TOP = 100           # pairs written to integrity.csv (flagged ones always)
+TOP = 10  # pairs shown with their code in summary.html
+CSV_TOP = 100  # pairs written to integrity.csv (flagged ones always)
 
 
 @dataclass
@@ -59,25 +59,25 @@ class Pair:
     share: float
     share_a: float
     share_b: float
-    cells_a: list[str] = field(default_factory=list)    # "code cell 9 (cell 16 of the notebook)", as feedback says
+    cells_a: list[str] = field(default_factory=list)  # "code cell 9 (cell 16 of the notebook)", as feedback says
     cells_b: list[str] = field(default_factory=list)
-    snippet_a: str = ""             # HTML: the involved code with <mark> around the overlap
+    snippet_a: str = ""  # HTML: the involved code with <mark> around the overlap
     snippet_b: str = ""
     flagged: bool = False
-    expected: bool = False          # both are the assignment's own examples: variants of one solution
+    expected: bool = False  # both are the assignment's own examples: variants of one solution
 
 
 @dataclass
 class IntegrityReport:
     threshold: float
-    compared: int = 0               # submissions compared
-    pairs_screened: int = 0         # every pair of compared notebooks
-    flagged_total: int = 0          # flagged pairs, listed or not
-    seconds: dict[str, float] = field(default_factory=dict)   # fingerprints, pairs
-    pairs: list[Pair] = field(default_factory=list)      # best first
-    too_little_code: list[str] = field(default_factory=list)   # names: too little of their own to compare
-    no_own_code: list[str] = field(default_factory=list)       # names: only the starter's code (or none)
-    family: list[str] = field(default_factory=list)   # names: byte for byte one of the assignment's examples
+    compared: int = 0  # submissions compared
+    pairs_screened: int = 0  # every pair of compared notebooks
+    flagged_total: int = 0  # flagged pairs, listed or not
+    seconds: dict[str, float] = field(default_factory=dict)  # fingerprints, pairs
+    pairs: list[Pair] = field(default_factory=list)  # best first
+    too_little_code: list[str] = field(default_factory=list)  # names: too little of their own to compare
+    no_own_code: list[str] = field(default_factory=list)  # names: only the starter's code (or none)
+    family: list[str] = field(default_factory=list)  # names: byte for byte one of the assignment's examples
     error: str | None = None
 
     @property
@@ -87,10 +87,11 @@ class IntegrityReport:
 
 # ── code of a notebook ────────────────────────────────────────────────────────────────────────
 
+
 @dataclass
 class _Code:
     text: str
-    cells: list[tuple[int, int, str]]     # (start, end, the cell as the feedback names it) in text
+    cells: list[tuple[int, int, str]]  # (start, end, the cell as the feedback names it) in text
 
 
 def code_cells(notebook: Path) -> list[tuple[int, str]]:
@@ -163,8 +164,14 @@ def own_code(notebook: Path | list[tuple[int, str]], starter_cells: set[str]) ->
 
 # ── the report ────────────────────────────────────────────────────────────────────────────────
 
-def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
-                     threshold: float | None = None, listed_min: float = LISTED_MIN) -> IntegrityReport:
+
+def integrity_report(
+    notebooks: dict[str, Path],
+    assignment: Any = None,
+    *,
+    threshold: float | None = None,
+    listed_min: float = LISTED_MIN,
+) -> IntegrityReport:
     """Compare every pair of ``notebooks`` (name → staged .ipynb); never raises for a student's file."""
     import copydetect
 
@@ -191,19 +198,37 @@ def integrity_report(notebooks: dict[str, Path], assignment: Any = None, *,
     started = time.perf_counter()
     shares = pair_shares(prints)
     ranked = sorted(shares, key=lambda t: (-max(t[2], t[3]), names[t[0]], names[t[1]]))
-    listed = [t for k, t in enumerate(ranked) if max(t[2], t[3]) >= listed_min and
-              (k < CSV_TOP or (max(t[2], t[3]) >= threshold and k < MAX_LISTED))]
+    listed = [
+        t
+        for k, t in enumerate(ranked)
+        if max(t[2], t[3]) >= listed_min and (k < CSV_TOP or (max(t[2], t[3]) >= threshold and k < MAX_LISTED))
+    ]
     report.family = sorted(family_members(notebooks, assignment))
     family = set(report.family)
     expected = [names[i] in family and names[j] in family for i, j, *_ in shares]
-    report.flagged_total = sum(1 for (*_ij, a, b), known in zip(shares, expected) if max(a, b) >= threshold and not known)
+    report.flagged_total = sum(
+        1 for (*_ij, a, b), known in zip(shares, expected) if max(a, b) >= threshold and not known
+    )
     for rank, (i, j, share_a, share_b) in enumerate(listed):
         known = names[i] in family and names[j] in family
-        pair = Pair(a=names[i], b=names[j], share=round(max(share_a, share_b), 4), share_a=round(share_a, 4),
-                    share_b=round(share_b, 4), flagged=max(share_a, share_b) >= threshold and not known,
-                    expected=known)
-        _details(copydetect, pair, codes[i], codes[j], prints[i], prints[j],
-                 snippets=rank < TOP or (pair.flagged and rank < TOP + 20))   # the pairs the page shows
+        pair = Pair(
+            a=names[i],
+            b=names[j],
+            share=round(max(share_a, share_b), 4),
+            share_a=round(share_a, 4),
+            share_b=round(share_b, 4),
+            flagged=max(share_a, share_b) >= threshold and not known,
+            expected=known,
+        )
+        _details(
+            copydetect,
+            pair,
+            codes[i],
+            codes[j],
+            prints[i],
+            prints[j],
+            snippets=rank < TOP or (pair.flagged and rank < TOP + 20),
+        )  # the pairs the page shows
         report.pairs.append(pair)
     report.seconds["pairs"] = round(time.perf_counter() - started, 3)
     return report
@@ -238,8 +263,9 @@ def pair_shares(prints: list[Any]) -> list[tuple[int, int, float, float]]:
     return list(zip(shared.row.tolist(), shared.col.tolist(), share_a.tolist(), share_b.tolist()))
 
 
-def _details(copydetect: Any, pair: Pair, code_a: _Code, code_b: _Code, fp_a: Any, fp_b: Any, *,
-             snippets: bool) -> None:
+def _details(
+    copydetect: Any, pair: Pair, code_a: _Code, code_b: _Code, fp_a: Any, fp_b: Any, *, snippets: bool
+) -> None:
     """The cells involved (and, for the pairs shown, the highlighted code) from copydetect's
     token-level comparison."""
     _overlap, _sims, (slices_a, slices_b) = copydetect.compare_files(fp_a, fp_b)
@@ -297,9 +323,15 @@ class _Fingerprint:
 def _kgram_hashes(filtered: str) -> Any:
     """A stable 64-bit hash of each k-gram (copydetect's uses ``hash()``, salted per process:
     the same class would give another report at every run)."""
-    return np.array([int.from_bytes(hashlib.blake2b(filtered[i:i + NOISE_T].encode(), digest_size=8).digest(),
-                                    "little", signed=True) for i in range(len(filtered) - NOISE_T + 1)],
-                    dtype=np.int64)
+    return np.array(
+        [
+            int.from_bytes(
+                hashlib.blake2b(filtered[i : i + NOISE_T].encode(), digest_size=8).digest(), "little", signed=True
+            )
+            for i in range(len(filtered) - NOISE_T + 1)
+        ],
+        dtype=np.int64,
+    )
 
 
 def _fingerprint(copydetect: Any, text: str, boilerplate: set[int]) -> _Fingerprint:
@@ -316,9 +348,15 @@ def _fingerprint(copydetect: Any, text: str, boilerplate: set[int]) -> _Fingerpr
         for h, i in zip(selected.tolist(), idx.tolist()):
             if h not in boilerplate:
                 hash_idx.setdefault(h, []).append(i)
-    return _Fingerprint(raw_code=text, filtered_code=filtered, offsets=offsets, hashes=set(hash_idx),
-                        hash_idx=hash_idx, k=NOISE_T,
-                        token_coverage=float(get_token_coverage(hash_idx, NOISE_T, len(filtered))))
+    return _Fingerprint(
+        raw_code=text,
+        filtered_code=filtered,
+        offsets=offsets,
+        hashes=set(hash_idx),
+        hash_idx=hash_idx,
+        k=NOISE_T,
+        token_coverage=float(get_token_coverage(hash_idx, NOISE_T, len(filtered))),
+    )
 
 
 def _as_slices(slices: Any) -> list[tuple[int, int]]:
@@ -348,8 +386,12 @@ def family_members(notebooks: dict[str, Path], assignment: Any) -> set[str]:
             continue
         try:
             path = Path(path)
-            if not path.is_symlink() and path.is_file() and path.stat().st_size <= MAX_NOTEBOOK_BYTES \
-                    and hashlib.sha256(path.read_bytes()).hexdigest() == family[name]:
+            if (
+                not path.is_symlink()
+                and path.is_file()
+                and path.stat().st_size <= MAX_NOTEBOOK_BYTES
+                and hashlib.sha256(path.read_bytes()).hexdigest() == family[name]
+            ):
                 out.add(name)
         except OSError:
             continue

@@ -17,8 +17,17 @@ from ..safe_files import write_atomic
 
 CONTEXT_LINES = 2
 SNIPPET_CHARS = 4000
-CSV_COLUMNS = ["rank", "name_a", "name_b", "overlap_share", "share_a", "share_b", "flagged",
-               "cells_a", "cells_b"]   # cells: "code cell 9 (cell 16 of the notebook); …", the feedback's numbering
+CSV_COLUMNS = [
+    "rank",
+    "name_a",
+    "name_b",
+    "overlap_share",
+    "share_a",
+    "share_b",
+    "flagged",
+    "cells_a",
+    "cells_b",
+]  # cells: "code cell 9 (cell 16 of the notebook); …", the feedback's numbering
 
 
 def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET_CHARS) -> Markup:
@@ -50,7 +59,7 @@ def highlight(text: str, slices: list[tuple[int, int]], *, budget: int = SNIPPET
         if n != previous + 1:
             out.append("…")
         start = starts[n]
-        out.append(_mark_line(lines[n], marked[start:start + len(lines[n])]))
+        out.append(_mark_line(lines[n], marked[start : start + len(lines[n])]))
         used += len(lines[n])
         previous = n
     return Markup("\n".join(out))
@@ -70,6 +79,7 @@ def _mark_line(line: str, marked: Any) -> str:
 
 # ── integrity.csv ─────────────────────────────────────────────────────────────────────────────
 
+
 def integrity_csv(report: Any) -> str:
     from .gradebook import number_cell, text_cell
 
@@ -77,10 +87,19 @@ def integrity_csv(report: Any) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for rank, p in enumerate(report.pairs, start=1):
-        writer.writerow([rank, text_cell(p.a), text_cell(p.b), number_cell(p.share), number_cell(p.share_a),
-                         number_cell(p.share_b), "yes" if p.flagged else "expected" if p.expected else "no",
-                         _cell_list(p.cells_a),
-                         _cell_list(p.cells_b)])
+        writer.writerow(
+            [
+                rank,
+                text_cell(p.a),
+                text_cell(p.b),
+                number_cell(p.share),
+                number_cell(p.share_a),
+                number_cell(p.share_b),
+                "yes" if p.flagged else "expected" if p.expected else "no",
+                _cell_list(p.cells_a),
+                _cell_list(p.cells_b),
+            ]
+        )
     return buf.getvalue()
 
 

@@ -23,10 +23,11 @@ from . import escape
 
 PASS, FAIL = "✓", "✗"
 MAX_UNTRUSTED_CHARS = 300
-MAX_TEXT_CHARS = 2000      # a hint or a message (filled with values) on one line
+MAX_TEXT_CHARS = 2000  # a hint or a message (filled with values) on one line
 
 
 # ── escaping ──────────────────────────────────────────────────────────────────────────────────
+
 
 def text(s: Any, limit: int = MAX_TEXT_CHARS) -> str:
     """Free text on one line, shown literally: every Markdown and HTML character is escaped (the
@@ -49,6 +50,7 @@ def _num(x: float) -> str:
 
 # ── checks ────────────────────────────────────────────────────────────────────────────────────
 
+
 def is_hidden(check: Mapping[str, Any]) -> bool:
     return check.get("visibility", "visible") != "visible"
 
@@ -68,8 +70,10 @@ def part_line(part: Mapping[str, Any]) -> str:
     if part.get("reason"):
         lines = [f"{head}: not measured: {text(part['reason'])}"]
     else:
-        lines = [f"{head}: measured {code(part.get('measured_text', '?'))}, "
-                 f"expected {_op_text(part)} {code(part.get('threshold_text', '?'))}"]
+        lines = [
+            f"{head}: measured {code(part.get('measured_text', '?'))}, "
+            f"expected {_op_text(part)} {code(part.get('threshold_text', '?'))}"
+        ]
         if not part.get("passed") and part.get("message"):
             lines.append(f"  - {text(part['message'])}")
     if not part.get("passed") and part.get("hint"):
@@ -98,8 +102,10 @@ def check_markdown(check: Mapping[str, Any]) -> str:
         if p.get("reason"):
             unmeasured.setdefault(str(p["reason"]), []).append(p)
     lines += [""] + [part_line(p) for p in parts if not p.get("reason")]
-    lines += [part_line(group[0]) if len(group) == 1 else _unmeasured_line(reason, group)
-              for reason, group in unmeasured.items()]
+    lines += [
+        part_line(group[0]) if len(group) == 1 else _unmeasured_line(reason, group)
+        for reason, group in unmeasured.items()
+    ]
     return "\n".join(lines)
 
 
@@ -113,13 +119,13 @@ def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
     """The root causes of the visible checks, each once, for the top of the feedback; ``short``
     (nothing of the work could be graded): only a cell that failed, as the short paragraph
     already says which functions no cell defines."""
-    grouped: dict[str, list[str]] = {}   # one line per cell and problem: "quantize and dequantize could not …"
+    grouped: dict[str, list[str]] = {}  # one line per cell and problem: "quantize and dequantize could not …"
     for check in visible_checks(grade):
         said, cause = cause_text(check), check.get("cause")
         name = str(cause.get("name") or "") if isinstance(cause, Mapping) else ""
         if not said or (short and isinstance(cause, Mapping) and cause.get("kind") == "undefined"):
             continue
-        rest = said[len(name):] if name and said.startswith(name) else said
+        rest = said[len(name) :] if name and said.startswith(name) else said
         names = grouped.setdefault(rest, [])
         if name not in names:
             names.append(name)
@@ -127,7 +133,8 @@ def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
     for rest, names in grouped.items():
         if len(names) > 1:
             rest = rest.replace(" where it is defined,", " where they are defined,", 1).replace(
-                " defines it at its top level", " defines them at its top level", 1)
+                " defines it at its top level", " defines them at its top level", 1
+            )
             lines.append(f"- {text(', '.join(names[:-1]) + ' and ' + names[-1] + rest)}")
         else:
             lines.append(f"- {text(names[0] + rest)}")
@@ -148,8 +155,10 @@ def score_lines(grade: Mapping[str, Any]) -> list[str]:
     lines = [] if hidden else [f"**Score: {points(grade.get('score', 0), grade.get('max_score', 0))}**", ""]
     if shown:
         passed = sum(1 for c in shown if c.get("passed"))
-        lines.append(f"- Visible checks: {passed} of {len(shown)} passed "
-                     f"({points(sum(c.get('score', 0) for c in shown), sum(c.get('max_score', 0) for c in shown))} points).")
+        lines.append(
+            f"- Visible checks: {passed} of {len(shown)} passed "
+            f"({points(sum(c.get('score', 0) for c in shown), sum(c.get('max_score', 0) for c in shown))} points)."
+        )
     if hidden:
         lines.append(f"- {hidden_note(hidden)}")
     return lines
@@ -158,10 +167,12 @@ def score_lines(grade: Mapping[str, Any]) -> list[str]:
 def hidden_note(hidden: list[Mapping[str, Any]]) -> str:
     """What the student may know of hidden checks: that they exist and how many."""
     n = len(hidden)
-    return (f"{n} more {'check is' if n == 1 else 'checks are'} not shown here: "
-            f"{'it uses' if n == 1 else 'they use'} inputs and thresholds you don't see. "
-            f"{'Its result' if n == 1 else 'Their results'} and your total score are not shown until "
-            "course staff release them.")
+    return (
+        f"{n} more {'check is' if n == 1 else 'checks are'} not shown here: "
+        f"{'it uses' if n == 1 else 'they use'} inputs and thresholds you don't see. "
+        f"{'Its result' if n == 1 else 'Their results'} and your total score are not shown until "
+        "course staff release them."
+    )
 
 
 def manual_lines(grade: Mapping[str, Any]) -> list[str]:
@@ -170,7 +181,9 @@ def manual_lines(grade: Mapping[str, Any]) -> list[str]:
     for item in items:
         pts = item.get("points", 0)
         suffix = f" ({_num(pts)} points)" if pts else ""
-        lines.append(f"- {text(item.get('title', item.get('id', '?')))}{suffix}: graded by hand, not part of this score.")
+        lines.append(
+            f"- {text(item.get('title', item.get('id', '?')))}{suffix}: graded by hand, not part of this score."
+        )
     return lines
 
 

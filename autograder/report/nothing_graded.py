@@ -21,19 +21,26 @@ from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of,
 
 EXECUTION_PREFIX = "execution."
 MAX_REASONS = 3
-TODO = ("Complete the notebook's tasks, then restart the kernel, run all cells top to bottom in a "
-        "fresh folder and submit the notebook you ran. Once your work produces something, this "
-        "feedback lists each check with what it measured and a hint.")
-TODO_GRADER = ("This is not a judgment of your work: submit again, and ask course staff if it happens "
-               "again.")
-TODO_UNREADABLE = ("Open the file in Jupyter, check that it is the assignment's notebook (.ipynb), "
-                   "run all cells, save, and submit it again.")
+TODO = (
+    "Complete the notebook's tasks, then restart the kernel, run all cells top to bottom in a "
+    "fresh folder and submit the notebook you ran. Once your work produces something, this "
+    "feedback lists each check with what it measured and a hint."
+)
+TODO_GRADER = "This is not a judgment of your work: submit again, and ask course staff if it happens again."
+TODO_UNREADABLE = (
+    "Open the file in Jupyter, check that it is the assignment's notebook (.ipynb), "
+    "run all cells, save, and submit it again."
+)
 
 
 def nothing_to_grade(grade: Mapping[str, Any]) -> bool:
     """True when no visible part about the work itself (not ``execution.*``) passed."""
-    work = [p for c in md.visible_checks(grade) for p in c.get("parts", [])
-            if not str(p.get("measure", "")).startswith(EXECUTION_PREFIX)]
+    work = [
+        p
+        for c in md.visible_checks(grade)
+        for p in c.get("parts", [])
+        if not str(p.get("measure", "")).startswith(EXECUTION_PREFIX)
+    ]
     return bool(work) and not any(p.get("passed") for p in work)
 
 
@@ -76,7 +83,8 @@ def short_lines(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None
     execution = execution_of(measurements) or {}
     status = execution.get("status")
     todo = {"unreadable": TODO_UNREADABLE, "sandbox_error": TODO_GRADER, "startup_failed": TODO_GRADER}.get(
-        str(status), TODO)
+        str(status), TODO
+    )
     return [f"{why(measurements, grade, fmt)} {todo}", "", not_measured_line(grade, fmt)]
 
 
@@ -97,8 +105,10 @@ def not_measured_line(grade: Mapping[str, Any], fmt: Any = md) -> str:
 
 def short_check_markdown(check: Mapping[str, Any]) -> str:
     """A check's details in the short form: its status and the first reason, no hints."""
-    lines = [f"**{'Passed' if check.get('passed') else 'Failed'}** · "
-             f"{md.points(check.get('score', 0), check.get('max_score', 0))} points"]
+    lines = [
+        f"**{'Passed' if check.get('passed') else 'Failed'}** · "
+        f"{md.points(check.get('score', 0), check.get('max_score', 0))} points"
+    ]
     failed = [p for p in check.get("parts", []) if not p.get("passed")]
     part = next((p for p in failed if p.get("reason")), failed[0] if failed else None)
     if md.cause_text(check):

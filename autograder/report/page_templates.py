@@ -19,8 +19,13 @@ from markupsafe import Markup
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
-    return Environment(loader=PackageLoader("autograder.report", "templates"), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return Environment(
+        loader=PackageLoader("autograder.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def render(template: str, **data: Any) -> str:

@@ -31,27 +31,39 @@ def read_scores(out: Path, names: list[str]) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if isinstance(grade, dict):
-            scores[name] = {"score": grade.get("score"),
-                            "checks": {str(c.get("id")): c.get("score") for c in grade.get("checks", [])
-                                       if isinstance(c, dict)}}
+            scores[name] = {
+                "score": grade.get("score"),
+                "checks": {str(c.get("id")): c.get("score") for c in grade.get("checks", []) if isinstance(c, dict)},
+            }
     return scores
 
 
-def score_changes(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
-                  rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def score_changes(
+    before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The submissions whose score changed, largest change first."""
     people = {r["name"]: r.get("submitters", "") for r in rows}
     changes = []
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name, {}), after.get(name, {})
         ids = list(dict.fromkeys([*old.get("checks", {}), *new.get("checks", {})]))
-        moved = [(i, old.get("checks", {}).get(i), new.get("checks", {}).get(i)) for i in ids
-                 if old.get("checks", {}).get(i) != new.get("checks", {}).get(i)]
+        moved = [
+            (i, old.get("checks", {}).get(i), new.get("checks", {}).get(i))
+            for i in ids
+            if old.get("checks", {}).get(i) != new.get("checks", {}).get(i)
+        ]
         if old.get("score") == new.get("score") and not moved:
             continue
-        changes.append({"name": name, "submitters": people.get(name, ""), "old_score": old.get("score"),
-                        "new_score": new.get("score"), "change": _delta(old.get("score"), new.get("score")),
-                        "checks_moved": moved})
+        changes.append(
+            {
+                "name": name,
+                "submitters": people.get(name, ""),
+                "old_score": old.get("score"),
+                "new_score": new.get("score"),
+                "change": _delta(old.get("score"), new.get("score")),
+                "checks_moved": moved,
+            }
+        )
     return sorted(changes, key=lambda c: (-abs(c["change"] or 0), c["name"].lower()))
 
 
@@ -64,8 +76,16 @@ def rescore_diff_csv(changes: list[dict[str, Any]]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for c in changes:
-        writer.writerow([text_cell(c["name"]), text_cell(c["submitters"]), number_cell(c["old_score"]),
-                         number_cell(c["new_score"]), number_cell(c["change"]), text_cell(moved_text(c["checks_moved"]))])
+        writer.writerow(
+            [
+                text_cell(c["name"]),
+                text_cell(c["submitters"]),
+                number_cell(c["old_score"]),
+                number_cell(c["new_score"]),
+                number_cell(c["change"]),
+                text_cell(moved_text(c["checks_moved"])),
+            ]
+        )
     return buf.getvalue()
 
 

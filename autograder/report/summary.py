@@ -49,27 +49,69 @@ TOP = 15
 RAN = "ok"
 
 
-def write_summary(path: Path, rows: list[dict[str, Any]], *, out: Path, assignment: Any,
-                  rubric: dict[str, Any], tolerances: dict[str, Any], warnings: Iterable[str] = (),
-                  batch: dict[str, Any] | None = None, integrity: Any = None) -> Path:
-    page = summary_html(rows, out=out, assignment=assignment, rubric=rubric, tolerances=tolerances,
-                        warnings=list(warnings), batch=batch or {}, integrity=integrity)
+def write_summary(
+    path: Path,
+    rows: list[dict[str, Any]],
+    *,
+    out: Path,
+    assignment: Any,
+    rubric: dict[str, Any],
+    tolerances: dict[str, Any],
+    warnings: Iterable[str] = (),
+    batch: dict[str, Any] | None = None,
+    integrity: Any = None,
+) -> Path:
+    page = summary_html(
+        rows,
+        out=out,
+        assignment=assignment,
+        rubric=rubric,
+        tolerances=tolerances,
+        warnings=list(warnings),
+        batch=batch or {},
+        integrity=integrity,
+    )
     return write_atomic(path, page)
 
 
-def summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
-                 tolerances: dict[str, Any], warnings: list[str], batch: dict[str, Any] | None = None,
-                 integrity: Any = None) -> str:
-    token = charts.FEEDBACK_FOLDER.set(Path(out))   # links go to feedback.html where it was written
+def summary_html(
+    rows: list[dict[str, Any]],
+    *,
+    out: Path,
+    assignment: Any,
+    rubric: dict[str, Any],
+    tolerances: dict[str, Any],
+    warnings: list[str],
+    batch: dict[str, Any] | None = None,
+    integrity: Any = None,
+) -> str:
+    token = charts.FEEDBACK_FOLDER.set(Path(out))  # links go to feedback.html where it was written
     try:
-        return _summary_html(rows, out=Path(out), assignment=assignment, rubric=rubric, tolerances=tolerances,
-                             warnings=warnings, batch=batch or {}, integrity=integrity)
+        return _summary_html(
+            rows,
+            out=Path(out),
+            assignment=assignment,
+            rubric=rubric,
+            tolerances=tolerances,
+            warnings=warnings,
+            batch=batch or {},
+            integrity=integrity,
+        )
     finally:
         charts.FEEDBACK_FOLDER.reset(token)
 
 
-def _summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rubric: dict[str, Any],
-                  tolerances: dict[str, Any], warnings: list[str], batch: dict[str, Any], integrity: Any) -> str:
+def _summary_html(
+    rows: list[dict[str, Any]],
+    *,
+    out: Path,
+    assignment: Any,
+    rubric: dict[str, Any],
+    tolerances: dict[str, Any],
+    warnings: list[str],
+    batch: dict[str, Any],
+    integrity: Any,
+) -> str:
     titles = {str(c["id"]): str(c.get("title", c["id"])) for c in rubric.get("checks", []) if "id" in c}
     grades = {r["name"]: _read_json(out / r["name"] / "grade.json") if r["checks"] else {} for r in rows}
     idle = do_nothing(rows, integrity, grades)
@@ -80,26 +122,47 @@ def _summary_html(rows: list[dict[str, Any]], *, out: Path, assignment: Any, rub
         _overview(rows, graded, idle),
         attention_section(rows, drift, integrity, not_attempted=sorted(idle)),
         _warnings(warnings),
-        _chart("Score distribution", charts.score_histogram(rows, _top(rows)) if rows else None,
-               "Hover a bar for the submissions in it."),
-        _chart("Pass rate per check", _pass_rates(graded, titles),
-               f"Share of the {len(graded)} graded submissions that pass each check (not attempted, "
-               "unreadable and ungraded ones are left out: see Needs attention); click a bar for who failed it."),
+        _chart(
+            "Score distribution",
+            charts.score_histogram(rows, _top(rows)) if rows else None,
+            "Hover a bar for the submissions in it.",
+        ),
+        _chart(
+            "Pass rate per check",
+            _pass_rates(graded, titles),
+            f"Share of the {len(graded)} graded submissions that pass each check (not attempted, "
+            "unreadable and ungraded ones are left out: see Needs attention); click a bar for who failed it.",
+        ),
         _scatter_section(rows, out, scatter_cfg, rubric, tolerances) if scatter_cfg else None,
         _failures_by_check(graded, titles),
         _common_failures(graded, titles, grades, len(rows)),
         _lost_points(rows, titles),
         integrity_section(integrity),
-        table("Slowest submissions", ["submission", "execution (s)", "status", "score"],
-              [[names_html([r["name"]]), _num(r.get("execution_s")), r["status"], _pts(r)] for r in _slowest(rows)]),
-        table("Most common errors in cells", ["count", "error", "who"], _common_errors(rows),
-              empty="No cell raised an error.", widths=[7, 60, 33]),
+        table(
+            "Slowest submissions",
+            ["submission", "execution (s)", "status", "score"],
+            [[names_html([r["name"]]), _num(r.get("execution_s")), r["status"], _pts(r)] for r in _slowest(rows)],
+        ),
+        table(
+            "Most common errors in cells",
+            ["count", "error", "who"],
+            _common_errors(rows),
+            empty="No cell raised an error.",
+            widths=[7, 60, 33],
+        ),
         tolerances_section(batch.get("tolerances_used"), drift),
         _all_rows(rows, titles),
     ]
     title = f"{getattr(assignment, 'title', '')}: batch summary"
-    return render("summary.html", csp=CSP, script=SORT_SCRIPT, title=title, count=len(rows),
-                  generated=time.strftime("%Y-%m-%d %H:%M"), sections=[s for s in sections if s])
+    return render(
+        "summary.html",
+        csp=CSP,
+        script=SORT_SCRIPT,
+        title=title,
+        count=len(rows),
+        generated=time.strftime("%Y-%m-%d %H:%M"),
+        sections=[s for s in sections if s],
+    )
 
 
 def do_nothing(rows: list[dict[str, Any]], integrity: Any, grades: dict[str, Any] | None = None) -> set[str]:
@@ -109,10 +172,20 @@ def do_nothing(rows: list[dict[str, Any]], integrity: Any, grades: dict[str, Any
     attention; their failures say nothing about what the class finds hard."""
     empty = set(getattr(integrity, "no_own_code", []) or [])
     grades = grades or {}
-    return {r["name"] for r in rows if r["status"] == RAN and (
-        r["name"] in empty or r["score"] <= 0
-        or (isinstance(grades.get(r["name"]), dict) and grades[r["name"]].get("checks")
-            and nothing_to_grade(grades[r["name"]])))}
+    return {
+        r["name"]
+        for r in rows
+        if r["status"] == RAN
+        and (
+            r["name"] in empty
+            or r["score"] <= 0
+            or (
+                isinstance(grades.get(r["name"]), dict)
+                and grades[r["name"]].get("checks")
+                and nothing_to_grade(grades[r["name"]])
+            )
+        )
+    }
 
 
 def graded_rows(rows: list[dict[str, Any]], idle: set[str], grades: dict[str, Any]) -> list[dict[str, Any]]:
@@ -132,14 +205,17 @@ def graded_rows(rows: list[dict[str, Any]], idle: set[str], grades: dict[str, An
 
 # ── sections ────────────────────────────────────────────────────────────────────────────────
 
+
 def _overview(rows: list[dict[str, Any]], graded: list[dict[str, Any]], idle: set[str]) -> dict[str, Any]:
     scores = [r["score"] for r in rows]
     top = _top(rows)
     stats = [("submissions", str(len(rows))), ("graded", str(len(graded))), ("not attempted", str(len(idle)))]
     if scores:
-        stats += [("mean", f"{statistics.fmean(scores):.1f} / {top:g}"),
-                  ("median", f"{statistics.median(scores):g} / {top:g}"),
-                  ("full marks", str(sum(1 for r in rows if r["max"] and r["score"] >= r["max"])))]
+        stats += [
+            ("mean", f"{statistics.fmean(scores):.1f} / {top:g}"),
+            ("median", f"{statistics.median(scores):g} / {top:g}"),
+            ("full marks", str(sum(1 for r in rows if r["max"] and r["score"] >= r["max"]))),
+        ]
     stats += [(status, str(n)) for status, n in sorted(Counter(r["status"] for r in rows).items())]
     stats.append(("from cache", str(sum(1 for r in rows if r.get("cached")))))
     return {"kind": "overview", "stats": [(value, label) for label, value in stats]}
@@ -160,8 +236,17 @@ def _pass_rates(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str,
     ids = _check_ids(graded, titles)
     if not graded or not ids:
         return None
-    return charts.pass_rate_bars([{"id": i, "title": titles.get(i, i), "graded": len(graded),
-                                   "passed": sum(1 for r in graded if r["checks_passed"].get(i))} for i in ids])
+    return charts.pass_rate_bars(
+        [
+            {
+                "id": i,
+                "title": titles.get(i, i),
+                "graded": len(graded),
+                "passed": sum(1 for r in graded if r["checks_passed"].get(i)),
+            }
+            for i in ids
+        ]
+    )
 
 
 def scatter_config(assignment: Any) -> dict[str, Any] | None:
@@ -172,15 +257,23 @@ def scatter_config(assignment: Any) -> dict[str, Any] | None:
         return None
     from ..errors import AssignmentError
 
-    if not (isinstance(cfg, dict) and isinstance(cfg.get("x"), str) and isinstance(cfg.get("y"), str)
-            and isinstance(cfg.get("series"), dict) and cfg["series"]):
-        raise AssignmentError(f"{assignment.folder / 'assignment.toml'}: [summary.scatter] needs x, y "
-                              "(measurement names) and a [summary.scatter.series] table (label → path prefix)")
+    if not (
+        isinstance(cfg, dict)
+        and isinstance(cfg.get("x"), str)
+        and isinstance(cfg.get("y"), str)
+        and isinstance(cfg.get("series"), dict)
+        and cfg["series"]
+    ):
+        raise AssignmentError(
+            f"{assignment.folder / 'assignment.toml'}: [summary.scatter] needs x, y "
+            "(measurement names) and a [summary.scatter.series] table (label → path prefix)"
+        )
     return {"title": f"{cfg['y']} against {cfg['x']}", "x_label": cfg["x"], "y_label": cfg["y"], **cfg}
 
 
-def _scatter_section(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any],
-                     tolerances: dict[str, Any]) -> dict[str, Any] | None:
+def _scatter_section(
+    rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any], rubric: dict[str, Any], tolerances: dict[str, Any]
+) -> dict[str, Any] | None:
     series = dict(cfg.get("series", {}))
     points: dict[str, list[tuple[float, float, str]]] = {}
     for r in rows:
@@ -200,11 +293,23 @@ def _scatter_section(rows: list[dict[str, Any]], out: Path, cfg: dict[str, Any],
                 limits.append({"axis": axis, "series": label, **found})
     colors = {label: charts.SERIES_COLORS[k % len(charts.SERIES_COLORS)] for k, label in enumerate(points)}
     chart = charts.scatter(points, limits, str(cfg.get("x_label", cfg.get("x"))), str(cfg.get("y_label", cfg.get("y"))))
-    return {"kind": "scatter", "title": str(cfg.get("title", "Measurements per submission")), "chart": chart,
-            "series": [{"label": label, "circle": k % 2 == 0, "color": colors[label], "count": len(points[label])}
-                       for k, label in enumerate(points)],
-            "limits": [{"label": lim["label"], "color": colors.get(lim["series"], "#555"),
-                        "dash": charts.LIMIT_DASHES[k % len(charts.LIMIT_DASHES)]} for k, lim in enumerate(limits)]}
+    return {
+        "kind": "scatter",
+        "title": str(cfg.get("title", "Measurements per submission")),
+        "chart": chart,
+        "series": [
+            {"label": label, "circle": k % 2 == 0, "color": colors[label], "count": len(points[label])}
+            for k, label in enumerate(points)
+        ],
+        "limits": [
+            {
+                "label": lim["label"],
+                "color": colors.get(lim["series"], "#555"),
+                "dash": charts.LIMIT_DASHES[k % len(charts.LIMIT_DASHES)],
+            }
+            for k, lim in enumerate(limits)
+        ],
+    }
 
 
 def rubric_limit(rubric: dict[str, Any], tolerances: dict[str, Any], measure: str) -> dict[str, Any] | None:
@@ -215,8 +320,10 @@ def rubric_limit(rubric: dict[str, Any], tolerances: dict[str, Any], measure: st
                 continue
             value = rubric_threshold(rubric, tolerances, measure)
             if value is not None:
-                label = f"{part.get('name', measure)} {OP_TEXT.get(part['op'], part['op'])} {value:g} " \
-                        f"({check.get('title', check.get('id'))})"
+                label = (
+                    f"{part.get('name', measure)} {OP_TEXT.get(part['op'], part['op'])} {value:g} "
+                    f"({check.get('title', check.get('id'))})"
+                )
                 return {"value": value, "op": part["op"], "label": label}
     return None
 
@@ -245,13 +352,22 @@ def _failures_by_check(rows: list[dict[str, Any]], titles: dict[str, str]) -> di
         if not failed:
             continue
         parts = Counter(f["part"] for r in failed for f in r["failures"] if f["check"] == cid)
-        checks.append({"id": cid, "title": titles.get(cid, cid), "failed": len(failed), "graded": len(graded),
-                       "parts": parts.most_common(6), "names": names_html(sorted(r["name"] for r in failed))})
+        checks.append(
+            {
+                "id": cid,
+                "title": titles.get(cid, cid),
+                "failed": len(failed),
+                "graded": len(graded),
+                "parts": parts.most_common(6),
+                "names": names_html(sorted(r["name"] for r in failed)),
+            }
+        )
     return {"kind": "failures", "checks": checks}
 
 
-def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grades: dict[str, Any],
-                     total: int) -> dict[str, Any]:
+def _common_failures(
+    graded: list[dict[str, Any]], titles: dict[str, str], grades: dict[str, Any], total: int
+) -> dict[str, Any]:
     """Failures grouped by root cause, each submission counted once per cause: a broken cell that
     leaves three functions unmeasured is one cause, not 30 parts (:func:`root_causes`)."""
     counts: Counter[tuple[str, ...]] = Counter()
@@ -265,20 +381,40 @@ def _common_failures(graded: list[dict[str, Any]], titles: dict[str, str], grade
             label.setdefault(key, said)
             example.setdefault(key, shown)
     body = [[n, label[k], example[k], names_html(who[k], limit=8)] for k, n in counts.most_common(TOP)]
-    note = (f"Among the {len(graded)} graded submissions, each counted once per cause; the {total - len(graded)} "
-            "not attempted, unreadable or not graded are under Needs attention.")
-    return table("Most common failures", ["count", "cause (check: part)", "example", "who"], body,
-                 empty="No check failed in a graded submission.", note=note, widths=[7, 30, 36, 27])
+    note = (
+        f"Among the {len(graded)} graded submissions, each counted once per cause; the {total - len(graded)} "
+        "not attempted, unreadable or not graded are under Needs attention."
+    )
+    return table(
+        "Most common failures",
+        ["count", "cause (check: part)", "example", "who"],
+        body,
+        empty="No check failed in a graded submission.",
+        note=note,
+        widths=[7, 30, 36, 27],
+    )
 
 
 def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
     lost = sorted((r for r in rows if r["score"] < r["max"]), key=lambda r: (r["score"], r["name"].lower()))
-    body = [[names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), r["status"],
-             ", ".join(titles.get(c, c) for c, ok in r["checks_passed"].items() if not ok) or "–",
-             _what_happened(r)] for r in lost]
-    return table("Submissions that lost points", ["submission", "score", "status", "checks failed", "what happened"],
-                 body, empty="Every submission has full marks.", widths=[18, 9, 9, 30, 34],
-                 note=f"{len(lost)} of {len(rows)} submissions, lowest score first." if lost else "")
+    body = [
+        [
+            names_html([r["name"]], submitters=r.get("submitters")),
+            (_pts(r), r["score"]),
+            r["status"],
+            ", ".join(titles.get(c, c) for c, ok in r["checks_passed"].items() if not ok) or "–",
+            _what_happened(r),
+        ]
+        for r in lost
+    ]
+    return table(
+        "Submissions that lost points",
+        ["submission", "score", "status", "checks failed", "what happened"],
+        body,
+        empty="Every submission has full marks.",
+        widths=[18, 9, 9, 30, 34],
+        note=f"{len(lost)} of {len(rows)} submissions, lowest score first." if lost else "",
+    )
 
 
 def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
@@ -295,14 +431,25 @@ def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, A
                 score = r["checks"][i]
                 cells.append((styled(_num(score), cls), score))
         body.append(cells)
-    return table("All submissions", header, body, note="Check columns show each check's score (red: failed).",
-                 widths=[16, 8, 8] + [68 / max(1, len(ids))] * len(ids))
+    return table(
+        "All submissions",
+        header,
+        body,
+        note="Check columns show each check's score (red: failed).",
+        widths=[16, 8, 8] + [68 / max(1, len(ids))] * len(ids),
+    )
 
 
 def _what_happened(row: dict[str, Any]) -> str:
     err = row.get("first_error") if isinstance(row.get("first_error"), dict) else None
-    cell = (f"{row.get('cells_errored')} cell(s) raised an error; the first, {where_of(err)}: "
-            f"{error_summary(err.get('ename'), err.get('evalue'))}") if err else ""
+    cell = (
+        (
+            f"{row.get('cells_errored')} cell(s) raised an error; the first, {where_of(err)}: "
+            f"{error_summary(err.get('ename'), err.get('evalue'))}"
+        )
+        if err
+        else ""
+    )
     return " · ".join(x for x in (str(row.get("reason") or ""), cell) if x)
 
 
@@ -324,6 +471,7 @@ def _common_errors(rows: list[dict[str, Any]]) -> list[list[Any]]:
 
 
 # ── small helpers ───────────────────────────────────────────────────────────────────────────
+
 
 def _check_ids(rows: list[dict[str, Any]], titles: dict[str, str]) -> list[str]:
     return list(dict.fromkeys(list(titles) + [c for r in rows for c in r["checks"]]))

@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 
-_CAUSE_KINDS = {"syntax_error": "has a syntax error", "error": "raised an error before the definition",
-                "timeout": "ran out of time", "not_run": "did not run", "undefined": "is missing"}
+_CAUSE_KINDS = {
+    "syntax_error": "has a syntax error",
+    "error": "raised an error before the definition",
+    "timeout": "ran out of time",
+    "not_run": "did not run",
+    "undefined": "is missing",
+}
 
 
 def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict[tuple[str, ...], tuple[str, str]]:
@@ -20,10 +25,12 @@ def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict
     measured share one per check and reason; a measured part that failed is its own."""
     out: dict[tuple[str, ...], tuple[str, str]] = {}
     checks = grade.get("checks") if isinstance(grade, dict) else None
-    if not isinstance(checks, list):   # no grade.json: the row's own list of failed parts
+    if not isinstance(checks, list):  # no grade.json: the row's own list of failed parts
         for f in row.get("failures", []):
-            out.setdefault((f["check"], f["part"]), (f"{titles.get(f['check'], f['check'])}: {f['part']}",
-                                                      str(f.get("reason") or f.get("message") or "")))
+            out.setdefault(
+                (f["check"], f["part"]),
+                (f"{titles.get(f['check'], f['check'])}: {f['part']}", str(f.get("reason") or f.get("message") or "")),
+            )
         return out
     by_cell: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for check in (c for c in checks if isinstance(c, dict) and not c.get("passed")):
@@ -31,7 +38,8 @@ def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict
         cause = check.get("cause")
         if isinstance(cause, dict) and cause.get("text"):
             by_cell.setdefault((str(cause.get("kind")), str(cause.get("where"))), []).append(
-                (str(cause.get("name")), str(cause["text"])))
+                (str(cause.get("name")), str(cause["text"]))
+            )
             parts = [p for p in check.get("parts", []) if not p.get("reason")]
         else:
             parts = check.get("parts", [])

@@ -57,6 +57,7 @@ def _svg(kind: str, height: float, label: str, **data: Any) -> dict[str, Any]:
 
 # ── pass rate per check ───────────────────────────────────────────────────────────────────────
 
+
 def pass_rate_bars(checks: list[dict[str, Any]]) -> dict[str, Any]:
     """``checks``: [{id, title, passed, graded}] in rubric order; one coloured bar each, linking to
     the check's failures (a check nobody failed has none to link to)."""
@@ -66,15 +67,28 @@ def pass_rate_bars(checks: list[dict[str, Any]]) -> dict[str, Any]:
     for k, c in enumerate(checks):
         rate = c["passed"] / c["graded"] if c["graded"] else 0.0
         y = 10 + k * row
-        bars.append({"href": f"#check-{c['id']}" if c["passed"] < c["graded"] else None,
-                     "title": f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})",
-                     "label": _short(c["title"], 46), "label_x": left - 8, "text_y": y + 15, "x": left,
-                     "y": y + 2, "span": span, "width": f"{max(span * rate, 1):.1f}", "height": row - 10,
-                     "color": rate_color(rate), "value_x": left + span + 6, "value": f"{rate:.0%}"})
+        bars.append(
+            {
+                "href": f"#check-{c['id']}" if c["passed"] < c["graded"] else None,
+                "title": f"{c['title']}: {c['passed']} of {c['graded']} pass ({rate:.0%})",
+                "label": _short(c["title"], 46),
+                "label_x": left - 8,
+                "text_y": y + 15,
+                "x": left,
+                "y": y + 2,
+                "span": span,
+                "width": f"{max(span * rate, 1):.1f}",
+                "height": row - 10,
+                "color": rate_color(rate),
+                "value_x": left + span + 6,
+                "value": f"{rate:.0%}",
+            }
+        )
     return _svg("bars", 20 + len(checks) * row, "pass rate per check", bars=bars)
 
 
 # ── score histogram ───────────────────────────────────────────────────────────────────────────
+
 
 def score_histogram(rows: list[dict[str, Any]], top: float) -> dict[str, Any]:
     bins = 10
@@ -96,18 +110,40 @@ def score_histogram(rows: list[dict[str, Any]], top: float) -> dict[str, Any]:
         x = left + k * width
         h = (base - 20) * len(names) / peak
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-        bars.append({"title": f"{len(names)} submission(s) scored {lo:g}–{hi:g}" + (f": {shown}" if names else ""),
-                     "x": f"{x + 2:.1f}", "y": f"{base - h:.1f}", "width": f"{width - 4:.1f}",
-                     "height": f"{max(h, 0):.1f}", "color": rate_color((k + 0.5) / bins), "count": len(names),
-                     "mid": f"{x + width / 2:.1f}", "count_y": f"{base - h - 4:.1f}", "range": f"{lo:g}–{hi:g}"})
-    return _svg("histogram", height, f"histogram of total scores (of {top:g})", left=left, base=base,
-                right=WIDTH - 20, tick_x=left - 6, range_y=base + 16, grid=grid, bars=bars)
+        bars.append(
+            {
+                "title": f"{len(names)} submission(s) scored {lo:g}–{hi:g}" + (f": {shown}" if names else ""),
+                "x": f"{x + 2:.1f}",
+                "y": f"{base - h:.1f}",
+                "width": f"{width - 4:.1f}",
+                "height": f"{max(h, 0):.1f}",
+                "color": rate_color((k + 0.5) / bins),
+                "count": len(names),
+                "mid": f"{x + width / 2:.1f}",
+                "count_y": f"{base - h - 4:.1f}",
+                "range": f"{lo:g}–{hi:g}",
+            }
+        )
+    return _svg(
+        "histogram",
+        height,
+        f"histogram of total scores (of {top:g})",
+        left=left,
+        base=base,
+        right=WIDTH - 20,
+        tick_x=left - 6,
+        range_y=base + 16,
+        grid=grid,
+        bars=bars,
+    )
 
 
 # ── scatter ───────────────────────────────────────────────────────────────────────────────────
 
-def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict[str, Any]],
-            x_label: str, y_label: str) -> dict[str, Any]:
+
+def scatter(
+    points: dict[str, list[tuple[float, float, str]]], limits: list[dict[str, Any]], x_label: str, y_label: str
+) -> dict[str, Any]:
     """``points``: series → [(x, y, submission)]; ``limits``: [{axis, value, label, series}].
 
     Points at the same place are drawn once with a count, and their title lists every name;
@@ -125,13 +161,40 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
         return height - bottom - (y - y0) / (y1 - y0) * (height - top - bottom)
 
     # one grid line and its tick label per tick: {x1, y1, x2, y2, tx, ty, text, anchor}, numbers as text
-    ticks = [{"x1": f"{px(t):.1f}", "y1": top, "x2": f"{px(t):.1f}", "y2": height - bottom, "tx": f"{px(t):.1f}",
-              "ty": height - bottom + 18, "text": f"{t:g}", "anchor": "middle"} for t in x_ticks]
-    ticks += [{"x1": left, "y1": f"{py(t):.1f}", "x2": WIDTH - right, "y2": f"{py(t):.1f}", "tx": left - 6,
-               "ty": f"{py(t) + 4:.1f}", "text": f"{t:g}", "anchor": "end"} for t in y_ticks]
+    ticks = [
+        {
+            "x1": f"{px(t):.1f}",
+            "y1": top,
+            "x2": f"{px(t):.1f}",
+            "y2": height - bottom,
+            "tx": f"{px(t):.1f}",
+            "ty": height - bottom + 18,
+            "text": f"{t:g}",
+            "anchor": "middle",
+        }
+        for t in x_ticks
+    ]
+    ticks += [
+        {
+            "x1": left,
+            "y1": f"{py(t):.1f}",
+            "x2": WIDTH - right,
+            "y2": f"{py(t):.1f}",
+            "tx": left - 6,
+            "ty": f"{py(t) + 4:.1f}",
+            "text": f"{t:g}",
+            "anchor": "end",
+        }
+        for t in y_ticks
+    ]
     mid_y = (top + height - bottom) / 2
-    axes = {"x_label": x_label, "x_at": (left + WIDTH - right) / 2, "x_y": height - 14, "y_label": y_label,
-            "y_at": mid_y}
+    axes = {
+        "x_label": x_label,
+        "x_at": (left + WIDTH - right) / 2,
+        "x_y": height - 14,
+        "y_label": y_label,
+        "y_at": mid_y,
+    }
     series = list(points)
     lines = []
     for k, lim in enumerate(limits):
@@ -154,29 +217,53 @@ def scatter(points: dict[str, list[tuple[float, float, str]]], limits: list[dict
         for (x, y), names in sorted(groups.items()):
             beyond = any(_beyond(lim, x, y) for lim in limits if lim["series"] == label)
             title = f"{label}: {', '.join(names[:12])}{' …' if len(names) > 12 else ''} · x = {x:g}, y = {y:g}" + (
-                " · beyond a limit" if beyond else "")
+                " · beyond a limit" if beyond else ""
+            )
             r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
             cx, cy = _free_spot(px(x), py(y), r, taken)
             left_side = cx < WIDTH * 0.7
             name = None
             if beyond and labelled < 15:
-                name = {"x": f"{cx + r + 4 if left_side else cx - r - 4:.1f}", "y": f"{cy - r:.1f}",
-                        "anchor": "start" if left_side else "end",
-                        "text": _short(names[0], 24) + (f" +{len(names) - 1}" if len(names) > 1 else "")}
-            marks.append({"href": feedback_href(names[0]), "title": title, "circle": k % 2 == 0,
-                          "cx": f"{cx:.1f}", "cy": f"{cy:.1f}", "r": f"{r:.1f}", "x": f"{cx - r:.1f}",
-                          "y": f"{cy - r:.1f}", "side": f"{2 * r:.1f}", "color": color,
-                          "count": len(names), "count_y": f"{cy + 4:.1f}", "name": name})
+                name = {
+                    "x": f"{cx + r + 4 if left_side else cx - r - 4:.1f}",
+                    "y": f"{cy - r:.1f}",
+                    "anchor": "start" if left_side else "end",
+                    "text": _short(names[0], 24) + (f" +{len(names) - 1}" if len(names) > 1 else ""),
+                }
+            marks.append(
+                {
+                    "href": feedback_href(names[0]),
+                    "title": title,
+                    "circle": k % 2 == 0,
+                    "cx": f"{cx:.1f}",
+                    "cy": f"{cy:.1f}",
+                    "r": f"{r:.1f}",
+                    "x": f"{cx - r:.1f}",
+                    "y": f"{cy - r:.1f}",
+                    "side": f"{2 * r:.1f}",
+                    "color": color,
+                    "count": len(names),
+                    "count_y": f"{cy + 4:.1f}",
+                    "name": name,
+                }
+            )
             labelled += beyond
-    return _svg("scatter", height, f"{x_label} against {y_label} per submission", ticks=ticks, axes=axes,
-                limits=lines, marks=marks)
+    return _svg(
+        "scatter",
+        height,
+        f"{x_label} against {y_label} per submission",
+        ticks=ticks,
+        axes=axes,
+        limits=lines,
+        marks=marks,
+    )
 
 
 def _free_spot(x: float, y: float, r: float, taken: list[tuple[float, float, float]]) -> tuple[float, float]:
     """(x, y), or the nearest nudged place where the mark covers no mark drawn before (marks of
     two series at the same values stay both visible and clickable)."""
     for step in range(0, 12):
-        for angle in ((0,) if step == 0 else (0, 180, 45, 135, -45, -135, 90, -90)):  # sideways first
+        for angle in (0,) if step == 0 else (0, 180, 45, 135, -45, -135, 90, -90):  # sideways first
             cx = x + step * 5 * math.cos(math.radians(angle))
             cy = y - step * 5 * math.sin(math.radians(angle))
             if all(math.hypot(cx - tx, cy - ty) >= r + tr + 2 for tx, ty, tr in taken):

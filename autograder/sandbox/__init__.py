@@ -24,14 +24,37 @@ checks every import of the package):
 
 from .execute import RECOVER_GRACE_S, STARTUP_TIMEOUT_S, ProbeSpec, detect_isolation, run_submission
 from .jail import measure_isolation, worker_command
-from .notebook import (DECLARED_AT, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook, load_notebook,
-                       read_each, read_notebook_bytes)
+from .notebook import (
+    DECLARED_AT,
+    MAX_NOTEBOOK_BYTES,
+    LoadedNotebook,
+    UnreadableNotebook,
+    load_notebook,
+    read_each,
+    read_notebook_bytes,
+)
 from .probe_run import probe_budget_s
 from .procs import stop_jail
 from .runfolder import make_workspace_folder
 from .workspace import prepared_workspace
 
-__all__ = ["DECLARED_AT", "MAX_NOTEBOOK_BYTES", "RECOVER_GRACE_S", "STARTUP_TIMEOUT_S", "LoadedNotebook",
-           "ProbeSpec", "UnreadableNotebook", "detect_isolation", "load_notebook", "make_workspace_folder",
-           "measure_isolation", "prepared_workspace", "probe_budget_s", "read_each", "read_notebook_bytes",
-           "run_submission", "stop_jail", "worker_command"]
+__all__ = [
+    "DECLARED_AT",
+    "MAX_NOTEBOOK_BYTES",
+    "RECOVER_GRACE_S",
+    "STARTUP_TIMEOUT_S",
+    "LoadedNotebook",
+    "ProbeSpec",
+    "UnreadableNotebook",
+    "detect_isolation",
+    "load_notebook",
+    "make_workspace_folder",
+    "measure_isolation",
+    "prepared_workspace",
+    "probe_budget_s",
+    "read_each",
+    "read_notebook_bytes",
+    "run_submission",
+    "stop_jail",
+    "worker_command",
+]

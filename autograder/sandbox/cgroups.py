@@ -39,7 +39,7 @@ from .. import proc_info
 
 CONTROLLERS = ("memory", "pids", "cpu")
 PIDS_MAX = 1024
-CPU_SHARES_V1 = 1024          # the default weight: every slot the same
+CPU_SHARES_V1 = 1024  # the default weight: every slot the same
 CPU_WEIGHT_V2 = 100
 NAME_PREFIX = "autograder-"
 _NAME = re.compile(r"^autograder-(\d+)-sb(\d+)$")
@@ -123,7 +123,7 @@ class SlotCgroup:
                     break
                 except FileNotFoundError:
                     break
-                except OSError as e:     # EBUSY: a process is still exiting
+                except OSError as e:  # EBUSY: a process is still exiting
                     if time.monotonic() > deadline:
                         self.warnings.append(f"cgroup {d} could not be removed: {e.strerror}")
                         break
@@ -162,8 +162,7 @@ def available() -> tuple[Hierarchy | None, str]:
         if (Path(m.point) / "cgroup.controllers").is_file():
             return None, why
     missing = sorted(set(CONTROLLERS) - set(v1))
-    return None, (f"no writable cgroup hierarchy for {', '.join(missing)} (/sys/fs/cgroup read-only or "
-                  "not mounted)")
+    return None, (f"no writable cgroup hierarchy for {', '.join(missing)} (/sys/fs/cgroup read-only or not mounted)")
 
 
 def _v2_delegate(parent: Path) -> str | None:
@@ -179,9 +178,11 @@ def _v2_delegate(parent: Path) -> str | None:
     if missing:
         try:
             (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing), encoding="ascii")
-        except OSError as e:   # EBUSY: the grader's own cgroup holds processes (not the root)
-            return (f"cgroup v2: cannot enable {missing} for children of {parent} ({e.strerror}); hint: run the "
-                    "grader in a cgroup whose controllers are delegated (systemd Delegate=yes)")
+        except OSError as e:  # EBUSY: the grader's own cgroup holds processes (not the root)
+            return (
+                f"cgroup v2: cannot enable {missing} for children of {parent} ({e.strerror}); hint: run the "
+                "grader in a cgroup whose controllers are delegated (systemd Delegate=yes)"
+            )
     return None
 
 
@@ -263,18 +264,17 @@ def sweep_stale(hierarchy: Hierarchy | None = None) -> list[Path]:
                 continue
             pid = int(m.group(1))
             if pid == os.getpid() or proc_info.pid_exists(pid):
-                continue        # ours, or a live grader's
+                continue  # ours, or a live grader's
             try:
                 os.rmdir(entry.path)
                 removed.append(Path(entry.path))
             except OSError:
-                continue        # still holds processes: left to that slot's reaper
+                continue  # still holds processes: left to that slot's reaper
     return removed
 
 
 # ------------------------------------------------------------------ joining
-JOIN_SCRIPT = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 112; shift; n=$((n-1)); done; '
-               'exec "$@"')
+JOIN_SCRIPT = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 112; shift; n=$((n-1)); done; exec "$@"'
 
 
 def join_prefix(cg: SlotCgroup) -> list[str]:

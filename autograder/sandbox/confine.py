@@ -38,31 +38,103 @@ CLONE_NS_FLAGS = 0x7E020000  # NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWN
 
 # (AUDIT_ARCH, syscall numbers): the table a filter is built from, per machine.
 ARCHES = {
-    "x86_64": (0xC000003E, {
-        "socket": 41, "clone": 56, "clone3": 435, "unshare": 272, "setns": 308, "mount": 165,
-        "umount2": 166, "pivot_root": 155, "ptrace": 101, "process_vm_readv": 310,
-        "process_vm_writev": 311, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
-        "keyctl": 250, "add_key": 248, "request_key": 249, "open_by_handle_at": 304,
-        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428, "connect": 42,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }),
-    "aarch64": (0xC00000B7, {
-        "socket": 198, "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40,
-        "umount2": 39, "pivot_root": 41, "ptrace": 117, "process_vm_readv": 270,
-        "process_vm_writev": 271, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282,
-        "keyctl": 219, "add_key": 217, "request_key": 218, "open_by_handle_at": 265,
-        "fsopen": 430, "fsmount": 432, "move_mount": 429, "open_tree": 428, "connect": 203,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    }),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "clone": 56,
+            "clone3": 435,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "open_by_handle_at": 304,
+            "fsopen": 430,
+            "fsmount": 432,
+            "move_mount": 429,
+            "open_tree": 428,
+            "connect": 42,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "clone": 220,
+            "clone3": 435,
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "open_by_handle_at": 265,
+            "fsopen": 430,
+            "fsmount": 432,
+            "move_mount": 429,
+            "open_tree": 428,
+            "connect": 203,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+        },
+    ),
 }
-DENIED_SYSCALLS = ("unshare", "setns", "mount", "umount2", "pivot_root", "ptrace", "process_vm_readv",
-                   "process_vm_writev", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
-                   "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree",
-                   "io_uring_setup", "io_uring_enter", "io_uring_register")  # io_uring: IORING_OP_SOCKET, hole H7
+DENIED_SYSCALLS = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "open_by_handle_at",
+    "fsopen",
+    "fsmount",
+    "move_mount",
+    "open_tree",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+)  # io_uring: IORING_OP_SOCKET, hole H7
 
-RLIMITS = {"AS": resource.RLIMIT_AS, "DATA": resource.RLIMIT_DATA, "FSIZE": resource.RLIMIT_FSIZE,
-           "NOFILE": resource.RLIMIT_NOFILE, "NPROC": resource.RLIMIT_NPROC, "CORE": resource.RLIMIT_CORE,
-           "CPU": resource.RLIMIT_CPU}
+RLIMITS = {
+    "AS": resource.RLIMIT_AS,
+    "DATA": resource.RLIMIT_DATA,
+    "FSIZE": resource.RLIMIT_FSIZE,
+    "NOFILE": resource.RLIMIT_NOFILE,
+    "NPROC": resource.RLIMIT_NPROC,
+    "CORE": resource.RLIMIT_CORE,
+    "CPU": resource.RLIMIT_CPU,
+}
 
 # Landlock (include/uapi/linux/landlock.h)
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -112,24 +184,35 @@ def seccomp_program(machine, block_inet):
         raise ConfineError(f"no seccomp syscall table for machine {machine!r}")
     audit_arch, nr = ARCHES[machine]
     deny = SECCOMP_RET_ERRNO | EPERM
-    prog = [_insn(LD_W_ABS, 0, 0, 4),                      # A = arch
-            _insn(JEQ_K, 1, 0, audit_arch),
-            _insn(RET_K, 0, 0, deny),                      # foreign ABI (i386 on x86_64): deny all
-            _insn(LD_W_ABS, 0, 0, 0)]                      # A = syscall nr
+    prog = [
+        _insn(LD_W_ABS, 0, 0, 4),  # A = arch
+        _insn(JEQ_K, 1, 0, audit_arch),
+        _insn(RET_K, 0, 0, deny),  # foreign ABI (i386 on x86_64): deny all
+        _insn(LD_W_ABS, 0, 0, 0),
+    ]  # A = syscall nr
     if machine == "x86_64":
         prog += [_insn(JGE_K, 0, 1, 0x40000000), _insn(RET_K, 0, 0, deny)]  # x32 ABI
     for name in DENIED_SYSCALLS:
         prog += [_insn(JEQ_K, 0, 1, nr[name]), _insn(RET_K, 0, 0, deny)]
     prog += [_insn(JEQ_K, 0, 1, nr["clone3"]), _insn(RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS)]
     # clone: deny any namespace flag (args[0], low 32 bits at offset 16)
-    prog += [_insn(JEQ_K, 0, 4, nr["clone"]), _insn(LD_W_ABS, 0, 0, 16),
-             _insn(JSET_K, 0, 1, CLONE_NS_FLAGS), _insn(RET_K, 0, 0, deny),
-             _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    prog += [
+        _insn(JEQ_K, 0, 4, nr["clone"]),
+        _insn(LD_W_ABS, 0, 0, 16),
+        _insn(JSET_K, 0, 1, CLONE_NS_FLAGS),
+        _insn(RET_K, 0, 0, deny),
+        _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    ]
     if block_inet:  # connect: the host's Unix sockets by path, which Landlock does not cover (hole H8)
         prog += [_insn(JEQ_K, 0, 1, nr["connect"]), _insn(RET_K, 0, 0, deny)]
-        prog += [_insn(JEQ_K, 0, 5, nr["socket"]), _insn(LD_W_ABS, 0, 0, 16),
-                 _insn(JEQ_K, 2, 0, AF_INET), _insn(JEQ_K, 1, 0, AF_INET6),
-                 _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW), _insn(RET_K, 0, 0, SECCOMP_RET_ERRNO | EAFNOSUPPORT)]
+        prog += [
+            _insn(JEQ_K, 0, 5, nr["socket"]),
+            _insn(LD_W_ABS, 0, 0, 16),
+            _insn(JEQ_K, 2, 0, AF_INET),
+            _insn(JEQ_K, 1, 0, AF_INET6),
+            _insn(RET_K, 0, 0, SECCOMP_RET_ALLOW),
+            _insn(RET_K, 0, 0, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
+        ]
     prog.append(_insn(RET_K, 0, 0, SECCOMP_RET_ALLOW))
     return b"".join(prog)
 
@@ -199,8 +282,10 @@ def _landlock_allow(libc, ruleset, path, access):
 
 def _layers(cfg, libc):
     """``(name, apply)`` for each layer the config asks for, in the order they must be applied."""
-    layers = [("rlimits", lambda: set_rlimits(cfg.get("rlimits", {}))),
-              ("no_new_privs", lambda: set_no_new_privs(libc))]
+    layers = [
+        ("rlimits", lambda: set_rlimits(cfg.get("rlimits", {}))),
+        ("no_new_privs", lambda: set_no_new_privs(libc)),
+    ]
     if cfg.get("landlock"):
         ll = cfg["landlock"]
         layers.append(("landlock", lambda: apply_landlock(libc, ll.get("rx", []), ll.get("ro", []), ll.get("rw", []))))

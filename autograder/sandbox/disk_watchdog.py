@@ -38,9 +38,9 @@ from ..proc_info import children_of, descendants, pids_of_uid
 MiB = 1024 * 1024
 SHM_DIR = "/dev/shm"
 WATCH_INTERVAL_S = 0.5
-FREE_FLOOR = 1024 * MiB      # below this much free space the disk itself is at risk
-NOT_FILES = ("/dev/zero", "/SYSV")   # shared anonymous memory and SysV segments: memory, not disk
-Watched = tuple[str, Path, int, int, "int | None"]   # (name, folder, max bytes, max entries, owner uid)
+FREE_FLOOR = 1024 * MiB  # below this much free space the disk itself is at risk
+NOT_FILES = ("/dev/zero", "/SYSV")  # shared anonymous memory and SysV segments: memory, not disk
+Watched = tuple[str, Path, int, int, "int | None"]  # (name, folder, max bytes, max entries, owner uid)
 
 
 @dataclass
@@ -78,8 +78,13 @@ class DiskWatchdog(threading.Thread):
     that uid's entries, or None); the first one is the working directory when ``held`` is given.
     """
 
-    def __init__(self, watched: list[Watched], pid_of: Callable[[], int | None],
-                 interval_s: float = WATCH_INTERVAL_S, held: Held | None = None) -> None:
+    def __init__(
+        self,
+        watched: list[Watched],
+        pid_of: Callable[[], int | None],
+        interval_s: float = WATCH_INTERVAL_S,
+        held: Held | None = None,
+    ) -> None:
         super().__init__(daemon=True, name="autograder-disk-watchdog")
         self.watched, self.pid_of, self.interval_s, self.held = watched, pid_of, interval_s, held
         self.done = threading.Event()
@@ -96,8 +101,10 @@ class DiskWatchdog(threading.Thread):
             if i == 0 and self.held is not None:
                 hidden = held_open_bytes(self._jail_pids(), self.held.owner)
                 if hidden and used + hidden > self.held.cap:
-                    return (f"{(used + hidden) / MiB:.0f} MB in {name} ({hidden / MiB:.0f} MB of it in files "
-                            f"deleted but still open), more than its {self.held.cap / MiB:.0f} MB")
+                    return (
+                        f"{(used + hidden) / MiB:.0f} MB in {name} ({hidden / MiB:.0f} MB of it in files "
+                        f"deleted but still open), more than its {self.held.cap / MiB:.0f} MB"
+                    )
             if used > max_bytes:
                 return f"{used / MiB:.0f} MB in {name}, more than its {max_bytes / MiB:.0f} MB"
         return self._disk_over()
@@ -118,8 +125,10 @@ class DiskWatchdog(threading.Thread):
             return None
         lost = self._free_at_start - free
         if free < self.held.free_floor and lost > self.held.cap:
-            return (f"{lost / MiB:.0f} MB to the disk of its working directory (down to {free / MiB:.0f} MB "
-                    f"free), more than its {self.held.cap / MiB:.0f} MB")
+            return (
+                f"{lost / MiB:.0f} MB to the disk of its working directory (down to {free / MiB:.0f} MB "
+                f"free), more than its {self.held.cap / MiB:.0f} MB"
+            )
         return None
 
     def _jail_pids(self) -> list[int]:
@@ -170,7 +179,7 @@ def _held_by_fds(pid: int, seen: dict[tuple[int, int], int]) -> None:
         try:
             if not os.readlink(link).endswith(" (deleted)"):
                 continue
-            st = os.stat(link)          # the open file itself, through the magic link
+            st = os.stat(link)  # the open file itself, through the magic link
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and st.st_nlink == 0:
@@ -193,9 +202,9 @@ def _held_by_maps(pid: int, seen: dict[tuple[int, int], int]) -> None:
         span, offset, dev, inode = fields[0].decode(), int(fields[2], 16), fields[3].decode(), int(fields[4])
         major, minor = (int(x, 16) for x in dev.split(":"))
         key = (os.makedev(major, minor), inode)
-        try:                                       # the whole file (needs CAP_SYS_ADMIN)
+        try:  # the whole file (needs CAP_SYS_ADMIN)
             size = os.stat(f"/proc/{pid}/map_files/{span}").st_blocks * 512
-        except OSError:                            # else at least what is mapped of it
+        except OSError:  # else at least what is mapped of it
             start, end = (int(x, 16) for x in span.split("-"))
             size = offset + end - start
         seen[key] = max(seen.get(key, 0), size)

@@ -49,11 +49,18 @@ from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
 from .users import chown_tree_top, claim_slot, reap_user, require_reachable
-from .workspace import (RUNDIR_BYTES, RUNDIR_INODES, WORKSPACE_INODES, capped_mount, mounted_cap, prepared_workspace,
-                        workspace_cap_bytes)
+from .workspace import (
+    RUNDIR_BYTES,
+    RUNDIR_INODES,
+    WORKSPACE_INODES,
+    capped_mount,
+    mounted_cap,
+    prepared_workspace,
+    workspace_cap_bytes,
+)
 
 STARTUP_TIMEOUT_S = 60.0
-RECOVER_GRACE_S = 5.0      # after an interrupt, how long the kernel gets to answer again
+RECOVER_GRACE_S = 5.0  # after an interrupt, how long the kernel gets to answer again
 SHUTDOWN_S = 10.0
 MiB = 1024 * 1024
 
@@ -72,10 +79,17 @@ def detect_isolation(unsafe_no_sandbox: bool = False) -> dict:
     return jail.choose_isolation(unsafe_no_sandbox, slot=0).record()
 
 
-def run_submission(notebook: Path, workspace: Path, *, limits: ExecutionLimits, probe: ProbeSpec | None,
-                   unsafe_no_sandbox: bool = False, slot: int = 0,
-                   on_kernel_started: Callable[[], None] | None = None,
-                   on_snapshot: SnapshotCallback | None = None) -> dict:
+def run_submission(
+    notebook: Path,
+    workspace: Path,
+    *,
+    limits: ExecutionLimits,
+    probe: ProbeSpec | None,
+    unsafe_no_sandbox: bool = False,
+    slot: int = 0,
+    on_kernel_started: Callable[[], None] | None = None,
+    on_snapshot: SnapshotCallback | None = None,
+) -> dict:
     """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json.
 
     Both callbacks run in the thread of the kernel's event loop: keep them short (start a thread).
@@ -99,11 +113,18 @@ SnapshotCallback = Callable[[Path], "Callable[[], None] | None"]
 class _Hooks:
     kernel_started: Callable[[], None] | None = None
     snapshot: SnapshotCallback | None = None
-    snapshot_done: Callable[[], None] | None = None    # what ``snapshot`` returned
+    snapshot_done: Callable[[], None] | None = None  # what ``snapshot`` returned
 
 
-def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe: ProbeSpec | None,
-                 unsafe_no_sandbox: bool, slot: int, hooks: _Hooks | None = None) -> dict:
+def _run_in_slot(
+    notebook: Path,
+    workspace: Path,
+    limits: ExecutionLimits,
+    probe: ProbeSpec | None,
+    unsafe_no_sandbox: bool,
+    slot: int,
+    hooks: _Hooks | None = None,
+) -> dict:
     started = time.monotonic()
     iso = jail.choose_isolation(unsafe_no_sandbox, slot)
     workspace = workspace.absolute()
@@ -115,8 +136,12 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
     cells = loaded.cells
-    shape = {"cells_in_notebook": loaded.total, "language": loaded.language,   # + errors placed by cell and line
-             "sources": [c.source for c in cells], "names": list(probe.functions) if probe else []}
+    shape = {
+        "cells_in_notebook": loaded.total,
+        "language": loaded.language,  # + errors placed by cell and line
+        "sources": [c.source for c in cells],
+        "names": list(probe.functions) if probe else [],
+    }
     run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks or _Hooks())
     try:
         outcome = _run_async(run.main())
@@ -127,8 +152,15 @@ def _run_in_slot(notebook: Path, workspace: Path, limits: ExecutionLimits, probe
     if run.leftover_pids:
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
     iso.warnings.extend(run.warnings)
-    return build_record(outcome, run.cell_records(), iso.record(), started, probe=run.probe_status,
-                        output_truncated=run.output_truncated, **shape)
+    return build_record(
+        outcome,
+        run.cell_records(),
+        iso.record(),
+        started,
+        probe=run.probe_status,
+        output_truncated=run.output_truncated,
+        **shape,
+    )
 
 
 def _run_async(coro):
@@ -160,13 +192,13 @@ class _Run:
     cgroup: cgroups.SlotCgroup | None = None
     kernel_output: KernelOutput | None = None
     pre_probe: snapshot.Snapshot | None = None
-    refused: str | None = None            # why the working directory could not be taken before the probe
+    refused: str | None = None  # why the working directory could not be taken before the probe
     probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     # ------------------------------------------------------------ setup
     def _prepare(self) -> tuple[Path, Path]:
-        self.base = make_run_folder()         # mode 711: the sandbox uid may pass through, not list
+        self.base = make_run_folder()  # mode 711: the sandbox uid may pass through, not list
         rundir, site_dir = self.base / "run", jail.write_site(self.base / "site")
         rundir.mkdir(mode=0o700)
         owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
@@ -175,19 +207,22 @@ class _Run:
         if self.iso.mode != "bwrap":
             (rundir / "tmp").mkdir(mode=0o700)
         if self.iso.mode == "fallback" and self.iso.user is not None:
-            require_reachable(self.workspace.parent, self.iso.user)   # no mount namespace: real paths
+            require_reachable(self.workspace.parent, self.iso.user)  # no mount namespace: real paths
         if self.iso.user is not None:
             for d in (self.workspace, rundir) + ((rundir / "tmp",) if self.iso.mode != "bwrap" else ()):
                 chown_tree_top(d, self.iso.user)
-            reap_user(self.iso.user)          # a leftover of an earlier run would count against NPROC
+            reap_user(self.iso.user)  # a leftover of an earlier run would count against NPROC
         if self.iso.mode != "none":
             self.cgroup, why = self.mounts.enter_context(
-                cgroups.slot_cgroup(self.slot, int(self.limits.memory_mb) * 1024 * 1024))
+                cgroups.slot_cgroup(self.slot, int(self.limits.memory_mb) * 1024 * 1024)
+            )
             if self.cgroup is not None:
                 self.iso.layers += self.cgroup.layers()
             elif self.iso.user is not None:
-                self.iso.warnings.append(f"no cgroup budget for the jail ({why}); rlimits only: RLIMIT_AS per "
-                                         "process, RLIMIT_NPROC per uid, no CPU share")
+                self.iso.warnings.append(
+                    f"no cgroup budget for the jail ({why}); rlimits only: RLIMIT_AS per "
+                    "process, RLIMIT_NPROC per uid, no CPU share"
+                )
         self.kernel_output = KernelOutput()
         return rundir, site_dir
 
@@ -198,14 +233,15 @@ class _Run:
             self.iso.layers.append("workspace_tmpfs")
         else:
             self.iso.layers.append("workspace_watchdog")
-            watched.append(("its working directory", self.workspace, workspace_cap_bytes(self.limits),
-                            WORKSPACE_INODES, None))
+            watched.append(
+                ("its working directory", self.workspace, workspace_cap_bytes(self.limits), WORKSPACE_INODES, None)
+            )
         if not rundir_capped:
             watched.append(("the run folder", rundir, RUNDIR_BYTES, RUNDIR_INODES, None))
-        if self.iso.mode == "fallback" and self.iso.user is not None:   # the host's /dev/shm is shared
+        if self.iso.mode == "fallback" and self.iso.user is not None:  # the host's /dev/shm is shared
             watched.append(("/dev/shm", Path(SHM_DIR), RUNDIR_BYTES, RUNDIR_INODES, self.iso.user.uid))
         held = None
-        if watched and watched[0][1] == self.workspace:   # what no listing shows counts against its cap too
+        if watched and watched[0][1] == self.workspace:  # what no listing shows counts against its cap too
             owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
             held = Held(workspace_cap_bytes(self.limits), owner, self.workspace)
         if watched:
@@ -217,18 +253,31 @@ class _Run:
         out = self.kernel_output
 
         def build(kernel_argv: list[str]) -> list[str]:
-            return jail.kernel_command(self.iso, self.limits, self.workspace, rundir, site_dir, kernel_argv,
-                                       cgroup=self.cgroup)[0]
+            return jail.kernel_command(
+                self.iso, self.limits, self.workspace, rundir, site_dir, kernel_argv, cgroup=self.cgroup
+            )[0]
 
         owner = (self.iso.user.uid, self.iso.user.gid) if self.iso.user else None
         self.km = km = JailedKernelManager(command_builder=build, rundir=rundir, owner=owner)
         client = CappedNotebookClient(
-            stripped_notebook(self.cells), km=km, kernel_name="autograder", allow_errors=True,
-            interrupt_on_timeout=False, startup_timeout=int(STARTUP_TIMEOUT_S), iopub_timeout=2,
-            shell_timeout_interval=1, skip_cells_with_tag="\x00never", record_timing=False,
-            output_cap_bytes=int(self.limits.output_cap_kb) * 1024, shutdown_kernel="immediate")
-        probe_s = (probe_budget_s(self.limits, len(self.probe.cases), sum(map(case_bytes, self.probe.cases)))
-                   if self.probe else 0.0)
+            stripped_notebook(self.cells),
+            km=km,
+            kernel_name="autograder",
+            allow_errors=True,
+            interrupt_on_timeout=False,
+            startup_timeout=int(STARTUP_TIMEOUT_S),
+            iopub_timeout=2,
+            shell_timeout_interval=1,
+            skip_cells_with_tag="\x00never",
+            record_timing=False,
+            output_cap_bytes=int(self.limits.output_cap_kb) * 1024,
+            shutdown_kernel="immediate",
+        )
+        probe_s = (
+            probe_budget_s(self.limits, len(self.probe.cases), sum(map(case_bytes, self.probe.cases)))
+            if self.probe
+            else 0.0
+        )
         total_s = STARTUP_TIMEOUT_S + float(self.limits.notebook_timeout_s) + probe_s + RECOVER_GRACE_S + 10
         watchdog = Watchdog(total_s + 5, lambda: km.kernel_pid)
         watchdog.start()
@@ -237,22 +286,32 @@ class _Run:
         try:
             try:  # not nbclient's setup_kernel(): it would take over SIGINT/SIGTERM and register atexit hooks
                 try:
-                    await client.async_start_new_kernel(cwd=str(self.workspace), env={"PATH": "/usr/bin:/bin"},
-                                                        stdout=out.child_fd(), stderr=out.child_fd())
+                    await client.async_start_new_kernel(
+                        cwd=str(self.workspace),
+                        env={"PATH": "/usr/bin:/bin"},
+                        stdout=out.child_fd(),
+                        stderr=out.child_fd(),
+                    )
                 finally:
                     out.started()
                 if self.hooks.kernel_started is not None:
                     self.hooks.kernel_started()
                 await client.async_start_new_kernel_client()
             except Exception as e:  # noqa: BLE001 - any startup failure is this run's outcome
-                return Outcome("startup_failed", "the Python kernel could not be started in the sandbox: "
-                               f"{type(e).__name__}: {str(e)[:200]}; kernel output: {out.tail()}")
+                return Outcome(
+                    "startup_failed",
+                    "the Python kernel could not be started in the sandbox: "
+                    f"{type(e).__name__}: {str(e)[:200]}; kernel output: {out.tail()}",
+                )
             return await asyncio.wait_for(self._cells_then_probe(client), total_s)
         except asyncio.TimeoutError:
-            return Outcome("timeout", f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
-                                      "and its kernel was stopped")
+            return Outcome(
+                "timeout",
+                f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
+                "and its kernel was stopped",
+            )
         finally:
-            if self.probe_status == "not_run":   # else: set before the probe, which says nothing back
+            if self.probe_status == "not_run":  # else: set before the probe, which says nothing back
                 self.output_truncated = client.output_truncated
             await self._shutdown(client)
             watchdog.done.set()
@@ -264,14 +323,23 @@ class _Run:
         if outcome.kernel_usable and self.probe is not None:
             self.output_truncated = client.output_truncated
             self.probe_run = probe = ProbeRun(
-                self.probe.cases, self.probe.functions, self.probe.results_variable, self.limits,
-                out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace), workspace=self.workspace)
+                self.probe.cases,
+                self.probe.functions,
+                self.probe.results_variable,
+                self.limits,
+                out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace),
+                workspace=self.workspace,
+            )
             self.probe_status = "failed"
-            self.probe_status = await probe.run(lambda source, budget: self._execute_extra(client, source, budget),
-                                                self._take_snapshot)
+            self.probe_status = await probe.run(
+                lambda source, budget: self._execute_extra(client, source, budget), self._take_snapshot
+            )
             if self.refused:
-                return Outcome("kernel_died", f"{self.refused}, so the grader stopped the kernel before calling "
-                               "its functions", kernel_usable=False)
+                return Outcome(
+                    "kernel_died",
+                    f"{self.refused}, so the grader stopped the kernel before calling its functions",
+                    kernel_usable=False,
+                )
         return outcome
 
     def _take_snapshot(self) -> bool:
@@ -330,8 +398,12 @@ class _Run:
         for pos, cell in enumerate(self.cells):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return Outcome("timeout", f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
-                                          f"{cell.where}; later cells did not run", kernel_usable=False)
+                return Outcome(
+                    "timeout",
+                    f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
+                    f"{cell.where}; later cells did not run",
+                    kernel_usable=False,
+                )
             budget = min(float(limits.cell_timeout_s), remaining)
             t0 = time.monotonic()
             try:
@@ -339,38 +411,54 @@ class _Run:
             except CellTimeoutError:
                 self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0, number=cell.number)
                 if client.kc is not None and client.kc.dropped("shell"):  # nothing will answer any more
-                    return Outcome("timeout", f"{cell.where} answered with a message larger than the grader "
-                                   f"accepts ({SOCKET_LIMITS['shell'][0] // MiB} MB, e.g. a huge exception message), so "
-                                   "its connection was dropped and it ran into the cell limit; later cells did not run",
-                                   kernel_usable=False)
+                    return Outcome(
+                        "timeout",
+                        f"{cell.where} answered with a message larger than the grader "
+                        f"accepts ({SOCKET_LIMITS['shell'][0] // MiB} MB, e.g. a huge exception message), so "
+                        "its connection was dropped and it ran into the cell limit; later cells did not run",
+                        kernel_usable=False,
+                    )
                 by_deadline = budget < float(limits.cell_timeout_s)
                 if by_deadline or not await self._recover(client, min(RECOVER_GRACE_S, deadline - time.monotonic())):
-                    why = (f"the notebook reached its {limits.notebook_timeout_s:g} s limit in {cell.where}"
-                           if by_deadline else
-                           f"{cell.where} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
-                           "when interrupted")
+                    why = (
+                        f"the notebook reached its {limits.notebook_timeout_s:g} s limit in {cell.where}"
+                        if by_deadline
+                        else f"{cell.where} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
+                        "when interrupted"
+                    )
                     return Outcome("timeout", why + "; later cells did not run", kernel_usable=False)
                 timed_out.append(cell.where)
                 continue
             except DeadKernelError:
                 self.records[cell.index] = CellRecord(
-                    cell.index, "error", time.monotonic() - t0, "DeadKernelError",
-                    "the kernel died while this cell ran (os._exit, a crash, or a signal)", "", number=cell.number)
+                    cell.index,
+                    "error",
+                    time.monotonic() - t0,
+                    "DeadKernelError",
+                    "the kernel died while this cell ran (os._exit, a crash, or a signal)",
+                    "",
+                    number=cell.number,
+                )
                 return Outcome("kernel_died", self._death_reason(cell.where), kernel_usable=False)
             except HARNESS_BUGS:
                 raise
             except Exception as e:  # noqa: BLE001 - raised while handling what the kernel sent
                 why = _malformed(e)
-                self.records[cell.index] = CellRecord(cell.index, "error", time.monotonic() - t0,
-                                                      "MalformedKernelMessage", why, "", number=cell.number)
-                return Outcome("kernel_died", f"{why} while running {cell.where}; later cells did not run",
-                               kernel_usable=False)
+                self.records[cell.index] = CellRecord(
+                    cell.index, "error", time.monotonic() - t0, "MalformedKernelMessage", why, "", number=cell.number
+                )
+                return Outcome(
+                    "kernel_died", f"{why} while running {cell.where}; later cells did not run", kernel_usable=False
+                )
             self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0, number=cell.number)
         if timed_out:
             listed = "; ".join(timed_out[:5]) + (f" and {len(timed_out) - 5} more" if len(timed_out) > 5 else "")
             verb = "was" if len(timed_out) == 1 else "were"
-            return Outcome("timeout", f"{listed} exceeded the {limits.cell_timeout_s:g} s cell limit and {verb} "
-                                      "interrupted; the other cells ran")
+            return Outcome(
+                "timeout",
+                f"{listed} exceeded the {limits.cell_timeout_s:g} s cell limit and {verb} "
+                "interrupted; the other cells ran",
+            )
         return Outcome("completed", None)
 
     async def _recover(self, client: CappedNotebookClient, grace_s: float) -> bool:
@@ -426,18 +514,22 @@ class _Run:
             os.chmod(self.workspace, 0o700)
         if self.disk_watchdog is not None:
             self.disk_watchdog.done.set()
-        self.mounts.close()                   # the run folder's tmpfs and the cgroup, once nothing uses them
+        self.mounts.close()  # the run folder's tmpfs and the cgroup, once nothing uses them
         if self.cgroup is not None:
             self.warnings += self.cgroup.warnings
         if self.iso.mode == "fallback" and self.iso.user is not None:
-            remove_owned(Path(SHM_DIR), self.iso.user.uid)   # nothing passes to the next run of this uid
+            remove_owned(Path(SHM_DIR), self.iso.user.uid)  # nothing passes to the next run of this uid
         if self.kernel_output is not None:
             self.kernel_output.close()
-        if self.pre_probe is not None:        # the jail is gone: the workspace as it was before the probe
+        if self.pre_probe is not None:  # the jail is gone: the workspace as it was before the probe
             probe = self.probe_run if self.probe_status == "completed" else None
-            snapshot.restore(self.pre_probe, self.workspace, (probe.report, probe.outputs) if probe else None,
-                             workspace_cap_bytes(self.limits))
-        if self.hooks.snapshot_done is not None:   # whoever reads the snapshot is done with it
+            snapshot.restore(
+                self.pre_probe,
+                self.workspace,
+                (probe.report, probe.outputs) if probe else None,
+                workspace_cap_bytes(self.limits),
+            )
+        if self.hooks.snapshot_done is not None:  # whoever reads the snapshot is done with it
             self.hooks.snapshot_done()
         if self.base is not None:
             if not os.environ.get("AUTOGRADER_KEEP_RUNDIR"):
@@ -450,18 +542,26 @@ class _Run:
     def _death_reason(self, where: str) -> str:
         dog = self.disk_watchdog
         if dog is not None and dog.fired:
-            return (f"the notebook wrote {dog.fired} while running {where}; its kernel was stopped and "
-                    "later cells did not run")
+            return (
+                f"the notebook wrote {dog.fired} while running {where}; its kernel was stopped and "
+                "later cells did not run"
+            )
         if self.cgroup is not None and self.cgroup.oom_kills():
-            return (f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running "
-                    f"{where}, and the kernel was stopped ({self._exit_status()[0]}); later cells did not run")
+            return (
+                f"the notebook used more than its {self.limits.memory_mb:g} MB of memory while running "
+                f"{where}, and the kernel was stopped ({self._exit_status()[0]}); later cells did not run"
+            )
         status, signum = self._exit_status()
-        if signum is not None and signum != signal.SIGKILL:   # SIGKILL: what the memory limit sends
-            return (f"the kernel was ended by signal {signum} ({signal.Signals(signum).name}) while running "
-                    f"{where} ({status}): the notebook's code, or a library it called, sent that signal to its own "
-                    "process; later cells did not run")
-        return (f"the kernel died while running {where} ({status}; os._exit, a crash or "
-                "running out of memory); later cells did not run")
+        if signum is not None and signum != signal.SIGKILL:  # SIGKILL: what the memory limit sends
+            return (
+                f"the kernel was ended by signal {signum} ({signal.Signals(signum).name}) while running "
+                f"{where} ({status}): the notebook's code, or a library it called, sent that signal to its own "
+                "process; later cells did not run"
+            )
+        return (
+            f"the kernel died while running {where} ({status}; os._exit, a crash or "
+            "running out of memory); later cells did not run"
+        )
 
     def _exit_status(self) -> tuple[str, int | None]:
         """How the jail's process ended, and the signal that ended it (a shell or bwrap reports a

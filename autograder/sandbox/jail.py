@@ -45,12 +45,23 @@ from .users import SandboxUser, SandboxUserError, ensure_named_user, ensure_user
 
 MiB = 1024 * 1024
 HOME_IN_JAIL = "/home/student"
-SITE_IN_JAIL = "/opt/autograder"   # read-only: sitecustomize.py (see jail_site.py)
+SITE_IN_JAIL = "/opt/autograder"  # read-only: sitecustomize.py (see jail_site.py)
 TMPFS_BYTES = 64 * MiB
 FILE_SIZE_LIMIT = 64 * MiB
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32")
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "passwd",
-             "group", "hosts", "fonts", "alternatives", "mime.types")
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "hosts",
+    "fonts",
+    "alternatives",
+    "mime.types",
+)
 # What the kernel may read of the machine: the CPUs as the grader sees them (ONNX Runtime sizes its
 # pools from both; bound from the grader's namespace, so a test can present a many-core host).
 READ_ONLY_EXTRA = ("/sys/devices/system/cpu", "/proc/cpuinfo")
@@ -78,8 +89,13 @@ class Isolation:
 
 def interpreter_paths() -> list[str]:
     """Folders the kernel's interpreter needs, at their real paths (venv, base install, target of symlinks)."""
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-             str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    paths = {
+        sys.prefix,
+        sys.exec_prefix,
+        sys.base_prefix,
+        sys.base_exec_prefix,
+        str(Path(os.path.realpath(sys.executable)).parent.parent),
+    }
     for key in ("purelib", "platlib", "stdlib", "platstdlib"):
         p = sysconfig.get_paths().get(key)
         if p:
@@ -107,16 +123,26 @@ def minimal_env(home: str, tmp: str, site: str | None = None) -> dict[str, str]:
     extra = {"PYTHONPATH": site, jail_site.THREADS_VARIABLE: str(jail_site.kernel_threads())} if site else {}
     return {
         **extra,
-        "HOME": home, "TMPDIR": tmp, "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{tmp}/matplotlib", "IPYTHONDIR": f"{tmp}/ipython",
-        "XDG_CACHE_HOME": f"{tmp}/cache", "XDG_CONFIG_HOME": f"{tmp}/config",
-        "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter",
+        "HOME": home,
+        "TMPDIR": tmp,
+        "PATH": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{tmp}/matplotlib",
+        "IPYTHONDIR": f"{tmp}/ipython",
+        "XDG_CACHE_HOME": f"{tmp}/cache",
+        "XDG_CONFIG_HOME": f"{tmp}/config",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "JUPYTER_RUNTIME_DIR": f"{tmp}/jupyter",
     }
 
 
-NPROC_LIMIT = 64     # processes and threads of the sandbox uid, where no pids cgroup counts them
+NPROC_LIMIT = 64  # processes and threads of the sandbox uid, where no pids cgroup counts them
 
 
 def rlimits(limits: ExecutionLimits, with_nproc: bool, cgroup: SlotCgroup | None = None) -> dict[str, int]:
@@ -183,16 +209,28 @@ def _confine_argv(config: dict) -> list[str]:
 
 def _setpriv_argv(user: SandboxUser) -> list[str]:
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-    return [setpriv, f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "--no-new-privs",
-            "--bounding-set=-all", "--inh-caps=-all", "--"]
+    return [
+        setpriv,
+        f"--reuid={user.uid}",
+        f"--regid={user.gid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--",
+    ]
 
 
 @functools.lru_cache(maxsize=8)
 def _confine_layers(uid: int | None, gid: int | None) -> tuple[dict, str]:
     """Which confinement layers apply here: confine in check mode (as the sandbox uid when given)."""
     prefix = _setpriv_argv(SandboxUser("check", uid, gid)) if uid is not None else []
-    config = {"check": True, "rlimits": {"CORE": 0},
-              "landlock": {"rx": list(SYSTEM_DIRS), "ro": [], "rw": []}, "seccomp": {"block_inet": True}}
+    config = {
+        "check": True,
+        "rlimits": {"CORE": 0},
+        "landlock": {"rx": list(SYSTEM_DIRS), "ro": [], "rw": []},
+        "seccomp": {"block_inet": True},
+    }
     try:
         proc = subprocess.run(prefix + _confine_argv(config), capture_output=True, text=True, timeout=30, cwd="/")
         return json.loads(proc.stdout.strip().splitlines()[-1]), ""
@@ -214,12 +252,18 @@ def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
         return check, why
     prefix = _setpriv_argv(SandboxUser("check", uid, gid)) if uid is not None else []
     applied = check.get("applied", [])
-    real: dict = {"rlimits": {"CORE": 0}, "env": {"PATH": "/usr/bin:/bin"}, "cwd": "/",
-                  "argv": [kernel_python(), "-c", "import sys, ipykernel, numpy; print(sys.prefix)"]}
+    real: dict = {
+        "rlimits": {"CORE": 0},
+        "env": {"PATH": "/usr/bin:/bin"},
+        "cwd": "/",
+        "argv": [kernel_python(), "-c", "import sys, ipykernel, numpy; print(sys.prefix)"],
+    }
     if any(a.startswith("landlock") for a in applied):
-        real["landlock"] = {"rx": [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-                            + interpreter_paths(), "ro": ["/proc", *DEVICES] + [f"/etc/{n}" for n in ETC_FILES],
-                            "rw": []}
+        real["landlock"] = {
+            "rx": [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths(),
+            "ro": ["/proc", *DEVICES] + [f"/etc/{n}" for n in ETC_FILES],
+            "rw": [],
+        }
     if "seccomp" in applied:
         real["seccomp"] = {"block_inet": True}
     try:
@@ -229,9 +273,11 @@ def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
     if proc.returncode != 0 or proc.stdout.strip() != sys.prefix:
         who = f"the sandbox uid {uid}" if uid is not None else "a confined process"
         detail = (proc.stderr.strip().splitlines() or [proc.stdout.strip()])[-1:]
-        return check, (f"{who} cannot run {kernel_python()} with its packages (prefix "
-                       f"{proc.stdout.strip() or '?'}; {' '.join(detail)[:200]}); hint: install Python where "
-                       "every user can read it, not under a mode-700 home folder")
+        return check, (
+            f"{who} cannot run {kernel_python()} with its packages (prefix "
+            f"{proc.stdout.strip() or '?'}; {' '.join(detail)[:200]}); hint: install Python where "
+            "every user can read it, not under a mode-700 home folder"
+        )
     return check, ""
 
 
@@ -258,9 +304,12 @@ def choose_isolation(unsafe_no_sandbox: bool = False, slot: int = 0) -> Isolatio
     if unsafe_no_sandbox:
         warnings.append("UNSAFE: the notebook runs with no isolation besides rlimits (--unsafe-no-sandbox)")
         return Isolation("none", ["rlimits", "clearenv"], warnings)
-    raise SandboxUnavailableError("no isolation is available on this machine: " + "; ".join(warnings)
-                                  + ". Install bubblewrap or run as root with Landlock; or pass "
-                                  "--unsafe-no-sandbox to run untrusted notebooks unprotected.")
+    raise SandboxUnavailableError(
+        "no isolation is available on this machine: "
+        + "; ".join(warnings)
+        + ". Install bubblewrap or run as root with Landlock; or pass "
+        "--unsafe-no-sandbox to run untrusted notebooks unprotected."
+    )
 
 
 def _bwrap_isolation(user: SandboxUser | None, as_root: bool, warnings: list[str]) -> Isolation:
@@ -268,7 +317,7 @@ def _bwrap_isolation(user: SandboxUser | None, as_root: bool, warnings: list[str
     layers += ["bwrap", "mountns", "pidns", "netns", "ipcns", "utsns"]
     if not as_root:
         layers.append("userns")
-    check, _ = _confine_layers(None, None)   # only whether seccomp applies: bwrap starts the kernel itself
+    check, _ = _confine_layers(None, None)  # only whether seccomp applies: bwrap starts the kernel itself
     seccomp = "seccomp" in check.get("applied", [])
     layers += ["rlimits", "no_new_privs", "clearenv"] + (["seccomp"] if seccomp else [])
     if not bwrap_supports_size():
@@ -334,8 +383,22 @@ def _bwrap_base(iso: Isolation, made: set[str]) -> list[str]:
     if iso.bwrap_userns:
         args += ["--unshare-user", "--disable-userns"]
     size = ["--size", str(TMPFS_BYTES)] if bwrap_supports_size() else []
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/tmp",
-             "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        *size,
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "1777",
+        *size,
+        "--tmpfs",
+        "/dev/shm",
+    ]
     args += _system_binds()
     for name in ETC_FILES:
         args += _mkdirs(f"/etc/{name}", made) + ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -356,8 +419,15 @@ def bwrap_argv(iso: Isolation, workspace: Path, rundir: Path, site_dir: Path) ->
     return args
 
 
-def kernel_command(iso: Isolation, limits: ExecutionLimits, workspace: Path, rundir: Path, site_dir: Path,
-                   kernel_argv: list[str], cgroup: SlotCgroup | None = None) -> tuple[list[str], dict]:
+def kernel_command(
+    iso: Isolation,
+    limits: ExecutionLimits,
+    workspace: Path,
+    rundir: Path,
+    site_dir: Path,
+    kernel_argv: list[str],
+    cgroup: SlotCgroup | None = None,
+) -> tuple[list[str], dict]:
     """``(argv, env)`` that start ``kernel_argv`` inside the jail ``iso`` describes (inside
     ``cgroup`` from its first process on, when given). ``site_dir`` holds the jail's
     ``sitecustomize.py`` (:func:`write_site`)."""
@@ -367,8 +437,12 @@ def kernel_command(iso: Isolation, limits: ExecutionLimits, workspace: Path, run
     else:
         home, tmp, cwd, site = str(workspace), str(rundir / "tmp"), str(workspace), str(site_dir)
         prefix = []
-    config: dict = {"rlimits": rlimits(limits, with_nproc=iso.user is not None, cgroup=cgroup),
-                    "env": minimal_env(home, tmp, site), "argv": kernel_argv, "cwd": cwd}
+    config: dict = {
+        "rlimits": rlimits(limits, with_nproc=iso.user is not None, cgroup=cgroup),
+        "env": minimal_env(home, tmp, site),
+        "argv": kernel_argv,
+        "cwd": cwd,
+    }
     if iso.seccomp:
         config["seccomp"] = {"block_inet": iso.mode != "bwrap"}
     if iso.mode == "fallback" and iso.landlock:
@@ -421,8 +495,9 @@ def measure_isolation() -> Isolation | None:
     return Isolation("bwrap", [], [], user=user, bwrap_userns=not as_root, seccomp=seccomp)
 
 
-def worker_command(iso: Isolation, work_dir: Path, read_only: list[str], argv: list[str], env: dict[str, str],
-                   limits: dict[str, int]) -> list[str]:
+def worker_command(
+    iso: Isolation, work_dir: Path, read_only: list[str], argv: list[str], env: dict[str, str], limits: dict[str, int]
+) -> list[str]:
     """``argv`` jailed by ``iso`` (bwrap): ``work_dir`` (same path) its only writable folder, the
     system, the interpreter and ``read_only`` (same paths) readable, no network, ``env`` only."""
     made = {"/usr", "/tmp", "/proc", "/dev"}

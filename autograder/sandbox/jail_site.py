@@ -16,7 +16,7 @@ import os
 import sys
 
 THREADS_VARIABLE = "AUTOGRADER_KERNEL_THREADS"
-MAX_KERNEL_THREADS = 4   # ONNX Runtime's default pool size in the jail (it would take every core)
+MAX_KERNEL_THREADS = 4  # ONNX Runtime's default pool size in the jail (it would take every core)
 
 
 def kernel_threads():

@@ -34,12 +34,17 @@ MiB = 1024 * 1024
 # Per socket: the largest message accepted (a larger one drops the connection instead of filling
 # the grader's memory; the kernel holds the session key and can forge any message) and how many
 # messages may queue. Worst case held by the grader: about sum(size * queue) = 32 + 16 + 8 + 8 MiB.
-SOCKET_LIMITS = {"iopub": (2 * MiB, 16), "shell": (4 * MiB, 4), "control": (1 * MiB, 8),
-                 "stdin": (1 * MiB, 8), "hb": (4096, 16)}
+SOCKET_LIMITS = {
+    "iopub": (2 * MiB, 16),
+    "shell": (4 * MiB, 4),
+    "control": (1 * MiB, 8),
+    "stdin": (1 * MiB, 8),
+    "hb": (4096, 16),
+}
 # A send that cannot be queued (the kernel dropped or stopped reading the connection) raises
 # zmq.Again after this long instead of blocking the grader's event loop forever (hole H2).
 SEND_TIMEOUT_MS = 2000
-MONITORED = ("iopub", "shell")   # channels whose dropped connection the grader wants to know about
+MONITORED = ("iopub", "shell")  # channels whose dropped connection the grader wants to know about
 
 
 def _limited_socket(context: zmq.Context, channel: str, identity: bytes | None) -> zmq.Socket:
@@ -57,9 +62,14 @@ def _limited_socket(context: zmq.Context, channel: str, identity: bytes | None) 
 
 def kernel_spec() -> KernelSpec:
     """The one kernelspec the grader uses, whatever the notebook asks for."""
-    return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                      display_name="Python 3 (autograder)", language="python",
-                      interrupt_mode="message", env={}, metadata={})
+    return KernelSpec(
+        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        display_name="Python 3 (autograder)",
+        language="python",
+        interrupt_mode="message",
+        env={},
+        metadata={},
+    )
 
 
 class JailedKernelClient(AsyncKernelClient):
@@ -106,10 +116,15 @@ class JailedKernelClient(AsyncKernelClient):
 class JailedKernelManager(AsyncKernelManager):
     """Starts the kernel through ``command_builder(kernel_argv) -> argv`` and hands the sandbox uid its files."""
 
-    def __init__(self, *, command_builder: Callable[[list[str]], list[str]], rundir: Path,
-                 owner: tuple[int, int] | None, **kw: Any) -> None:
-        super().__init__(transport="ipc", ip=str(rundir / "k"),
-                         connection_file=str(rundir / "kernel.json"), **kw)
+    def __init__(
+        self,
+        *,
+        command_builder: Callable[[list[str]], list[str]],
+        rundir: Path,
+        owner: tuple[int, int] | None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(transport="ipc", ip=str(rundir / "k"), connection_file=str(rundir / "kernel.json"), **kw)
         self._kernel_spec = kernel_spec()
         self.client_factory = JailedKernelClient
         self._command_builder = command_builder

@@ -35,12 +35,12 @@ from ..safe_files import scrub_strings
 from . import notebook_parse
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
-MAX_CODE_CELLS = 2_000             # a notebook of this course has < 100; each runs as one request
-MAX_JSON_OBJECTS = 500_000         # outputs and metadata included (they are parsed, then dropped)
-MAX_JSON_ARRAYS = 500_000          # counted before parsing: a file of millions of [] costs a scan
-MAX_INT_DIGITS = 4_300             # Python's own limit for int(str)
-MAX_CODE_CHARS = 8 * 1024 * 1024   # of code in all cells (what comes back to the grader is bounded)
-PARSE_MEMORY_BYTES = 3 * 1024 ** 3  # the parsing child's address space
+MAX_CODE_CELLS = 2_000  # a notebook of this course has < 100; each runs as one request
+MAX_JSON_OBJECTS = 500_000  # outputs and metadata included (they are parsed, then dropped)
+MAX_JSON_ARRAYS = 500_000  # counted before parsing: a file of millions of [] costs a scan
+MAX_INT_DIGITS = 4_300  # Python's own limit for int(str)
+MAX_CODE_CHARS = 8 * 1024 * 1024  # of code in all cells (what comes back to the grader is bounded)
+PARSE_MEMORY_BYTES = 3 * 1024**3  # the parsing child's address space
 PARSE_TIMEOUT_S = 60.0
 # metadata paths whose strings the reader returns (``LoadedNotebook.declared``): the assignment a
 # notebook says it is for, written by ``autograder build`` or by otter-assign
@@ -53,9 +53,9 @@ class UnreadableNotebook(Exception):
 
 @dataclass(frozen=True)
 class CodeCell:
-    index: int   # position in the submitted notebook, from 0 (markdown and raw cells counted)
+    index: int  # position in the submitted notebook, from 0 (markdown and raw cells counted)
     source: str
-    number: int = 0   # position among the code cells, from 1 (0: not known)
+    number: int = 0  # position among the code cells, from 1 (0: not known)
 
     @property
     def where(self) -> str:
@@ -66,9 +66,9 @@ class CodeCell:
 @dataclass(frozen=True)
 class LoadedNotebook:
     cells: list[CodeCell]
-    total: int                 # cells of every kind
-    language: str | None       # the language the metadata names, when not Python
-    declared: dict[str, str] = field(default_factory=dict)   # DECLARED_AT key -> string found there (≤ 101 chars)
+    total: int  # cells of every kind
+    language: str | None  # the language the metadata names, when not Python
+    declared: dict[str, str] = field(default_factory=dict)  # DECLARED_AT key -> string found there (≤ 101 chars)
 
 
 def _open_notebook(path: Path) -> int:
@@ -83,8 +83,10 @@ def _open_notebook(path: Path) -> int:
         raise UnreadableNotebook(f"{path.name} is not a regular file")
     if st.st_size > MAX_NOTEBOOK_BYTES:
         os.close(fd)
-        raise UnreadableNotebook(f"{path.name} is {st.st_size:,} bytes, more than the "
-                                 f"{MAX_NOTEBOOK_BYTES:,} allowed; hint: clear the outputs before submitting")
+        raise UnreadableNotebook(
+            f"{path.name} is {st.st_size:,} bytes, more than the "
+            f"{MAX_NOTEBOOK_BYTES:,} allowed; hint: clear the outputs before submitting"
+        )
     return fd
 
 
@@ -118,44 +120,67 @@ def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool
         os.close(fd)
 
 
-def read_notebook_bytes(name: str, data: bytes, timeout_s: float = PARSE_TIMEOUT_S, *,
-                        cells: bool = True) -> LoadedNotebook:
+def read_notebook_bytes(
+    name: str, data: bytes, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool = True
+) -> LoadedNotebook:
     """:func:`load_notebook` for a notebook the grader holds as bytes (a zip entry): the same
     child, limits and reasons. ``name`` is how messages call it."""
     if len(data) > MAX_NOTEBOOK_BYTES:
-        raise UnreadableNotebook(f"{name} is {len(data):,} bytes, more than the {MAX_NOTEBOOK_BYTES:,} "
-                                 "allowed; hint: clear the outputs before submitting")
+        raise UnreadableNotebook(
+            f"{name} is {len(data):,} bytes, more than the {MAX_NOTEBOOK_BYTES:,} "
+            "allowed; hint: clear the outputs before submitting"
+        )
     return _parse_in_child(name, data, timeout_s, cells)
 
 
 def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: bool) -> LoadedNotebook:
     """Run :mod:`.notebook_parse` on ``source`` (a descriptor, or bytes fed on its stdin)."""
-    limits = {"name": name, "max_bytes": MAX_NOTEBOOK_BYTES, "max_objects": MAX_JSON_OBJECTS,
-              "max_arrays": MAX_JSON_ARRAYS, "max_int_digits": MAX_INT_DIGITS, "max_code_cells": MAX_CODE_CELLS,
-              "max_code_chars": MAX_CODE_CHARS, "memory_bytes": PARSE_MEMORY_BYTES, "cells": cells,
-              "declared_at": DECLARED_AT}
+    limits = {
+        "name": name,
+        "max_bytes": MAX_NOTEBOOK_BYTES,
+        "max_objects": MAX_JSON_OBJECTS,
+        "max_arrays": MAX_JSON_ARRAYS,
+        "max_int_digits": MAX_INT_DIGITS,
+        "max_code_cells": MAX_CODE_CELLS,
+        "max_code_chars": MAX_CODE_CHARS,
+        "memory_bytes": PARSE_MEMORY_BYTES,
+        "cells": cells,
+        "declared_at": DECLARED_AT,
+    }
     feed = {"input": source} if isinstance(source, bytes) else {"stdin": source}
     try:
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
-                              capture_output=True, timeout=timeout_s, cwd="/", **feed)
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
+            capture_output=True,
+            timeout=timeout_s,
+            cwd="/",
+            **feed,
+        )
     except subprocess.TimeoutExpired:
-        raise UnreadableNotebook(f"{name} took more than {timeout_s:g} s to read; it is not a notebook "
-                                 "the grader can run") from None
+        raise UnreadableNotebook(
+            f"{name} took more than {timeout_s:g} s to read; it is not a notebook the grader can run"
+        ) from None
     try:
-        result = scrub_strings(json.loads(proc.stdout.decode("utf-8")))   # lone surrogates: U+FFFD
+        result = scrub_strings(json.loads(proc.stdout.decode("utf-8")))  # lone surrogates: U+FFFD
         if not isinstance(result, dict):
             raise ValueError("not an object")
     except (UnicodeDecodeError, ValueError):
         why = "killed by a signal" if proc.returncode < 0 else f"exit code {proc.returncode}"
-        raise UnreadableNotebook(f"{name} could not be read as a notebook (the reader stopped: {why}; "
-                                 "hint: it may be far too large or complex)") from None
+        raise UnreadableNotebook(
+            f"{name} could not be read as a notebook (the reader stopped: {why}; "
+            "hint: it may be far too large or complex)"
+        ) from None
     if "error" in result:
         raise UnreadableNotebook(str(result["error"]))
     code = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
     language = result.get("language")
     declared = result.get("declared") if isinstance(result.get("declared"), dict) else {}
-    return LoadedNotebook(code, int(result["total"]), language if isinstance(language, str) else None,
-                          {str(k): v for k, v in declared.items() if isinstance(v, str)})
+    return LoadedNotebook(
+        code,
+        int(result["total"]),
+        language if isinstance(language, str) else None,
+        {str(k): v for k, v in declared.items() if isinstance(v, str)},
+    )
 
 
 _Item = TypeVar("_Item")

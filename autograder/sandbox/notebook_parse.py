@@ -29,7 +29,7 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9+#._ -]")
 # a JSON string (escapes included); an unterminated one runs to the end, so the scan stays linear
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
 MAX_LANGUAGE_CHARS = 40
-MAX_DECLARED_CHARS = 101    # longer than any id the grader accepts: the caller refuses it
+MAX_DECLARED_CHARS = 101  # longer than any id the grader accepts: the caller refuses it
 
 
 class Refused(Exception):
@@ -60,8 +60,10 @@ def parse(data, name, limits):
     def on_object(pairs):
         objects[0] += 1
         if objects[0] > limits["max_objects"]:
-            raise Refused(f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
-                          "metadata); hint: clear the outputs and remove empty cells before submitting")
+            raise Refused(
+                f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
+                "metadata); hint: clear the outputs and remove empty cells before submitting"
+            )
         return dict(pairs)
 
     def on_int(digits):
@@ -75,16 +77,19 @@ def parse(data, name, limits):
         raise Refused(f"{name} is nested too deeply to be a notebook") from None
     except MemoryError:
         raise Refused(f"{name} is too large to read as a notebook; hint: clear the outputs") from None
-    except ValueError as e:   # json.JSONDecodeError is a ValueError
-        raise Refused(f"{name} is not valid JSON ({str(e)[:120]}); hint: it may be truncated or not a "
-                      ".ipynb file") from None
+    except ValueError as e:  # json.JSONDecodeError is a ValueError
+        raise Refused(
+            f"{name} is not valid JSON ({str(e)[:120]}); hint: it may be truncated or not a .ipynb file"
+        ) from None
     major = raw.get("nbformat") if isinstance(raw, dict) else None
     old = isinstance(major, int) and not isinstance(major, bool) and major < 4
     if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw and not old:
         raise Refused(f"{name} is JSON but not a Jupyter notebook (no 'cells')")
     if not isinstance(major, int) or isinstance(major, bool) or major < 4:
-        raise Refused(f"{name} uses notebook format {str(major)[:20]}; format 4 is needed (hint: open and "
-                      "save it in a current Jupyter)")
+        raise Refused(
+            f"{name} uses notebook format {str(major)[:20]}; format 4 is needed (hint: open and "
+            "save it in a current Jupyter)"
+        )
     cells = raw.get("cells")
     if not isinstance(cells, list):
         raise Refused(f"{name}: 'cells' is not a list")
@@ -98,11 +103,15 @@ def parse(data, name, limits):
             chars += len(out[-1][1])
             if len(out) > limits["max_code_cells"]:
                 total = sum(1 for c in cells if isinstance(c, dict) and c.get("cell_type") == "code")
-                raise Refused(f"{name} has {total:,} code cells, more than the {limits['max_code_cells']:,} "
-                              "the grader runs; hint: merge cells or remove empty ones")
+                raise Refused(
+                    f"{name} has {total:,} code cells, more than the {limits['max_code_cells']:,} "
+                    "the grader runs; hint: merge cells or remove empty ones"
+                )
             if chars > limits["max_code_chars"]:
-                raise Refused(f"{name} holds more than {limits['max_code_chars']:,} characters of code; hint: "
-                              "load data from a file instead of pasting it into a cell")
+                raise Refused(
+                    f"{name} holds more than {limits['max_code_chars']:,} characters of code; hint: "
+                    "load data from a file instead of pasting it into a cell"
+                )
     return out, len(cells), declared_language(raw), declared_ids(raw, limits.get("declared_at") or {})
 
 
@@ -113,11 +122,15 @@ def _count_containers(text, name, limits):
     arrays, objects = bare.count("["), bare.count("{")
     del bare
     if arrays > limits["max_arrays"]:
-        raise Refused(f"{name} holds more than {limits['max_arrays']:,} JSON lists ({arrays:,}); it is not a "
-                      "notebook the grader can run (hint: clear the outputs before submitting)")
+        raise Refused(
+            f"{name} holds more than {limits['max_arrays']:,} JSON lists ({arrays:,}); it is not a "
+            "notebook the grader can run (hint: clear the outputs before submitting)"
+        )
     if objects > limits["max_objects"]:
-        raise Refused(f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
-                      "metadata); hint: clear the outputs and remove empty cells before submitting")
+        raise Refused(
+            f"{name} holds more than {limits['max_objects']:,} JSON objects (cells, outputs, "
+            "metadata); hint: clear the outputs and remove empty cells before submitting"
+        )
 
 
 def declared_ids(raw, paths):
@@ -166,8 +179,12 @@ def main(limits_json):
     try:
         data = sys.stdin.buffer.read(limits["max_bytes"] + 1)
         cells, total, language, declared = parse(data, name, limits)
-        result = {"cells": cells if limits.get("cells", True) else [], "total": total, "language": language,
-                  "declared": declared}
+        result = {
+            "cells": cells if limits.get("cells", True) else [],
+            "total": total,
+            "language": language,
+            "declared": declared,
+        }
     except Refused as e:
         result = {"error": str(e)}
     except MemoryError:

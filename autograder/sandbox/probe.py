@@ -27,7 +27,7 @@ from ..probe_format import FILE_NAME, RESULT_LIMITS, ResultLimits
 
 STATE = "__autograder_probe"
 
-SETUP_BODY = r'''
+SETUP_BODY = r"""
 def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_s, max_bytes, limits, file_name):
     import base64, json, os, re, shutil, signal, tempfile, traceback
     import numpy as np
@@ -305,18 +305,35 @@ def __autograder_probe_setup(out_dir, functions, results_variable, case_timeout_
                 os.unlink(path)
 
     return {"call": call, "finish": finish}
-'''
+"""
 
 
-def setup_source(out_dir: str, functions: list[str], results_variable: str, case_timeout_s: float = 10.0,
-                 max_bytes: int = 32 * 1024 * 1024, limits: ResultLimits = RESULT_LIMITS) -> str:
+def setup_source(
+    out_dir: str,
+    functions: list[str],
+    results_variable: str,
+    case_timeout_s: float = 10.0,
+    max_bytes: int = 32 * 1024 * 1024,
+    limits: ResultLimits = RESULT_LIMITS,
+) -> str:
     """The first probe cell: defines the probe's state, writes which ``functions`` exist and RESULTS.
     ``max_bytes``: all results together; ``limits``: one result (probe_format)."""
-    call_args = ", ".join(json.dumps(v) for v in (out_dir, list(functions), results_variable,
-                                                   float(case_timeout_s), int(max_bytes), asdict(limits),
-                                                   FILE_NAME.pattern))
-    return (SETUP_BODY + f"\ntry:\n    {STATE} = __autograder_probe_setup({call_args})\n"
-            "finally:\n    del __autograder_probe_setup\n")
+    call_args = ", ".join(
+        json.dumps(v)
+        for v in (
+            out_dir,
+            list(functions),
+            results_variable,
+            float(case_timeout_s),
+            int(max_bytes),
+            asdict(limits),
+            FILE_NAME.pattern,
+        )
+    )
+    return (
+        SETUP_BODY + f"\ntry:\n    {STATE} = __autograder_probe_setup({call_args})\n"
+        "finally:\n    del __autograder_probe_setup\n"
+    )
 
 
 def case_source(case: dict) -> str:

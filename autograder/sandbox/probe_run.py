@@ -38,21 +38,30 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from .. import safe_files
 from ..assignment import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
-from ..probe_format import (LIMIT_WORDS, OUTPUTS_MAX_ENTRIES, REPORT_FILE, RESULT_LIMITS, ProbeCase, ResultError,
-                            case_bytes, decode_result, inline_cases)
+from ..probe_format import (
+    LIMIT_WORDS,
+    OUTPUTS_MAX_ENTRIES,
+    REPORT_FILE,
+    RESULT_LIMITS,
+    ProbeCase,
+    ResultError,
+    case_bytes,
+    decode_result,
+    inline_cases,
+)
 from ..student_text import mask
 from .probe import case_source, finish_source, setup_source
 
-PROBE_MAX_S = 120.0          # the calls themselves, at most (and at most one cell limit)
-PROBE_CASE_MAX_S = 10.0      # one call
-PER_CELL_OVERHEAD_S = 0.25   # a round trip per case cell, generous for a slow machine
-CELL_MARGIN_S = 5.0          # beyond a call's alarm, before the cell itself times out
-PAYLOAD_S_PER_MIB = 1.0      # to send and decode a MiB of a case's arguments (about 0.35 s here)
+PROBE_MAX_S = 120.0  # the calls themselves, at most (and at most one cell limit)
+PROBE_CASE_MAX_S = 10.0  # one call
+PER_CELL_OVERHEAD_S = 0.25  # a round trip per case cell, generous for a slow machine
+CELL_MARGIN_S = 5.0  # beyond a call's alarm, before the cell itself times out
+PAYLOAD_S_PER_MIB = 1.0  # to send and decode a MiB of a case's arguments (about 0.35 s here)
 CASE_FILE, CASE_ARRAYS = "probe_case.json", "probe_case.npz"
 MiB = 1024 * 1024
-CASE_RECORD_MAX_BYTES = 64 * 1024 + RESULT_LIMITS.encoded_bytes   # a call's record, its result's encoding included
-OUTPUTS_MAX_BYTES = 64 * MiB       # all results' arrays together (the probe itself stops at 32 MB)
-ENCODINGS_MAX_BYTES = 16 * MiB     # all results' encodings together (probe_report.json stays readable)
+CASE_RECORD_MAX_BYTES = 64 * 1024 + RESULT_LIMITS.encoded_bytes  # a call's record, its result's encoding included
+OUTPUTS_MAX_BYTES = 64 * MiB  # all results' arrays together (the probe itself stops at 32 MB)
+ENCODINGS_MAX_BYTES = 16 * MiB  # all results' encodings together (probe_report.json stays readable)
 ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
 STATUSES = ("ok", "raised", "unconvertible", "missing_function")
 # Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
@@ -74,8 +83,12 @@ def _origin(origin: dict) -> dict[str, Any]:
 def probe_budget_s(limits: ExecutionLimits, n_cases: int, payload_bytes: int = 0) -> float:
     """How long the whole probe may take: the calls' budget plus a round trip per cell, plus the
     time to send and decode ``payload_bytes`` of arguments (:func:`~autograder.probe_format.case_bytes`)."""
-    return (min(PROBE_MAX_S, float(limits.cell_timeout_s)) + PER_CELL_OVERHEAD_S * (n_cases + 2) + CELL_MARGIN_S
-            + PAYLOAD_S_PER_MIB * payload_bytes / MiB)
+    return (
+        min(PROBE_MAX_S, float(limits.cell_timeout_s))
+        + PER_CELL_OVERHEAD_S * (n_cases + 2)
+        + CELL_MARGIN_S
+        + PAYLOAD_S_PER_MIB * payload_bytes / MiB
+    )
 
 
 @dataclass
@@ -84,18 +97,19 @@ class ProbeRun:
     functions: list[str]
     results_variable: str
     limits: ExecutionLimits
-    out_dir: str                 # the working directory as the kernel sees it
-    workspace: Path              # ... and as the grader does
+    out_dir: str  # the working directory as the kernel sees it
+    workspace: Path  # ... and as the grader does
     report: dict[str, Any] = field(default_factory=lambda: {"cases": {}, "functions": {}, "origins": {}})
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     _bytes: int = 0
     _encoded: int = 0
 
     async def run(self, execute: Execute, take_snapshot: Callable[[], bool]) -> str:
-        """"completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply;
+        """ "completed" or "failed"; ``execute(source, budget_s)`` runs one cell, returning its reply;
         ``take_snapshot()`` False stops the probe before any hidden input is sent."""
-        deadline = time.monotonic() + probe_budget_s(self.limits, len(self.cases),
-                                                     sum(case_bytes(c) for c in self.cases))
+        deadline = time.monotonic() + probe_budget_s(
+            self.limits, len(self.cases), sum(case_bytes(c) for c in self.cases)
+        )
         case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
         names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
 
@@ -106,7 +120,7 @@ class ProbeRun:
         if not await cell(setup_source(self.out_dir, names, self.results_variable, case_timeout_s=case_s)):
             return "failed"
         self._read_functions(names)
-        if not take_snapshot():          # before the first hidden input enters the kernel
+        if not take_snapshot():  # before the first hidden input enters the kernel
             return "failed"
         for index, (case, inline) in enumerate(zip(self.cases, inline_cases(self.cases))):
             if not await cell(case_source(inline), case_bytes(case)):
@@ -137,26 +151,36 @@ class ProbeRun:
             rec = safe_files.load_json(self.workspace, CASE_FILE, CASE_RECORD_MAX_BYTES)
             arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
         except UnsafeFileError as e:
-            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                "type": "ProbeError", "message": mask(f"the probe's record of this call is unusable: {e}", 300)}}
+            self.report["cases"][case.id] = {
+                "status": "unconvertible",
+                "error": {
+                    "type": "ProbeError",
+                    "message": mask(f"the probe's record of this call is unusable: {e}", 300),
+                },
+            }
             return
         if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
-            self.report["cases"][case.id] = {"status": "unconvertible", "error": {
-                "type": "ProbeError", "message": "the probe's record of this call is not the probe's"}}
+            self.report["cases"][case.id] = {
+                "status": "unconvertible",
+                "error": {"type": "ProbeError", "message": "the probe's record of this call is not the probe's"},
+            }
             return
         kept: dict[str, Any] = {"status": rec["status"]}
         # made while the call held hidden inputs: masked on the way in (autograder.student_text)
         if isinstance(rec.get("error"), dict):
             kept["error"] = {k: mask(rec["error"].get(k, ""), cap) for k, cap in ERROR_CAPS.items()}
-            if rec["error"].get("limit") in LIMIT_WORDS:      # which bound: the grader words it (compare)
+            if rec["error"].get("limit") in LIMIT_WORDS:  # which bound: the grader words it (compare)
                 kept["error"]["limit"] = rec["error"]["limit"]
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
             kept["python_type"] = mask(rec["python_type"], 100)
         own = f"c{index}"
-        mine = {k: a for k, a in arrays.items()   # only this case's keys: a call cannot fill in another's
-                if k == own or k.startswith(own + "_") and k[len(own) + 1:].isdigit()}
+        mine = {
+            k: a
+            for k, a in arrays.items()  # only this case's keys: a call cannot fill in another's
+            if k == own or k.startswith(own + "_") and k[len(own) + 1 :].isdigit()
+        }
         if rec["status"] == "ok":
             why = self._unusable_result(rec.get("value"), mine, index)
             if why:

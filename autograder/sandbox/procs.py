@@ -25,7 +25,7 @@ class Watchdog(threading.Thread):
         pid = self.pid_of()
         if pid:
             self.fired = True
-            for target in [*children_of(pid), pid]:   # inside out, as stop_jail does
+            for target in [*children_of(pid), pid]:  # inside out, as stop_jail does
                 try:
                     os.kill(target, signal.SIGKILL)
                 except ProcessLookupError:

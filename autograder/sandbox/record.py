@@ -12,8 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ..cell_numbers import (NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors,
-                            without_place)
+from ..cell_numbers import NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors, without_place
 from ..defining_cells import find_definitions
 from ..student_text import clean_lines as clean
 
@@ -21,28 +20,28 @@ EVALUE_CAP = 1000
 TRACEBACK_CAP = 4000
 ENAME_CAP = 200
 REASON_CAP = 2000
-DETAILS_BUDGET = 256 * 1024      # characters of evalue + traceback kept over all cells
-SHORT_EVALUE_CAP = 200           # a cell's message once the budget is spent
+DETAILS_BUDGET = 256 * 1024  # characters of evalue + traceback kept over all cells
+SHORT_EVALUE_CAP = 200  # a cell's message once the budget is spent
 
 
 @dataclass
 class Outcome:
-    status: str          # completed | timeout | kernel_died | startup_failed | unreadable | sandbox_error
+    status: str  # completed | timeout | kernel_died | startup_failed | unreadable | sandbox_error
     reason: str | None
-    kernel_usable: bool = True   # may the probe still run in this kernel?
+    kernel_usable: bool = True  # may the probe still run in this kernel?
 
 
 @dataclass
 class CellRecord:
     index: int
-    status: str          # ok | error | timeout | not_run
+    status: str  # ok | error | timeout | not_run
     duration_s: float
     ename: str | None = None
     evalue: str | None = None
     traceback: str | None = None
-    number: int = 0      # position among the code cells, from 1 (0: not known)
-    count: int | None = None   # the kernel's execution count (its tracebacks say "Cell In[count]")
-    line: int | None = None    # the line of this cell where its error happened
+    number: int = 0  # position among the code cells, from 1 (0: not known)
+    count: int | None = None  # the kernel's execution count (its tracebacks say "Cell In[count]")
+    line: int | None = None  # the line of this cell where its error happened
 
     def as_dict(self) -> dict:
         d = {"index": self.index, "status": self.status, "duration_s": round(self.duration_s, 3)}
@@ -71,17 +70,41 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
     if not isinstance(ename, str) or not ename.strip() or (ename == "NoneType" and str(evalue) in ("None", "")):
         last = [line for line in clean(tb_text, TRACEBACK_CAP).splitlines() if line.strip()]
         last = [line for line in last if line.strip() != "NoneType: None"]
-        return CellRecord(index, "error", duration_s, "", clean(last[-1].strip() if last else NO_NAME, EVALUE_CAP),
-                          clean(tb_text, TRACEBACK_CAP), number=number, count=count)
-    return CellRecord(index, "error", duration_s, clean(ename, ENAME_CAP),
-                      clean(evalue if evalue is not None else "", EVALUE_CAP), clean(tb_text, TRACEBACK_CAP),
-                      number=number, count=count)
+        return CellRecord(
+            index,
+            "error",
+            duration_s,
+            "",
+            clean(last[-1].strip() if last else NO_NAME, EVALUE_CAP),
+            clean(tb_text, TRACEBACK_CAP),
+            number=number,
+            count=count,
+        )
+    return CellRecord(
+        index,
+        "error",
+        duration_s,
+        clean(ename, ENAME_CAP),
+        clean(evalue if evalue is not None else "", EVALUE_CAP),
+        clean(tb_text, TRACEBACK_CAP),
+        number=number,
+        count=count,
+    )
 
 
-def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, started: float, *,
-                 probe: str, output_truncated: bool = False, cells_in_notebook: int | None = None,
-                 language: str | None = None, sources: list[str] | None = None,
-                 names: list[str] | None = None) -> dict:
+def build_record(
+    outcome: Outcome,
+    cells: list[CellRecord],
+    isolation: dict,
+    started: float,
+    *,
+    probe: str,
+    output_truncated: bool = False,
+    cells_in_notebook: int | None = None,
+    language: str | None = None,
+    sources: list[str] | None = None,
+    names: list[str] | None = None,
+) -> dict:
     """execution.json. ``cells_total`` counts code cells; ``cells_in_notebook`` every cell;
     ``first_error.where`` names the cell as students read it (:mod:`autograder.cell_numbers`);
     ``language`` is the non-Python language the notebook's metadata names (it still ran as Python).
@@ -94,12 +117,19 @@ def build_record(outcome: Outcome, cells: list[CellRecord], isolation: dict, sta
     first = errors[0] if errors else None
     first_error = None
     if first is not None:
-        first_error = {"cell": first.index, "code_cell": first.number or None,
-                       "where": cell_where(first.number or None, first.index),
-                       "ename": first.ename, "evalue": first.evalue, "summary": error_summary(first.ename, first.evalue)}
-        if first.line is not None:   # "SyntaxError: expected ':' (line 4)", its place said once
+        first_error = {
+            "cell": first.index,
+            "code_cell": first.number or None,
+            "where": cell_where(first.number or None, first.index),
+            "ename": first.ename,
+            "evalue": first.evalue,
+            "summary": error_summary(first.ename, first.evalue),
+        }
+        if first.line is not None:  # "SyntaxError: expected ':' (line 4)", its place said once
             first_error["line"] = first.line
-            first_error["summary"] = f"{error_summary(first.ename, without_place(first.evalue or ''))} (line {first.line})"
+            first_error["summary"] = (
+                f"{error_summary(first.ename, without_place(first.evalue or ''))} (line {first.line})"
+            )
     return {
         "status": outcome.status,
         "reason": clean(outcome.reason, REASON_CAP) if outcome.reason and outcome.status != "completed" else None,
@@ -122,10 +152,17 @@ def _placed(cells: list[CellRecord], sources: list[str]) -> list[CellRecord]:
     """Each error's message and traceback with the kernel's names of cells (a temporary file,
     ``Cell In[9]``) replaced by the student's "code cell 9 (cell 16 of the notebook), line 4"."""
     places = CellPlaces([(cell_where(c.number or None, c.index), src, c.count) for c, src in zip(cells, sources)])
-    return [replace(c, line=error_line(c.evalue, c.traceback),   # still within the caps once the names are longer
-                    evalue=clean(place_errors(c.evalue or "", places), EVALUE_CAP),
-                    traceback=clean(place_errors(c.traceback or "", places), TRACEBACK_CAP)) if c.status == "error" else c
-            for c in cells]
+    return [
+        replace(
+            c,
+            line=error_line(c.evalue, c.traceback),  # still within the caps once the names are longer
+            evalue=clean(place_errors(c.evalue or "", places), EVALUE_CAP),
+            traceback=clean(place_errors(c.traceback or "", places), TRACEBACK_CAP),
+        )
+        if c.status == "error"
+        else c
+        for c in cells
+    ]
 
 
 def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) -> dict:
@@ -141,8 +178,13 @@ def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) 
             continue
         pos, line = next((s for s in reversed(spots) if cells[s[0]].status == "ok"), spots[-1])
         c = cells[pos]
-        out[name] = {"cell": c.index, "code_cell": c.number or None, "where": cell_where(c.number or None, c.index),
-                     "line": line, "status": c.status}
+        out[name] = {
+            "cell": c.index,
+            "code_cell": c.number or None,
+            "where": cell_where(c.number or None, c.index),
+            "line": line,
+            "status": c.status,
+        }
         if c.status == "error":
             out[name].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
     return out

@@ -31,7 +31,7 @@ from ..tree_walk import remove_tree
 from .workspace import sweep_stale_mounts
 
 RUN_PREFIX = "autograder-run-"
-WORKSPACE_PREFIX = "autograder-ws-"       # the pipeline's temporary workspaces
+WORKSPACE_PREFIX = "autograder-ws-"  # the pipeline's temporary workspaces
 _STALE = re.compile(r"^autograder-(?:run|ws)-(\d+)-")
 TAIL_BYTES = 4096
 
@@ -69,12 +69,11 @@ def sweep_stale(folder: Path | None = None) -> list[Path]:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if (pid == os.getpid() or proc_info.pid_exists(pid) or not stat.S_ISDIR(st.st_mode)
-                or st.st_uid != os.geteuid()):
+        if pid == os.getpid() or proc_info.pid_exists(pid) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             continue
         stale.append(Path(entry.path))
     if stale:
-        sweep_stale_mounts()       # their tmpfs mounts first (the removal never crosses into a mount)
+        sweep_stale_mounts()  # their tmpfs mounts first (the removal never crosses into a mount)
         for path in stale:
             remove_tree(path, ignore_errors=True)
     return stale
@@ -117,7 +116,7 @@ class KernelOutput:
                 return
             with self._lock:
                 self.total += len(chunk)
-                self._tail = (self._tail + chunk)[-self.keep:]
+                self._tail = (self._tail + chunk)[-self.keep :]
 
     def tail(self, n: int = 1500) -> str:
         with self._lock:

@@ -30,14 +30,14 @@ from .. import tree_walk
 from .workspace import copy_tree_safely
 
 MiB = 1024 * 1024
-REPORTED_MAX_BYTES = 2 * MiB       # the probe refuses RESULTS over 1,000,000 characters
+REPORTED_MAX_BYTES = 2 * MiB  # the probe refuses RESULTS over 1,000,000 characters
 PROBE_FILES = (REPORTED_FILE, OUTPUTS_FILE, REPORT_FILE, "probe_case.json", "probe_case.npz")
 
 
 @dataclass
 class Snapshot:
-    folder: Path                   # the grader's copy of the working directory (not the jail's)
-    reported: bytes                # reported.json as the probe wrote it before the first call
+    folder: Path  # the grader's copy of the working directory (not the jail's)
+    reported: bytes  # reported.json as the probe wrote it before the first call
 
 
 def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
@@ -49,13 +49,12 @@ def take(workspace: Path, folder: Path, max_bytes: int) -> Snapshot:
         reported = _error_json(f"RESULTS could not be read: {e}")
     folder.mkdir(mode=0o700)
     copy_tree_safely(workspace, folder, max_bytes=max_bytes)
-    for name in PROBE_FILES:   # the probe's files come from the grader's copies alone
+    for name in PROBE_FILES:  # the probe's files come from the grader's copies alone
         tree_walk.remove_tree(folder / name)
     return Snapshot(folder, reported)
 
 
-def restore(snap: Snapshot, workspace: Path, probe: tuple[dict, dict[str, np.ndarray]] | None,
-            max_bytes: int) -> None:
+def restore(snap: Snapshot, workspace: Path, probe: tuple[dict, dict[str, np.ndarray]] | None, max_bytes: int) -> None:
     """Empty ``workspace`` (the jail is gone), copy the snapshot back and write ``reported.json``,
     and, when the probe completed (``probe``: its report and outputs), its two files."""
     kept: dict[str, bytes] = {REPORTED_FILE: snap.reported}

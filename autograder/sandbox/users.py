@@ -54,11 +54,26 @@ def ensure_named_user(name: str) -> SandboxUser:
     except KeyError:
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
         if os.geteuid() != 0 or not os.path.exists(useradd):
-            raise SandboxUserError(f"sandbox user {name} is missing and cannot be created "
-                                   f"(need root and useradd); hint: useradd --system {name}") from None
-        proc = subprocess.run([useradd, "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                               "--shell", "/usr/sbin/nologin", "--user-group", name],
-                              capture_output=True, text=True, timeout=30)
+            raise SandboxUserError(
+                f"sandbox user {name} is missing and cannot be created "
+                f"(need root and useradd); hint: useradd --system {name}"
+            ) from None
+        proc = subprocess.run(
+            [
+                useradd,
+                "--system",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                "--user-group",
+                name,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         if proc.returncode not in (0, 9):  # 9: created meanwhile by a concurrent run
             raise SandboxUserError(f"useradd {name} failed (exit {proc.returncode}): {proc.stderr.strip()}") from None
         pw = pwd.getpwnam(name)
@@ -111,7 +126,7 @@ def claim_slot(slot: int, spare: int = 16) -> Iterator[int]:
     for n, candidate in enumerate(candidates):
         fd = os.open(LOCK_DIR / f"sb{candidate}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            last = n == len(candidates) - 1   # every slot busy: wait for the one asked for
+            last = n == len(candidates) - 1  # every slot busy: wait for the one asked for
             fcntl.flock(fd, fcntl.LOCK_EX if last else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
@@ -134,9 +149,14 @@ def require_reachable(folder: Path, user: SandboxUser) -> None:
     """Fail clearly when the sandbox uid could not pass through ``folder`` or one of its parents."""
     for p in [folder, *folder.parents]:
         st = p.stat()
-        ok = (st.st_mode & 0o001 or (st.st_uid == user.uid and st.st_mode & 0o100)
-              or (st.st_gid == user.gid and st.st_mode & 0o010))
+        ok = (
+            st.st_mode & 0o001
+            or (st.st_uid == user.uid and st.st_mode & 0o100)
+            or (st.st_gid == user.gid and st.st_mode & 0o010)
+        )
         if not ok:
-            raise RuntimeError(f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
-                               f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
-                               "traverse (e.g. /tmp)")
+            raise RuntimeError(
+                f"the sandbox user {user.name} cannot reach the workspace: {p} is mode "
+                f"{st.st_mode & 0o777:o}; hint: put the workspace under a folder others may "
+                "traverse (e.g. /tmp)"
+            )

@@ -34,13 +34,13 @@ from ..errors import AutograderError
 from .. import proc_info, tree_walk
 
 MiB = 1024 * 1024
-WORKSPACE_INODES = tree_walk.MAX_ENTRIES   # files + folders; a graded notebook of assignment 07 makes < 20
-RUNDIR_BYTES, RUNDIR_INODES = 64 * MiB, 4_096   # also the fallback's share of the host's /dev/shm
+WORKSPACE_INODES = tree_walk.MAX_ENTRIES  # files + folders; a graded notebook of assignment 07 makes < 20
+RUNDIR_BYTES, RUNDIR_INODES = 64 * MiB, 4_096  # also the fallback's share of the host's /dev/shm
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH, UMOUNT_NOFOLLOW = 0x2, 0x8
 MOUNT_PREFIX = "autograder-"
 
-_mounted: dict[str, int] = {}    # real path → cap in bytes, for tmpfs mounts this process made
+_mounted: dict[str, int] = {}  # real path → cap in bytes, for tmpfs mounts this process made
 _lock = threading.Lock()
 
 
@@ -84,7 +84,7 @@ def _umount(path: str) -> None:
     if libc.umount2(path.encode(), UMOUNT_NOFOLLOW) == 0:
         return
     err = ctypes.get_errno()
-    if err == errno.EINVAL:        # not a mount point (any more)
+    if err == errno.EINVAL:  # not a mount point (any more)
         return
     if libc.umount2(path.encode(), UMOUNT_NOFOLLOW | MNT_DETACH) != 0:
         err = ctypes.get_errno()
@@ -194,14 +194,20 @@ def _restore_contents(workspace: Path) -> None:
         for entry in os.scandir(src):
             os.rename(entry.path, workspace / entry.name)
     except OSError as e:
-        warnings.warn(f"the workspace {workspace} could not be restored from {src}: {e}", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(f"the workspace {workspace} could not be restored from {src}: {e}", RuntimeWarning, stacklevel=2)
     finally:
         tree_walk.remove_tree(src, ignore_errors=True)
 
 
-def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None, *, what: str = "the working directory",
-                     max_depth: int = tree_walk.MAX_DEPTH, max_entries: int = tree_walk.MAX_ENTRIES) -> int:
+def copy_tree_safely(
+    src: Path,
+    dest: Path,
+    max_bytes: int | None = None,
+    *,
+    what: str = "the working directory",
+    max_depth: int = tree_walk.MAX_DEPTH,
+    max_entries: int = tree_walk.MAX_ENTRIES,
+) -> int:
     """Copy the untrusted tree ``src`` into the existing folder ``dest`` as it is, inert; returns
     the files copied.
 
@@ -215,7 +221,7 @@ def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None, *, wha
     """
     budget = [max_bytes if max_bytes is not None else 1 << 62]
     top = tree_walk.open_folder(src)
-    outs = [tree_walk.open_folder(dest)]   # outs[d]: the copy of the folder holding entries of depth d + 1
+    outs = [tree_walk.open_folder(dest)]  # outs[d]: the copy of the folder holding entries of depth d + 1
     copied = 0
     try:
         for e in tree_walk.walk(top, what=what, max_depth=max_depth, max_entries=max_entries):
@@ -232,7 +238,7 @@ def copy_tree_safely(src: Path, dest: Path, max_bytes: int | None = None, *, wha
                 try:
                     target = os.readlink(e.name, dir_fd=e.dir_fd)
                 except OSError as err:
-                    if err.errno in tree_walk.GONE or err.errno == errno.EINVAL:   # gone, or no longer a link
+                    if err.errno in tree_walk.GONE or err.errno == errno.EINVAL:  # gone, or no longer a link
                         continue
                     raise
                 os.symlink(target, e.name, dir_fd=out)
@@ -256,8 +262,12 @@ def _copy_file(e: tree_walk.Entry, out: int, budget: list[int]) -> int:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
             return 0
-        dst = os.open(e.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      stat.S_IMODE(fst.st_mode) & 0o777, dir_fd=out)
+        dst = os.open(
+            e.name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            stat.S_IMODE(fst.st_mode) & 0o777,
+            dir_fd=out,
+        )
         try:
             _copy_data(fd, dst, fst.st_size, budget)
         finally:
@@ -274,7 +284,7 @@ def _copy_data(src: int, dst: int, size: int, budget: list[int]) -> None:
         try:
             start = os.lseek(src, pos, os.SEEK_DATA)
             end = os.lseek(src, start, os.SEEK_HOLE)
-        except OSError:          # ENXIO: no data after pos
+        except OSError:  # ENXIO: no data after pos
             break
         end = min(end, size, start + budget[0])
         os.lseek(src, start, os.SEEK_SET)

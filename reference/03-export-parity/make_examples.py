@@ -20,97 +20,145 @@ from nbformat.v4 import new_markdown_cell
 @dataclass(frozen=True)
 class Mistake:
     file: str
-    check: str          # the one check id that loses points
+    check: str  # the one check id that loses points
     title: str
-    what: str           # what the submission gets wrong, for the first cell
-    edits: tuple        # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+    what: str  # what the submission gets wrong, for the first cell
+    edits: tuple  # ((old, new), ...) applied to code cells; each `old` must occur exactly once
 
 
 MISTAKES = (
     Mistake(
-        "float64_export.ipynb", "onnx_model", "a float64 export",
+        "float64_export.ipynb",
+        "onnx_model",
+        "a float64 export",
         "The pipeline is converted with a float64 example input (`X_train[:1].astype(np.float64)`), "
         "so the model's input `X` and its probabilities are float64: it computes the right thing, "
         "but a float32 caller cannot feed it. The notebook feeds it float64 itself.",
         (
-            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
-             'onx = to_onnx(pipe, X_train[:1].astype(np.float64), options={"zipmap": False}, '
-             'name="breast_cancer_pipeline")'),
-            ('    return session.run(["probabilities"], {"X": X})[0]',
-             '    return session.run(["probabilities"], {"X": X.astype(np.float64)})[0]'),
+            (
+                'onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+                'onx = to_onnx(pipe, X_train[:1].astype(np.float64), options={"zipmap": False}, '
+                'name="breast_cancer_pipeline")',
+            ),
+            (
+                '    return session.run(["probabilities"], {"X": X})[0]',
+                '    return session.run(["probabilities"], {"X": X.astype(np.float64)})[0]',
+            ),
         ),
     ),
     Mistake(
-        "zipmap_left_on.ipynb", "onnx_model", "ZipMap left on",
-        "The pipeline is converted without `options={\"zipmap\": False}`: the probabilities come out "
+        "zipmap_left_on.ipynb",
+        "onnx_model",
+        "ZipMap left on",
+        'The pipeline is converted without `options={"zipmap": False}`: the probabilities come out '
         "as a list of `{class: probability}` dicts named `output_probability`, which the notebook "
         "turns back into an array itself.",
         (
-            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
-             'onx = to_onnx(pipe, X_train[:1], name="breast_cancer_pipeline")'),
-            ('    return session.run(["probabilities"], {"X": X})[0]',
-             '    rows = session.run(["output_probability"], {"X": X})[0]\n'
-             '    return np.array([[row[0], row[1]] for row in rows])'),
+            (
+                'onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+                'onx = to_onnx(pipe, X_train[:1], name="breast_cancer_pipeline")',
+            ),
+            (
+                '    return session.run(["probabilities"], {"X": X})[0]',
+                '    rows = session.run(["output_probability"], {"X": X})[0]\n'
+                "    return np.array([[row[0], row[1]] for row in rows])",
+            ),
         ),
     ),
     Mistake(
-        "float_input_name.ipynb", "onnx_model", "the input named float_input",
+        "float_input_name.ipynb",
+        "onnx_model",
+        "the input named float_input",
         "The pipeline is converted as in ONNX Runtime's own tutorial, with "
-        "`initial_types=[(\"float_input\", FloatTensorType([None, 30]))]`: the model computes the "
+        '`initial_types=[("float_input", FloatTensorType([None, 30]))]`: the model computes the '
         "right thing, but its input is named `float_input`, not `X`, so a caller that feeds `X` "
         "fails. The notebook feeds `float_input` itself.",
         (
-            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
-             'from skl2onnx.common.data_types import FloatTensorType\n\n'
-             'onx = to_onnx(pipe, initial_types=[("float_input", FloatTensorType([None, 30]))],\n'
-             '              options={"zipmap": False}, name="breast_cancer_pipeline")'),
-            ('    return session.run(["probabilities"], {"X": X})[0]',
-             '    return session.run(["probabilities"], {"float_input": X})[0]'),
+            (
+                'onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+                "from skl2onnx.common.data_types import FloatTensorType\n\n"
+                'onx = to_onnx(pipe, initial_types=[("float_input", FloatTensorType([None, 30]))],\n'
+                '              options={"zipmap": False}, name="breast_cancer_pipeline")',
+            ),
+            (
+                '    return session.run(["probabilities"], {"X": X})[0]',
+                '    return session.run(["probabilities"], {"float_input": X})[0]',
+            ),
         ),
     ),
     Mistake(
-        "fixed_batch_of_one.ipynb", "onnx_model", "a fixed batch of one row",
-        "The pipeline is converted with `initial_types=[(\"X\", FloatTensorType([1, 30]))]`: the "
+        "fixed_batch_of_one.ipynb",
+        "onnx_model",
+        "a fixed batch of one row",
+        'The pipeline is converted with `initial_types=[("X", FloatTensorType([1, 30]))]`: the '
         "model computes the right thing, but only one row per call, so a caller that sends the "
         "test set in one call fails. The notebook runs it row by row itself.",
         (
-            ('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
-             'from skl2onnx.common.data_types import FloatTensorType\n\n'
-             'onx = to_onnx(pipe, initial_types=[("X", FloatTensorType([1, 30]))],\n'
-             '              options={"zipmap": False}, name="breast_cancer_pipeline")'),
-            ('    return session.run(["probabilities"], {"X": X})[0]',
-             '    return np.concatenate([session.run(["probabilities"], {"X": X[i:i + 1]})[0] for i in range(len(X))])'),
+            (
+                'onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+                "from skl2onnx.common.data_types import FloatTensorType\n\n"
+                'onx = to_onnx(pipe, initial_types=[("X", FloatTensorType([1, 30]))],\n'
+                '              options={"zipmap": False}, name="breast_cancer_pipeline")',
+            ),
+            (
+                '    return session.run(["probabilities"], {"X": X})[0]',
+                '    return np.concatenate([session.run(["probabilities"], {"X": X[i:i + 1]})[0] for i in range(len(X))])',
+            ),
         ),
     ),
     Mistake(
-        "scaler_left_out.ipynb", "parity", "the scaler left out",
+        "scaler_left_out.ipynb",
+        "parity",
+        "the scaler left out",
         "Only the pipeline's last step, the classifier, is converted (`pipe[-1]`): the ONNX model "
         "applies coefficients learnt on scaled features to raw measurements, so its probabilities "
         "have nothing to do with the pipeline's. The notebook reports this honestly.",
-        (('onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
-          'onx = to_onnx(pipe[-1], X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")'),),
+        (
+            (
+                'onx = to_onnx(pipe, X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+                'onx = to_onnx(pipe[-1], X_train[:1], options={"zipmap": False}, name="breast_cancer_pipeline")',
+            ),
+        ),
     ),
     Mistake(
-        "binary_only_agreement.ipynb", "parity_report", "label agreement for two classes only",
+        "binary_only_agreement.ipynb",
+        "parity_report",
+        "label agreement for two classes only",
         "`parity_report` compares `p[:, 1] > 0.5` instead of the argmax: the same on this data set's "
         "two classes, wrong as soon as there are three.",
-        (("    label_agreement = float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))",
-          "    label_agreement = float(np.mean((a[:, 1] > 0.5) == (b[:, 1] > 0.5)))"),),
+        (
+            (
+                "    label_agreement = float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))",
+                "    label_agreement = float(np.mean((a[:, 1] > 0.5) == (b[:, 1] > 0.5)))",
+            ),
+        ),
     ),
     Mistake(
-        "float32_subtraction.ipynb", "parity_report", "the difference computed in float32",
+        "float32_subtraction.ipynb",
+        "parity_report",
+        "the difference computed in float32",
         "`parity_report` converts both arrays to float32 before subtracting: a real difference below "
         "float32's resolution (1e-9 between two probabilities) rounds away. It reports what its "
         "own parity_report computes, so only parity_report's agreement with the reference is lost.",
-        (("    a = np.asarray(p_ref, dtype=np.float64)\n    b = np.asarray(p_onnx, dtype=np.float64)",
-          "    a = np.asarray(p_ref, dtype=np.float32)\n    b = np.asarray(p_onnx, dtype=np.float32)"),),
+        (
+            (
+                "    a = np.asarray(p_ref, dtype=np.float64)\n    b = np.asarray(p_onnx, dtype=np.float64)",
+                "    a = np.asarray(p_ref, dtype=np.float32)\n    b = np.asarray(p_onnx, dtype=np.float32)",
+            ),
+        ),
     ),
     Mistake(
-        "accuracy_in_percent.ipynb", "reported_results", "accuracy reported in percent",
-        "`RESULTS[\"onnx_accuracy\"]` is a percentage (95.8) instead of a share in [0, 1], so it no "
+        "accuracy_in_percent.ipynb",
+        "reported_results",
+        "accuracy reported in percent",
+        '`RESULTS["onnx_accuracy"]` is a percentage (95.8) instead of a share in [0, 1], so it no '
         "longer matches the grader's re-measurement.",
-        (('    "onnx_accuracy": float(np.mean(p_onnx.argmax(axis=1) == y_test)),',
-          '    "onnx_accuracy": float(100 * np.mean(p_onnx.argmax(axis=1) == y_test)),'),),
+        (
+            (
+                '    "onnx_accuracy": float(np.mean(p_onnx.argmax(axis=1) == y_test)),',
+                '    "onnx_accuracy": float(100 * np.mean(p_onnx.argmax(axis=1) == y_test)),',
+            ),
+        ),
     ),
 )
 
@@ -119,7 +167,8 @@ def first_cell(m: Mistake) -> nbformat.NotebookNode:
     return new_markdown_cell(
         f"**Example submission · {m.title}.** This is the reference solution with one realistic "
         f"mistake. {m.what}\n\n"
-        f"Expected grade: loses points at the `{m.check}` check only; every other check passes.")
+        f"Expected grade: loses points at the `{m.check}` check only; every other check passes."
+    )
 
 
 def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:

@@ -20,42 +20,62 @@ from nbformat.v4 import new_markdown_cell
 @dataclass(frozen=True)
 class Mistake:
     file: str
-    check: str          # the one check id that loses points
+    check: str  # the one check id that loses points
     title: str
-    what: str           # what the submission gets wrong, for the first cell
-    edits: tuple        # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+    what: str  # what the submission gets wrong, for the first cell
+    edits: tuple  # ((old, new), ...) applied to code cells; each `old` must occur exactly once
 
 
 MISTAKES = (
     Mistake(
-        "count_ops_ignores_domains.ipynb", "count_ops", "count_ops ignores domains",
+        "count_ops_ignores_domains.ipynb",
+        "count_ops",
+        "count_ops ignores domains",
         "`count_ops` counts `node.op_type` alone, as most snippets online do: ONNX Runtime's "
         "`com.microsoft.Gelu` is counted as `Gelu`, and an `ai.onnx.ml.Scaler` as `Scaler`. The "
         "totals stay right, so the node counts the notebook reports are still the grader's.",
-        (('        default = node.domain in ("", "ai.onnx")\n'
-          '        counts[node.op_type if default else f"{node.domain}.{node.op_type}"] += 1',
-          '        counts[node.op_type] += 1'),),
+        (
+            (
+                '        default = node.domain in ("", "ai.onnx")\n'
+                '        counts[node.op_type if default else f"{node.domain}.{node.op_type}"] += 1',
+                "        counts[node.op_type] += 1",
+            ),
+        ),
     ),
     Mistake(
-        "saved_at_basic.ipynb", "optimized_model", "the model to deploy saved at ORT_ENABLE_BASIC",
+        "saved_at_basic.ipynb",
+        "optimized_model",
+        "the model to deploy saved at ORT_ENABLE_BASIC",
         "The model to deploy is saved from a session at `ORT_ENABLE_BASIC`, the level that keeps to "
         "standard ONNX operators: fewer nodes (Gemm, LayerNormalization), the same outputs, but no "
         "contrib operator, so each GELU still runs as five nodes.",
-        (('deployed = optimized_session("ORT_ENABLE_EXTENDED", "artifacts/mlp_optimized.onnx")',
-          'deployed = optimized_session("ORT_ENABLE_BASIC", "artifacts/mlp_optimized.onnx")'),),
+        (
+            (
+                'deployed = optimized_session("ORT_ENABLE_EXTENDED", "artifacts/mlp_optimized.onnx")',
+                'deployed = optimized_session("ORT_ENABLE_BASIC", "artifacts/mlp_optimized.onnx")',
+            ),
+        ),
     ),
     Mistake(
-        "node_counts_of_model_as_written.ipynb", "reported_node_counts", "node counts of the model as written",
-        "`RESULTS[\"node_counts\"]` counts `MODEL_PATH`, the model the sessions loaded, at every level "
+        "node_counts_of_model_as_written.ipynb",
+        "reported_node_counts",
+        "node counts of the model as written",
+        '`RESULTS["node_counts"]` counts `MODEL_PATH`, the model the sessions loaded, at every level '
         "instead of the graph each session saved: 26 nodes four times.",
-        (('    "node_counts": {level: sum(count_ops(f"artifacts/mlp_{level}.onnx").values()) for level in LEVELS},',
-          '    "node_counts": {level: sum(count_ops(MODEL_PATH).values()) for level in LEVELS},'),),
+        (
+            (
+                '    "node_counts": {level: sum(count_ops(f"artifacts/mlp_{level}.onnx").values()) for level in LEVELS},',
+                '    "node_counts": {level: sum(count_ops(MODEL_PATH).values()) for level in LEVELS},',
+            ),
+        ),
     ),
     Mistake(
-        "latency_in_seconds.ipynb", "reported_latency", "latencies in seconds",
+        "latency_in_seconds.ipynb",
+        "reported_latency",
+        "latencies in seconds",
         "`latency_ms` returns the median of `time.perf_counter()` differences as they are, in "
         "seconds: every latency is reported a thousand times too small.",
-        (('    return float(np.median(times) * 1000)', '    return float(np.median(times))'),),
+        (("    return float(np.median(times) * 1000)", "    return float(np.median(times))"),),
     ),
 )
 
@@ -64,7 +84,8 @@ def first_cell(m: Mistake) -> nbformat.NotebookNode:
     return new_markdown_cell(
         f"**Example submission · {m.title}.** This is the reference solution with one realistic "
         f"mistake. {m.what}\n\n"
-        f"Expected grade: loses points at the `{m.check}` check only; every other check passes.")
+        f"Expected grade: loses points at the `{m.check}` check only; every other check passes."
+    )
 
 
 def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:

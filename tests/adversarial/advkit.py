@@ -54,7 +54,7 @@ GRADER_FILES = [
 ]
 
 # Wrong but well-shaped implementations: the probe gets arrays of the right shapes and dtypes.
-WRONG_FUNCTIONS = '''\
+WRONG_FUNCTIONS = """\
 import numpy as np
 def quantize(x, scale, zero_point, dtype=np.int8):
     return np.zeros(np.shape(x), dtype=dtype)
@@ -62,16 +62,17 @@ def dequantize(q, scale, zero_point):
     return np.zeros(np.shape(q), dtype=np.float32)
 def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
     return (np.float32(1.0), 0)
-'''
-
+"""
 
 
 # Holes this suite found that are still open (SECURITY.md, "Open holes"); none is, today. A new
 # one's test is marked ``@hole("H9")``, xfail(strict=True): when its fix lands the test passes,
 # strict xfail turns that into a failure, and the entry (and the marker) must be removed.
 HOLES: dict[str, str] = {
-    "H19": ("fallback without mounts (Gradescope's container): the workspace watchdog polls every 0.5 s, and "
-            "fallocate writes 2 GB past the 256 MB cap before it fires (SECURITY.md, H19)"),
+    "H19": (
+        "fallback without mounts (Gradescope's container): the workspace watchdog polls every 0.5 s, and "
+        "fallocate writes 2 GB past the 256 MB cap before it fires (SECURITY.md, H19)"
+    ),
 }
 
 
@@ -120,7 +121,7 @@ class Graded:
     grade: dict[str, Any]
     out: Path
     workspace: Path
-    ended: float | None = None     # time.time() when the grading returned
+    ended: float | None = None  # time.time() when the grading returned
     results: dict[str, Any] = field(default_factory=dict)
     feedback: str = ""
     execution: dict[str, Any] = field(default_factory=dict)
@@ -137,16 +138,19 @@ class Graded:
         try:
             return safe_files.load_json(self.workspace, f"{name}.rec.json")
         except UnsafeFileError as e:
-            raise AssertionError(f"{self.name}: the notebook's record '{name}' is unreadable: {e}; "
-                                 f"execution: {self.execution_brief()}") from None
+            raise AssertionError(
+                f"{self.name}: the notebook's record '{name}' is unreadable: {e}; execution: {self.execution_brief()}"
+            ) from None
 
     def has_record(self, name: str) -> bool:
         return safe_files.exists_regular(self.workspace, f"{name}.rec.json")
 
     def execution_brief(self) -> str:
         e = self.execution
-        return (f"status={e.get('status')} reason={e.get('reason')!r} cells_run={e.get('cells_run')}/"
-                f"{e.get('cells_total')} probe={e.get('probe')} first_error={e.get('first_error')}")
+        return (
+            f"status={e.get('status')} reason={e.get('reason')!r} cells_run={e.get('cells_run')}/"
+            f"{e.get('cells_total')} probe={e.get('probe')} first_error={e.get('first_error')}"
+        )
 
     def student_text(self) -> str:
         """Everything a student sees: results.json's outputs and names, and feedback.md."""
@@ -187,8 +191,15 @@ def snapshot(root: Path) -> dict[str, tuple]:
             digest = ""
             if stat.S_ISREG(st.st_mode) and st.st_size < (1 << 20):
                 digest = hashlib.sha256(p.read_bytes()).hexdigest()
-            snap[str(p.relative_to(root))] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
-                                              st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, digest)
+            snap[str(p.relative_to(root))] = (
+                stat.S_IFMT(st.st_mode),
+                stat.S_IMODE(st.st_mode),
+                st.st_uid,
+                st.st_gid,
+                st.st_size,
+                st.st_mtime_ns,
+                digest,
+            )
     st = root.lstat()
     snap["."] = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
     return snap
@@ -247,8 +258,10 @@ def leftover_processes(workspace: Path, uid: int | None = None, ended: float | N
             except (psutil.AccessDenied, psutil.ZombieProcess):
                 inside = False
             if mine or inside:
-                found.append(f"pid {proc.pid} {proc.info['name']} uids={tuple(proc.info['uids'])} "
-                             f"cmd={' '.join(proc.info['cmdline'] or [])[:120]}")
+                found.append(
+                    f"pid {proc.pid} {proc.info['name']} uids={tuple(proc.info['uids'])} "
+                    f"cmd={' '.join(proc.info['cmdline'] or [])[:120]}"
+                )
         except psutil.NoSuchProcess:
             continue
     return found
@@ -261,7 +274,7 @@ def _runnable_in_the_jail(proc: psutil.Process) -> bool:
     from autograder.sandbox import jail
 
     try:
-        program = (proc.cmdline() or [""])[0]   # as started: a venv's python resolves to its base
+        program = (proc.cmdline() or [""])[0]  # as started: a venv's python resolves to its base
     except (psutil.Error, OSError):
         return True
     if not program.startswith("/"):
@@ -295,7 +308,9 @@ def leaks(g: Graded) -> list[str]:
     student = g.student_text()
     for secret in grader_only_strings():
         if secret in whole:
-            problems.append(f"a grader-only value from tolerances.toml ({secret[:12]}…) appears in results.json/feedback.md")
+            problems.append(
+                f"a grader-only value from tolerances.toml ({secret[:12]}…) appears in results.json/feedback.md"
+            )
     for path in (str(ROOT), str(g.out)):
         if path in student:
             problems.append(f"the grader's path {path} appears in results.json/feedback.md")
@@ -315,8 +330,12 @@ def grader_only_strings() -> list[str]:
 # A hostile notebook's doing always ends in a status the student reads as their own; the others say
 # "a problem on our side" (sandbox_error, startup_failed), or the grader raised (grader_error).
 STUDENT_STATUSES = frozenset({"completed", "timeout", "kernel_died", "unreadable"})
-GRADER_BLAME = ("grader itself failed", "a problem on our side", "could not run the sandbox",
-                "not a judgment of your work")
+GRADER_BLAME = (
+    "grader itself failed",
+    "a problem on our side",
+    "could not run the sandbox",
+    "not a judgment of your work",
+)
 
 
 def blamed_on_the_grader(g: Graded) -> list[str]:
@@ -324,8 +343,10 @@ def blamed_on_the_grader(g: Graded) -> list[str]:
     problems = []
     status = g.execution.get("status")
     if status not in STUDENT_STATUSES:
-        problems.append(f"execution status {status!r} is not one a student reads as their own "
-                        f"({', '.join(sorted(STUDENT_STATUSES))}); reason: {str(g.execution.get('reason'))[:300]!r}")
+        problems.append(
+            f"execution status {status!r} is not one a student reads as their own "
+            f"({', '.join(sorted(STUDENT_STATUSES))}); reason: {str(g.execution.get('reason'))[:300]!r}"
+        )
     text = g.student_text().lower()
     problems += [f"the student reads {phrase!r}" for phrase in GRADER_BLAME if phrase in text]
     return problems
@@ -336,10 +357,11 @@ def require_student_facing(g: Graded) -> None:
 
     A fallback forced on a machine where it cannot start a kernel at all skips (the notebook never
     ran: see :func:`require_mode`)."""
-    if (g.execution.get("status") == "startup_failed"
-            and os.environ.get("AUTOGRADER_JAIL", "").strip().lower() == "fallback"):
-        pytest.skip("the fallback jail cannot start a kernel on this machine: "
-                    + str(g.execution.get("reason"))[:300])
+    if (
+        g.execution.get("status") == "startup_failed"
+        and os.environ.get("AUTOGRADER_JAIL", "").strip().lower() == "fallback"
+    ):
+        pytest.skip("the fallback jail cannot start a kernel on this machine: " + str(g.execution.get("reason"))[:300])
     problems = blamed_on_the_grader(g)
     assert not problems, f"{g.name}: a notebook's doing reported as the grader's failure: " + "; ".join(problems)
 
@@ -362,13 +384,15 @@ def require_mode(g: Graded, jail_mode: str) -> None:
     if jail_mode == "fallback":
         assert iso.get("mode") == "fallback", f"AUTOGRADER_JAIL=fallback ran in mode {iso.get('mode')}: {iso}"
         if g.execution.get("status") == "startup_failed":
-            pytest.skip("the fallback jail cannot start a kernel on this machine (see "
-                        "test_adv_fallback_layers.py for the fallback's layers): " + str(g.execution.get("reason"))[:300])
+            pytest.skip(
+                "the fallback jail cannot start a kernel on this machine (see "
+                "test_adv_fallback_layers.py for the fallback's layers): " + str(g.execution.get("reason"))[:300]
+            )
     assert iso.get("mode") in ("bwrap", "fallback"), f"the notebook ran without a jail: {iso}"
 
 
 # What the kernel sees of itself, for comparing with the isolation execution.json claims.
-IDENTITY_CELL = '''\
+IDENTITY_CELL = """\
 import os, resource
 def _ns(kind):
     try:
@@ -393,7 +417,7 @@ _record("identity", {
     "rlimits": {k: resource.getrlimit(getattr(resource, "RLIMIT_" + k)) for k in ("AS", "DATA", "FSIZE", "NOFILE", "NPROC", "CORE")},
     "hostname": os.uname().nodename,
 })
-'''
+"""
 
 
 # ----------------------------------------------------------------------------- loopback servers
@@ -476,9 +500,19 @@ def can_unshare_mounts() -> bool:
         return False
 
 
-def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path | None = None, cell_s: float,
-                   notebook_s: float, timeout_s: float, limits: dict | None = None, setup: str = "",
-                   jail_mode: str | None = None, env: dict | None = None) -> tuple[Graded, int]:
+def grade_in_child(
+    tmp: Path,
+    cells: list[str] | None = None,
+    *,
+    notebook: Path | None = None,
+    cell_s: float,
+    notebook_s: float,
+    timeout_s: float,
+    limits: dict | None = None,
+    setup: str = "",
+    jail_mode: str | None = None,
+    env: dict | None = None,
+) -> tuple[Graded, int]:
     """Grade in a fresh process (so its peak RSS is the grading's alone); return it and the peak.
 
     ``notebook`` (a file) or ``cells``; ``limits`` more ``[execution]`` limits; ``setup`` shell lines
@@ -497,8 +531,17 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
     os.chmod(base, 0o711)
     out, ws = base / "out", base / "ws"
     child = Path(__file__).with_name("grade_child.py")
-    argv = [sys.executable, str(child), str(notebook), str(out), str(ws), str(xdist_slot()), str(cell_s),
-            str(notebook_s), json.dumps(limits or {})]
+    argv = [
+        sys.executable,
+        str(child),
+        str(notebook),
+        str(out),
+        str(ws),
+        str(xdist_slot()),
+        str(cell_s),
+        str(notebook_s),
+        json.dumps(limits or {}),
+    ]
     env = {**os.environ, **(env or {})}
     if jail_mode:
         env["AUTOGRADER_JAIL"] = jail_mode
@@ -509,10 +552,21 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
     if setup:
         if not can_unshare_mounts():
             shutil.rmtree(base, ignore_errors=True)
-            pytest.skip("this test needs a private mount namespace, and unshare is not permitted here "
-                        "(Gradescope's container: Docker's seccomp profile denies it)")
-        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "set -e\n" + setup + 'exec "$@"\n',
-                "sh", *argv]
+            pytest.skip(
+                "this test needs a private mount namespace, and unshare is not permitted here "
+                "(Gradescope's container: Docker's seccomp profile denies it)"
+            )
+        argv = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            "set -e\n" + setup + 'exec "$@"\n',
+            "sh",
+            *argv,
+        ]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=str(ROOT), env=env)
     except subprocess.TimeoutExpired:
@@ -527,9 +581,17 @@ def grade_in_child(tmp: Path, cells: list[str] | None = None, *, notebook: Path 
         shutil.rmtree(base, ignore_errors=True)
         pytest.skip(f"no isolation layer on this machine: {report['unavailable']}")
     feedback = out / "feedback.md"
-    g = Graded(name=notebook.stem, grade=read_json(out / "grade.json"), out=out, workspace=ws, ended=ended,
-               results=read_json(out / "results.json"), feedback=feedback.read_text() if feedback.is_file() else "",
-               execution=read_json(out / "execution.json"), measurements=read_json(out / "measurements.json"))
+    g = Graded(
+        name=notebook.stem,
+        grade=read_json(out / "grade.json"),
+        out=out,
+        workspace=ws,
+        ended=ended,
+        results=read_json(out / "results.json"),
+        feedback=feedback.read_text() if feedback.is_file() else "",
+        execution=read_json(out / "execution.json"),
+        measurements=read_json(out / "measurements.json"),
+    )
     if env.get("AUTOGRADER_JAIL", "").strip().lower() == "fallback" and g.execution.get("status") == "startup_failed":
         pytest.skip("the fallback jail cannot start a kernel on this machine: " + str(g.execution.get("reason"))[:300])
     require_student_facing(g)

@@ -25,9 +25,27 @@ from typing import Callable
 import nbformat
 import pytest
 
-from advkit import (ASSIGNMENT_ID, ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, JAIL_MODES, ROOT,
-                    SHORT_LIMITS, TOKEN, WRONG_FUNCTIONS, Graded, build_notebook, grader_files_state, leaks,
-                    jail_uid, leftover_processes, read_json, require_student_facing, snapshot, xdist_slot)
+from advkit import (
+    ASSIGNMENT_ID,
+    ENV_SECRET,
+    ENV_SECRET_NAME,
+    FILE_SECRET,
+    JAIL_MODES,
+    ROOT,
+    SHORT_LIMITS,
+    TOKEN,
+    WRONG_FUNCTIONS,
+    Graded,
+    build_notebook,
+    grader_files_state,
+    leaks,
+    jail_uid,
+    leftover_processes,
+    read_json,
+    require_student_facing,
+    snapshot,
+    xdist_slot,
+)
 from autograder.assignment import Assignment, load_assignment
 from autograder.errors import SandboxUnavailableError
 from autograder.tree_walk import remove_tree
@@ -83,14 +101,16 @@ def limited(short_assignment) -> Callable[..., Assignment]:
 
 # ----------------------------------------------------------------------------- grading
 
+
 @pytest.fixture(scope="session")
 @needs("kernel")
 def grade_path(short_assignment) -> Callable[..., Graded]:
     """Grade a notebook file through the real pipeline with short limits (one sandbox slot per worker)."""
     made: list[Path] = []
 
-    def run(notebook: Path, *, name: str = "submission", assignment: Assignment | None = None,
-            out: Path | None = None) -> Graded:
+    def run(
+        notebook: Path, *, name: str = "submission", assignment: Assignment | None = None, out: Path | None = None
+    ) -> Graded:
         # Not under pytest's 0700 tmp folder: the fallback jail's uid must be able to pass through.
         base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-{name}-"))
         os.chmod(base, 0o711)
@@ -99,29 +119,43 @@ def grade_path(short_assignment) -> Callable[..., Graded]:
         from autograder.pipeline import grade_notebook
 
         try:
-            grade = grade_notebook(notebook, assignment or short_assignment, out, workspace=workspace,
-                                   slot=xdist_slot())
+            grade = grade_notebook(
+                notebook, assignment or short_assignment, out, workspace=workspace, slot=xdist_slot()
+            )
         except SandboxUnavailableError as e:
             pytest.skip(f"no isolation layer on this machine: {e}")
-        g = Graded(name=name, grade=grade, out=out, workspace=workspace, ended=time.time(),
-                   results=read_json(out / "results.json"),
-                   feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
-                   execution=read_json(out / "execution.json"),
-                   measurements=read_json(out / "measurements.json"))
-        require_student_facing(g)     # every hostile notebook: its doing is never the grader's failure
+        g = Graded(
+            name=name,
+            grade=grade,
+            out=out,
+            workspace=workspace,
+            ended=time.time(),
+            results=read_json(out / "results.json"),
+            feedback=(out / "feedback.md").read_text() if (out / "feedback.md").is_file() else "",
+            execution=read_json(out / "execution.json"),
+            measurements=read_json(out / "measurements.json"),
+        )
+        require_student_facing(g)  # every hostile notebook: its doing is never the grader's failure
         return g
 
     yield run
     for d in made:
-        remove_tree(d, ignore_errors=True)      # what a notebook left: any depth, no link followed
+        remove_tree(d, ignore_errors=True)  # what a notebook left: any depth, no link followed
 
 
 @pytest.fixture(scope="session")
 def grade_cells(grade_path, tmp_path_factory) -> Callable[..., Graded]:
     """Grade a notebook made of these cell sources (after a prelude defining ``MARK``, ``_record``)."""
 
-    def run(cells: list[str | dict], *, name: str = "hostile", metadata: dict | None = None,
-            prelude: bool = True, assignment: Assignment | None = None, out: Path | None = None) -> Graded:
+    def run(
+        cells: list[str | dict],
+        *,
+        name: str = "hostile",
+        metadata: dict | None = None,
+        prelude: bool = True,
+        assignment: Assignment | None = None,
+        out: Path | None = None,
+    ) -> Graded:
         folder = tmp_path_factory.mktemp(f"nb-{name}")
         path = folder / f"{name}.ipynb"
         nbformat.write(build_notebook(cells, metadata=metadata, prelude=prelude), path)
@@ -160,8 +194,9 @@ def jail_check(canary_dir, baseline, results_validator):
     before_grader = grader_files_state()
     autograder_dir_existed = Path("/autograder").exists()
 
-    def check(g: Graded, *, gains_allowed: tuple[str, ...] = (), grade_required: bool = True,
-              compare_to: Graded | None = None) -> None:
+    def check(
+        g: Graded, *, gains_allowed: tuple[str, ...] = (), grade_required: bool = True, compare_to: Graded | None = None
+    ) -> None:
         problems = []
         # a grade was produced, in Gradescope's format
         results_validator(g.results)
@@ -174,12 +209,15 @@ def jail_check(canary_dir, baseline, results_validator):
             if cid not in gains_allowed and score > base.get(cid, 0.0) + 1e-9:
                 problems.append(f"check '{cid}' scored {score}, {reference.name} scores {base.get(cid, 0.0)}")
         if g.results.get("score", 0) > reference.results.get("score", 0) + 1e-9 and not gains_allowed:
-            problems.append(f"results.json score {g.results['score']} > {reference.name}'s {reference.results.get('score')}")
+            problems.append(
+                f"results.json score {g.results['score']} > {reference.name}'s {reference.results.get('score')}"
+            )
         # nothing outside the workspace changed
         after_canary = snapshot(canary_dir)
         if after_canary != before_canary:
-            changed = sorted(k for k in set(before_canary) | set(after_canary)
-                             if before_canary.get(k) != after_canary.get(k))
+            changed = sorted(
+                k for k in set(before_canary) | set(after_canary) if before_canary.get(k) != after_canary.get(k)
+            )
             problems.append(f"the canary folder {canary_dir} changed: {changed}")
         after_grader = grader_files_state()
         for path, state in after_grader.items():
@@ -204,5 +242,3 @@ def jail_mode(request, monkeypatch):
     """Run the test in the best jail ("auto": bwrap here) and in the namespace-less fallback."""
     monkeypatch.setenv("AUTOGRADER_JAIL", request.param)
     return request.param
-
-

@@ -30,14 +30,18 @@ def main(argv: list[str]) -> int:
     extra = json.loads(argv[7]) if len(argv) > 7 else {}
     base = load_assignment("07-quantization")
     config = copy.deepcopy(base.config)
-    config["execution"] = {**config.get("execution", {}), "cell_timeout_s": float(cell_s),
-                           "notebook_timeout_s": float(nb_s), **extra}
+    config["execution"] = {
+        **config.get("execution", {}),
+        "cell_timeout_s": float(cell_s),
+        "notebook_timeout_s": float(nb_s),
+        **extra,
+    }
     assignment = Assignment(id=base.id, folder=base.folder, reference_folder=base.reference_folder, config=config)
     from autograder.errors import SandboxUnavailableError
 
     try:
         grade = grade_notebook(Path(notebook), assignment, Path(out), workspace=Path(workspace), slot=int(slot))
-    except SandboxUnavailableError as e:   # the caller skips: this machine has no such jail
+    except SandboxUnavailableError as e:  # the caller skips: this machine has no such jail
         print(json.dumps({"unavailable": str(e)}))
         return 0
     print(json.dumps({"maxrss_kb": peak_kb(), "score": grade["score"]}))

@@ -30,8 +30,10 @@ def _io():
 
 def _head(prob_source: str) -> list:
     """``probabilities = Softmax(prob_source)``, ``label = ArgMax(probabilities)``."""
-    return [helper.make_node("Softmax", [prob_source], ["probabilities"], axis=1),
-            helper.make_node("ArgMax", ["probabilities"], ["label"], axis=1, keepdims=0)]
+    return [
+        helper.make_node("Softmax", [prob_source], ["probabilities"], axis=1),
+        helper.make_node("ArgMax", ["probabilities"], ["label"], axis=1, keepdims=0),
+    ]
 
 
 def _model(nodes, initializers=(), opset=OPSET, functions=()) -> onnx.ModelProto:
@@ -63,9 +65,11 @@ def constant_of_shape_bomb(side: int = 60_000) -> bytes:
     """A float32 ``[side, side]`` tensor (14.4 GB for 60,000) built at run time from an 16-byte shape."""
     shape = numpy_helper.from_array(np.array([side, side], np.int64), "shape")
     one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
-    nodes = [helper.make_node("ConstantOfShape", ["shape"], ["big"], value=one),
-             helper.make_node("ReduceMax", ["big"], ["m"], keepdims=0),
-             helper.make_node("Mul", ["X", "m"], ["logits"])] + _head("logits")
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["big"], value=one),
+        helper.make_node("ReduceMax", ["big"], ["m"], keepdims=0),
+        helper.make_node("Mul", ["X", "m"], ["logits"]),
+    ] + _head("logits")
     return _model(nodes, [shape]).SerializeToString()
 
 
@@ -78,8 +82,9 @@ def _nested_if_helper(depth: int) -> onnx.ModelProto:
     body = _leaf_graph("leaf")
     for level in range(depth):
         out = helper.make_tensor_value_info(f"l{level}_out", TensorProto.FLOAT, ["N", 2])
-        node = helper.make_node("If", ["cond"], [f"l{level}_out"], then_branch=body,
-                                else_branch=_leaf_graph(f"else{level}"))
+        node = helper.make_node(
+            "If", ["cond"], [f"l{level}_out"], then_branch=body, else_branch=_leaf_graph(f"else{level}")
+        )
         body = helper.make_graph([node], f"level{level}", [], [out])
     cond = numpy_helper.from_array(np.array(True), "cond")
     top = helper.make_node("If", ["cond"], ["logits"], then_branch=body, else_branch=_leaf_graph("top_else"))
@@ -127,8 +132,7 @@ def huge_declared_initializer() -> bytes:
 
 
 def local_functions() -> bytes:
-    fn = helper.make_function("local.evil", "Twice", ["a"], ["b"],
-                              [helper.make_node("Add", ["a", "a"], ["b"])], OPSET)
+    fn = helper.make_function("local.evil", "Twice", ["a"], ["b"], [helper.make_node("Add", ["a", "a"], ["b"])], OPSET)
     nodes = [helper.make_node("Twice", ["X"], ["logits"], domain="local.evil")] + _head("logits")
     return _model(nodes, opset=OPSET + [helper.make_opsetid("local.evil", 1)], functions=[fn]).SerializeToString()
 
@@ -140,10 +144,15 @@ def loop_forever() -> bytes:
     body = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Identity", ["v_in"], ["v_out"])],
         "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, ["N", 2])],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, ["N", 2])])
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, ["N", 2]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, ["N", 2]),
+        ],
+    )
     nodes = [helper.make_node("Loop", ["trips", "cond", "X"], ["logits"], body=body)] + _head("logits")
     return _model(nodes, [trips, cond]).SerializeToString()

@@ -45,7 +45,7 @@ def _assert_no_model_credit(g, names=MODELS) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- special files
-SPECIAL_FILES = f'''
+SPECIAL_FILES = f"""
 import os, socket
 os.makedirs("artifacts", exist_ok=True)
 made = {{}}
@@ -60,9 +60,9 @@ attempt("int8_dynamic", lambda: os.symlink({str(ROOT / "reference" / "07-quantiz
                                            "artifacts/int8_dynamic.onnx"))
 attempt("int8_qdq", lambda: os.mkfifo("artifacts/int8_qdq.onnx"))
 _record("special", made)
-'''
+"""
 
-SPECIAL_FILES_2 = '''
+SPECIAL_FILES_2 = """
 import os, socket
 made = {}
 def attempt(name, fn):
@@ -81,9 +81,9 @@ attempt("int8_qdq_1GB", sparse_giant)
 if made["int8_qdq_1GB"] != "made":   # RLIMIT_FSIZE stopped it: the biggest allowed sparse file instead
     attempt("int8_qdq_cap", lambda: open("artifacts/int8_qdq.onnx", "wb").truncate((64 << 20) - 1))
 _record("special", made)
-'''
+"""
 
-SPECIAL_DIR = f'''
+SPECIAL_DIR = f"""
 import os
 made = {{}}
 for name, target in (("artifacts", {str(ROOT / "reference" / "07-quantization")!r}),):
@@ -98,13 +98,16 @@ try:
 except BaseException as e:
     made["hardlink"] = "ERR " + type(e).__name__
 _record("special", made)
-'''
+"""
 
 
 @pytest.mark.parametrize("variant", ["symlinks_and_fifo", "dir_socket_sparse", "symlinked_folder"])
 def test_special_files_as_artifacts_are_refused_without_blocking(grade_cells, jail_check, variant):
-    source = {"symlinks_and_fifo": SPECIAL_FILES, "dir_socket_sparse": SPECIAL_FILES_2,
-              "symlinked_folder": SPECIAL_DIR}[variant]
+    source = {
+        "symlinks_and_fifo": SPECIAL_FILES,
+        "dir_socket_sparse": SPECIAL_FILES_2,
+        "symlinked_folder": SPECIAL_DIR,
+    }[variant]
     g = grade_cells([source], name=f"special-{variant}")
     jail_check(g)
     made = g.record("special")
@@ -123,37 +126,49 @@ def test_special_files_as_artifacts_are_refused_without_blocking(grade_cells, ja
 def _write_models_cell(models: dict[str, bytes], extra: dict[str, bytes] | None = None) -> str:
     blobs = {f"artifacts/{name}.onnx": base64.b64encode(data).decode() for name, data in models.items()}
     blobs.update({f"artifacts/{name}": base64.b64encode(data).decode() for name, data in (extra or {}).items()})
-    return f'''\
+    return f"""\
 import base64, os
 os.makedirs("artifacts", exist_ok=True)
 for _p, _b in {blobs!r}.items():
     with open(_p, "wb") as _f:
         _f.write(base64.b64decode(_b))
-'''
+"""
 
 
 def _hostile_sets(canary_dir) -> dict[str, tuple[dict[str, bytes], dict[str, bytes], dict[str, tuple[str, ...]]]]:
     """name → (models by artifact, extra files, expected words in each model's reason)."""
     return {
         "external_data": (
-            {"fp32": onnx_models.external_data("../../../../../../etc/passwd"),
-             "int8_dynamic": onnx_models.external_data(str(canary_dir / "secret.txt")),
-             "int8_qdq": onnx_models.external_data("weights.bin")},
+            {
+                "fp32": onnx_models.external_data("../../../../../../etc/passwd"),
+                "int8_dynamic": onnx_models.external_data(str(canary_dir / "secret.txt")),
+                "int8_qdq": onnx_models.external_data("weights.bin"),
+            },
             {"weights.bin": np.ones(4, np.float32).tobytes()},
-            dict.fromkeys(MODELS, ("external",))),
+            dict.fromkeys(MODELS, ("external",)),
+        ),
         "domain_bomb_depth": (
-            {"fp32": onnx_models.custom_domain(),
-             "int8_dynamic": onnx_models.constant_of_shape_bomb(),
-             "int8_qdq": onnx_models.nested_if(1000)},
+            {
+                "fp32": onnx_models.custom_domain(),
+                "int8_dynamic": onnx_models.constant_of_shape_bomb(),
+                "int8_qdq": onnx_models.nested_if(1000),
+            },
             {},
-            {"fp32": ("com.evil",), "int8_dynamic": ("memory", "allocat", "run", "Runtime"),
-             "int8_qdq": ("ONNX", "nested", "depth")}),
+            {
+                "fp32": ("com.evil",),
+                "int8_dynamic": ("memory", "allocat", "run", "Runtime"),
+                "int8_qdq": ("ONNX", "nested", "depth"),
+            },
+        ),
         "declared_functions_nesting": (
-            {"fp32": onnx_models.huge_declared_initializer(),
-             "int8_dynamic": onnx_models.local_functions(),
-             "int8_qdq": onnx_models.nested_if(5)},
+            {
+                "fp32": onnx_models.huge_declared_initializer(),
+                "int8_dynamic": onnx_models.local_functions(),
+                "int8_qdq": onnx_models.nested_if(5),
+            },
             {},
-            {"fp32": ("declare",), "int8_dynamic": ("function",), "int8_qdq": ("nested",)}),
+            {"fp32": ("declare",), "int8_dynamic": ("function",), "int8_qdq": ("nested",)},
+        ),
     }
 
 
@@ -172,8 +187,9 @@ def test_a_model_that_never_finishes_is_stopped_at_the_time_limit():
     """A Loop with 2^63 iterations: the measuring child is killed at its limit and leaves nothing."""
     from autograder.measure.onnx_load import LoadLimits, run_model_worker
 
-    run = run_model_worker(onnx_models.loop_forever(), inputs={"public_test": np.zeros((4, 2), np.float32)},
-                           limits=LoadLimits(timeout_s=3))
+    run = run_model_worker(
+        onnx_models.loop_forever(), inputs={"public_test": np.zeros((4, 2), np.float32)}, limits=LoadLimits(timeout_s=3)
+    )
     assert not run.ok and "took longer than the 3 s" in (run.reason or ""), run
     children = [p for p in psutil.Process().children(recursive=True) if "model_worker" in " ".join(p.cmdline())]
     assert not children, f"measuring children left: {children}"

@@ -39,7 +39,7 @@ def _warnings(g) -> str:
 
 
 # ----------------------------------------------------------------------------- memory of the tree
-FORKED_HOGS = r'''
+FORKED_HOGS = r"""
 import os, time, signal
 N, TARGET, STEP = 3, 700 << 20, 64 << 20
 kids = []
@@ -81,15 +81,18 @@ for pid in kids:
     except (ProcessLookupError, ChildProcessError):
         pass
 _record("hogs", sorted(state.values(), key=lambda s: -s["allocated"]))
-'''
-HOG_MEMORY_MB = 1536   # three children want 2.1 GB together
+"""
+HOG_MEMORY_MB = 1536  # three children want 2.1 GB together
 
 
 def test_forked_children_share_one_memory_budget(grade_cells, jail_check, jail_mode, limited):
     """Three children of 700 MB each against a 1.5 GB budget: with the cgroup, what they hold at
     once stays within it (the OOM killer ends one); RLIMIT_AS alone let each have its own."""
-    g = grade_cells([FORKED_HOGS], name=f"forked-hogs-{jail_mode}",
-                    assignment=limited(memory_mb=HOG_MEMORY_MB, cell_timeout_s=120, notebook_timeout_s=240))
+    g = grade_cells(
+        [FORKED_HOGS],
+        name=f"forked-hogs-{jail_mode}",
+        assignment=limited(memory_mb=HOG_MEMORY_MB, cell_timeout_s=120, notebook_timeout_s=240),
+    )
     require_mode(g, jail_mode)
     jail_check(g)
     hogs = g.record("hogs")
@@ -98,14 +101,14 @@ def test_forked_children_share_one_memory_budget(grade_cells, jail_check, jail_m
         held = sum(h["allocated"] for h in hogs if h["held"])
         assert held <= HOG_MEMORY_MB * MiB, f"children held {held / MiB:.0f} MB at once, the budget is {HOG_MEMORY_MB}"
         assert any(h["killed"] for h in hogs), f"no child was stopped: {hogs}"
-    else:   # the fallback without cgroups: per process only, and it says so
+    else:  # the fallback without cgroups: per process only, and it says so
         assert all(h["allocated"] <= HOG_MEMORY_MB * MiB for h in hogs), hogs
         assert "no cgroup budget" in _warnings(g), _warnings(g)
 
 
 # ----------------------------------------------------------------------------- ORT on 24 cores
 FAKE_CORES = 24
-ORT_SESSIONS = r'''
+ORT_SESSIONS = r"""
 import os, json
 import onnxruntime as ort
 from onnx import helper, TensorProto
@@ -120,7 +123,7 @@ explicit = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 _record("ort", {"cpu_count": os.cpu_count(), "sessions": len(sessions),
                 "threads_added": len(os.listdir("/proc/self/task")) - before,
                 "intra_op": [s.get_session_options().intra_op_num_threads for s in sessions + [explicit]]})
-'''
+"""
 
 
 def _fake_cpu_files(folder: Path, cores: int) -> dict[str, Path]:
@@ -140,7 +143,7 @@ def _fake_cpu_files(folder: Path, cores: int) -> dict[str, Path]:
     return files
 
 
-@pytest.mark.root                  # a private mount namespace with a fake CPU list
+@pytest.mark.root  # a private mount namespace with a fake CPU list
 @pytest.mark.kernel
 @pytest.mark.parametrize("cgroups", ["auto", "off"])
 def test_default_onnx_sessions_work_as_if_on_a_24_core_host(tmp_path, jail_mode, cgroups, results_validator):
@@ -149,8 +152,16 @@ def test_default_onnx_sessions_work_as_if_on_a_24_core_host(tmp_path, jail_mode,
     pids cgroup and without one (``RLIMIT_NPROC`` 64, as on Gradescope: ~70 threads hung there)."""
     files = _fake_cpu_files(tmp_path, FAKE_CORES)
     binds = "".join(f"mount --bind {src} {dst}\n" for dst, src in files.items())
-    g, _ = grade_in_child(tmp_path, [ORT_SESSIONS], cell_s=120, notebook_s=240, timeout_s=400, setup=binds,
-                          jail_mode=jail_mode, env={"AUTOGRADER_CGROUPS": cgroups})
+    g, _ = grade_in_child(
+        tmp_path,
+        [ORT_SESSIONS],
+        cell_s=120,
+        notebook_s=240,
+        timeout_s=400,
+        setup=binds,
+        jail_mode=jail_mode,
+        env={"AUTOGRADER_CGROUPS": cgroups},
+    )
     try:
         results_validator(g.results)
         require_mode(g, jail_mode)
@@ -170,7 +181,7 @@ def test_default_onnx_sessions_work_as_if_on_a_24_core_host(tmp_path, jail_mode,
 # ----------------------------------------------------------------------------- CPU share
 SPINNERS = 30
 SPIN_S = 25
-HOSTILE_SPIN = f'''
+HOSTILE_SPIN = f"""
 import os, time
 end = time.time() + {SPIN_S}
 for i in range({SPINNERS}):
@@ -182,15 +193,15 @@ for i in range({SPINNERS}):
 open("spinning", "w").close()
 while time.time() < end:
     time.sleep(0.5)
-'''
-HONEST_SHARE = '''
+"""
+HONEST_SHARE = """
 import time
 t0, c0 = time.monotonic(), time.process_time()
 while time.monotonic() - t0 < 3:
     pass
 _record("share", {"cpu_s": time.process_time() - c0, "wall_s": time.monotonic() - t0})
-'''
-MIN_SHARE = 0.15   # fair: about 0.5 of a core here (less under others' load); unfair: 2/31 = 0.065
+"""
+MIN_SHARE = 0.15  # fair: about 0.5 of a core here (less under others' load); unfair: 2/31 = 0.065
 
 
 @pytest.mark.kernel
@@ -205,13 +216,14 @@ def test_a_slot_full_of_spinners_does_not_starve_its_neighbour(tmp_path_factory,
     for name, cell in (("hostile", HOSTILE_SPIN), ("honest", HONEST_SHARE)):
         paths[name] = folder / f"{name}.ipynb"
         nbformat.write(build_notebook([cell]), paths[name])
-    base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-cpu-"))   # not under pytest's 0700 folders
+    base = Path(tempfile.mkdtemp(prefix=f"adv-{TOKEN}-cpu-"))  # not under pytest's 0700 folders
     os.chmod(base, 0o711)
     results: dict = {}
 
     def grade(name: str) -> None:
-        results[name] = grade_notebook(paths[name], assignment, base / name / "out", workspace=base / name / "ws",
-                                       slot=xdist_slot())
+        results[name] = grade_notebook(
+            paths[name], assignment, base / name / "out", workspace=base / name / "ws", slot=xdist_slot()
+        )
 
     hostile = threading.Thread(target=grade, args=("hostile",))
     try:
@@ -232,8 +244,9 @@ def test_a_slot_full_of_spinners_does_not_starve_its_neighbour(tmp_path_factory,
             assert "no CPU share" in " ".join(hostile_exec["isolation"]["warnings"]), hostile_exec["isolation"]
             return
         fraction = share["cpu_s"] / share["wall_s"]
-        assert fraction >= MIN_SHARE, (f"the honest slot got {fraction:.2f} of a core next to {SPINNERS} spinners "
-                                       f"(a fair share is ~0.5): {share}")
+        assert fraction >= MIN_SHARE, (
+            f"the honest slot got {fraction:.2f} of a core next to {SPINNERS} spinners (a fair share is ~0.5): {share}"
+        )
     finally:
         hostile.join(timeout=SPIN_S + 120)
         shutil.rmtree(base, ignore_errors=True)

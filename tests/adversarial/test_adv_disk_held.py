@@ -23,7 +23,7 @@ from autograder.tree_walk import remove_tree
 pytestmark = pytest.mark.slow
 
 CAP_MB, FILES, EACH_MB = 64, 4, 50
-HOLD = r'''
+HOLD = r"""
 import mmap, os, time
 held = []
 for i in range({files}):
@@ -38,7 +38,7 @@ for i in range({files}):
         held.append(fd)
 _record("held", {{"files": len(held)}})
 time.sleep(30)
-'''
+"""
 # Docker's capabilities lack these: no tmpfs can be mounted, and /proc of the sandbox uid's
 # processes is read with that uid's file-system ids (the watchdog's thread takes them).
 AS_IN_DOCKER = 'set -- setpriv --bounding-set=-sys_admin,-sys_ptrace --inh-caps=-sys_admin,-sys_ptrace -- "$@"\n'
@@ -50,9 +50,17 @@ def test_deleted_files_held_past_the_cap_stop_the_kernel(tmp_path, results_valid
     cell = HOLD.format(files=FILES, each=EACH_MB, how=how)
     limits = {"workspace_mb": CAP_MB}
     if can_unshare_mounts():
-        g, _ = grade_in_child(tmp_path, [cell], cell_s=60, notebook_s=90, timeout_s=300, limits=limits,
-                              jail_mode="fallback", setup=AS_IN_DOCKER)
-    else:     # Gradescope's container: no CAP_SYS_ADMIN already, the fallback is the only jail
+        g, _ = grade_in_child(
+            tmp_path,
+            [cell],
+            cell_s=60,
+            notebook_s=90,
+            timeout_s=300,
+            limits=limits,
+            jail_mode="fallback",
+            setup=AS_IN_DOCKER,
+        )
+    else:  # Gradescope's container: no CAP_SYS_ADMIN already, the fallback is the only jail
         g, _ = grade_in_child(tmp_path, [cell], cell_s=60, notebook_s=90, timeout_s=300, limits=limits)
     try:
         results_validator(g.results)

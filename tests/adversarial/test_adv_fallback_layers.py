@@ -48,15 +48,31 @@ def confined():
     source = Path(confine.__file__).read_text()
 
     def run(code: str, timeout: float = 30) -> dict:
-        config = {"rlimits": jail.rlimits(ExecutionLimits(), with_nproc=True),
-                  "env": jail.minimal_env(str(workspace), str(rundir)),
-                  "argv": [SYSTEM_PYTHON, "-I", "-S", "-c", PRELUDE + code], "cwd": str(workspace),
-                  "landlock": jail.landlock_rules(workspace, rundir, site_dir, own_uid=False),
-                  "seccomp": {"block_inet": True}}
-        setpriv = [shutil.which("setpriv"), f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",
-                   "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--"]
-        proc = subprocess.run(setpriv + [SYSTEM_PYTHON, "-I", "-S", "-c", source, json.dumps(config)],
-                              capture_output=True, text=True, timeout=timeout, cwd="/")
+        config = {
+            "rlimits": jail.rlimits(ExecutionLimits(), with_nproc=True),
+            "env": jail.minimal_env(str(workspace), str(rundir)),
+            "argv": [SYSTEM_PYTHON, "-I", "-S", "-c", PRELUDE + code],
+            "cwd": str(workspace),
+            "landlock": jail.landlock_rules(workspace, rundir, site_dir, own_uid=False),
+            "seccomp": {"block_inet": True},
+        }
+        setpriv = [
+            shutil.which("setpriv"),
+            f"--reuid={user.uid}",
+            f"--regid={user.gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--",
+        ]
+        proc = subprocess.run(
+            setpriv + [SYSTEM_PYTHON, "-I", "-S", "-c", source, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd="/",
+        )
         if proc.returncode == 111:
             pytest.skip(f"the fallback's layers cannot be applied here: {proc.stderr.strip()[:300]}")
         lines = proc.stdout.strip().splitlines()
@@ -73,9 +89,13 @@ PRELUDE = MARK_SOURCE + "\nimport json, os, socket, sys\n"
 
 
 def test_fallback_hides_the_graders_files_and_the_hosts(confined, canary_dir):
-    targets = [str(p) for p in GRADER_FILES] + [str(canary_dir / "secret.txt"), str(canary_dir / "root_only.txt"),
-                                                 "/etc/shadow", str(ROOT / "pyproject.toml")]
-    code = f'''
+    targets = [str(p) for p in GRADER_FILES] + [
+        str(canary_dir / "secret.txt"),
+        str(canary_dir / "root_only.txt"),
+        "/etc/shadow",
+        str(ROOT / "pyproject.toml"),
+    ]
+    code = f"""
 out = {{}}
 for p in {targets!r}:
     try:
@@ -89,7 +109,7 @@ for d in ({str(canary_dir)!r}, {str(ROOT)!r}):
     except OSError as e:
         out["write " + d] = "ERR " + type(e).__name__
 print(json.dumps(out))
-'''
+"""
     out = confined(code)
     leaked = {k: v[:40] for k, v in out.items() if not v.startswith("ERR")}
     assert not leaked, f"under the fallback the kernel could read or write: {leaked}"
@@ -100,7 +120,7 @@ def test_fallback_blocks_loopback_and_host_sockets(confined):
     servers = LoopbackServers()
     try:
         targets = {k: (list(v) if isinstance(v, tuple) else v) for k, v in servers.targets.items()}
-        code = f'''
+        code = f"""
 targets = {targets!r}
 kinds = {{"tcp4": (socket.AF_INET, socket.SOCK_STREAM), "tcp6": (socket.AF_INET6, socket.SOCK_STREAM),
          "udp4": (socket.AF_INET, socket.SOCK_DGRAM), "unix_abstract": (socket.AF_UNIX, socket.SOCK_STREAM),
@@ -121,9 +141,10 @@ for name, addr in targets.items():
     except OSError as e:
         out[name] = "ERR " + type(e).__name__ + ": " + str(e)[:60]
 print(json.dumps(out))
-'''
+"""
         out = confined(code)
         import time
+
         time.sleep(0.5)
         reached = list(servers.received)
     finally:
@@ -197,16 +218,19 @@ def test_fallback_network_block_cannot_be_bypassed_with_io_uring(confined):
         port = servers.targets["udp4"][1]
         out = confined(f"PORT = {port}\n" + IO_URING_UDP)
         import time
+
         time.sleep(0.5)
         reached = list(servers.received)
     finally:
         servers.close()
     assert out["plain_socket"].startswith("ERR"), f"seccomp let socket(AF_INET) through: {out}"
-    assert not reached, (f"a UDP datagram left the fallback jail through an io_uring socket: {reached} ({out}); "
-                         "seccomp must deny io_uring_setup/io_uring_enter/io_uring_register")
+    assert not reached, (
+        f"a UDP datagram left the fallback jail through an io_uring socket: {reached} ({out}); "
+        "seccomp must deny io_uring_setup/io_uring_enter/io_uring_register"
+    )
 
 
-SIGNALS = '''
+SIGNALS = """
 out = {}
 for name, pid in TARGETS.items():
     try:
@@ -222,15 +246,16 @@ for name, fn in (("unshare_user", lambda: os.unshare(os.CLONE_NEWUSER)),
     except (OSError, AttributeError) as e:
         out[name] = "ERR " + type(e).__name__
 print(json.dumps(out))
-'''
+"""
 
 
 def test_fallback_cannot_signal_outside_or_make_namespaces(confined):
     """A root process and a process of the same sandbox uid outside the jail are out of reach."""
     root_sleeper = subprocess.Popen(["sleep", "60"])
     user = confined.user
-    same_uid_sleeper = subprocess.Popen([shutil.which("setpriv"), f"--reuid={user.uid}", f"--regid={user.gid}",
-                                         "--clear-groups", "sleep", "60"])
+    same_uid_sleeper = subprocess.Popen(
+        [shutil.which("setpriv"), f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "sleep", "60"]
+    )
     try:
         targets = {"root_process": root_sleeper.pid, "same_uid_outside_the_jail": same_uid_sleeper.pid}
         out = confined(f"TARGETS = {targets!r}\n" + SIGNALS)

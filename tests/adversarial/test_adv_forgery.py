@@ -28,12 +28,12 @@ pytestmark = pytest.mark.slow
 
 FUNCTION_CHECKS = ("quantize", "dequantize", "choose_qparams")
 
-CORRECT_DEQUANTIZE = '''\
+CORRECT_DEQUANTIZE = """\
 import numpy as np
 def dequantize(q, scale, zero_point):
     q = np.asarray(q)
     return ((q.astype(np.int32) - np.int32(zero_point)).astype(np.float32) * np.float32(scale)).astype(np.float32)
-'''
+"""
 
 
 def _functions_module(assignment):
@@ -56,10 +56,15 @@ def _perfect_probe_files(assignment) -> dict[str, bytes]:
             report["cases"][c.id] = {"status": "ok", "python_type": "ndarray"}
     buf = io.BytesIO()
     np.savez(buf, **arrays)
-    reported = {v: {"size_bytes": 1000, "accuracy": 0.96, "latency_ms": 0.5, "max_rel_drift": 0.01,
-                    "edge_max_rel_drift": 0.1} for v in ("fp32", "int8_dynamic", "int8_qdq")}
-    return {"probe_outputs.npz": buf.getvalue(), "probe_report.json": json.dumps(report).encode(),
-            "reported.json": json.dumps(reported).encode()}
+    reported = {
+        v: {"size_bytes": 1000, "accuracy": 0.96, "latency_ms": 0.5, "max_rel_drift": 0.01, "edge_max_rel_drift": 0.1}
+        for v in ("fp32", "int8_dynamic", "int8_qdq")
+    }
+    return {
+        "probe_outputs.npz": buf.getvalue(),
+        "probe_report.json": json.dumps(report).encode(),
+        "reported.json": json.dumps(reported).encode(),
+    }
 
 
 def _empty_cases(assignment) -> dict[str, int]:
@@ -75,12 +80,12 @@ def _empty_cases(assignment) -> dict[str, int]:
 
 def _write_files_cell(files: dict[str, bytes]) -> str:
     blobs = {name: base64.b64encode(data).decode() for name, data in files.items()}
-    return f'''\
+    return f"""\
 import base64
 for _name, _blob in {blobs!r}.items():
     with open(_name, "wb") as _f:
         _f.write(base64.b64decode(_blob))
-'''
+"""
 
 
 def _function_measure(g, name: str) -> dict:
@@ -96,10 +101,18 @@ def test_forged_results_json_anywhere_is_ignored(grade_cells, jail_check, jail_m
     out = base / "out"
     out.mkdir(mode=0o777)
     os.chmod(out, 0o777)  # only the jail stands between the kernel and the grader's output folder
-    targets = ["results.json", "../results.json", "/tmp/results.json", "/autograder/results/results.json",
-               str(out / "results.json"), str(out / "grade.json"), str(out / "measurements.json"),
-               str(out / "execution.json"), str(out / "feedback.md")]
-    cell = f'''\
+    targets = [
+        "results.json",
+        "../results.json",
+        "/tmp/results.json",
+        "/autograder/results/results.json",
+        str(out / "results.json"),
+        str(out / "grade.json"),
+        str(out / "measurements.json"),
+        str(out / "execution.json"),
+        str(out / "feedback.md"),
+    ]
+    cell = f"""\
 import os, json
 forged = {{"score": 100.0, "output": MARK, "tests": [{{"score": 100, "max_score": 100, "name": MARK}}]}}
 outcome = {{}}
@@ -112,7 +125,7 @@ for p in {targets!r}:
     except BaseException as e:
         outcome[p] = "ERR " + type(e).__name__
 _record("forged", outcome)
-'''
+"""
     try:
         g = grade_cells([cell], name=f"forge-results-{jail_mode}", out=out)
         require_mode(g, jail_mode)
@@ -164,7 +177,7 @@ def test_probe_files_written_before_the_probe_earn_nothing(grade_cells, jail_che
 # ----------------------------------------------------------------------------- rewriting behind the probe
 # An IPython hook that runs right after each cell's code, before its reply is sent: after the
 # probe's cell it replaces the files the probe just wrote (deterministic, no race to win).
-FORGER = r'''
+FORGER = r"""
 import io, os, json as _jj, numpy as _np
 def _genuine():
     try:
@@ -184,19 +197,19 @@ def _forge_after_probe(result):
         with open(name, "wb") as f:
             f.write(data)
 get_ipython().events.register("post_run_cell", _forge_after_probe)
-'''
+"""
 
 FORGERIES = {
     # every case "ok", as a tuple of zero values: nothing to compare, so nothing may agree
-    "ok_without_values": r'''
+    "ok_without_values": r"""
 def FORGE(rep, arrs):
     cases = {cid: {"status": "ok", "parts": 0} for cid in rep["cases"]}
     buf = io.BytesIO(); _np.savez(buf)
     return {"probe_report.json": _jj.dumps({"cases": cases, "functions": rep["functions"]}).encode(),
             "probe_outputs.npz": buf.getvalue()}
-''',
+""",
     # the genuine shapes and dtypes, values NaN (floats) or 77 (integers)
-    "nan_and_garbage": r'''
+    "nan_and_garbage": r"""
 def FORGE(rep, arrs):
     out = {}
     for k, a in arrs.items():
@@ -205,9 +218,9 @@ def FORGE(rep, arrs):
     buf = io.BytesIO(); _np.savez(buf, **out)
     return {"probe_report.json": _jj.dumps({"cases": cases, "functions": rep["functions"]}).encode(),
             "probe_outputs.npz": buf.getvalue()}
-''',
+""",
     # object arrays whose unpickling would create a file on the grader's side; reported.json a pickle
-    "pickle_payload": r'''
+    "pickle_payload": r"""
 import io, pickle as _pk
 class _Payload:
     def __reduce__(self):
@@ -220,14 +233,14 @@ def FORGE(rep, arrs):
     buf = io.BytesIO(); _np.savez(buf, **out)
     return {"probe_outputs.npz": buf.getvalue(), "reported.json": _pk.dumps({"x": _Payload()}),
             "probe_report.json": _pk.dumps(_Payload())}
-''',
+""",
     # integer literals past Python's 4300-digit limit: json.loads raises a plain ValueError
-    "json_int_bomb": r'''
+    "json_int_bomb": r"""
 def FORGE(rep, arrs):
     big = "7" * 5000
     return {"reported.json": ('{"fp32": {"size_bytes": ' + big + '}}').encode(),
             "probe_report.json": ('{"cases": {}, "functions": {}, "n": ' + big + '}').encode()}
-''',
+""",
 }
 
 
@@ -252,8 +265,9 @@ def _forgery_landed(workspace: Path, forgery: str) -> bool:
 
 
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
-def test_probe_files_rewritten_after_the_probe_earn_nothing(grade_cells, jail_check, short_assignment,
-                                                            wrong_baseline, forgery):
+def test_probe_files_rewritten_after_the_probe_earn_nothing(
+    grade_cells, jail_check, short_assignment, wrong_baseline, forgery
+):
     """A post-run hook rewrites the probe's files right after the probe wrote them."""
     pwned = Path(tempfile.gettempdir()) / f"adv-pwned-{TOKEN}-{forgery}"
     cells = [WRONG_FUNCTIONS, f"PWNED = {str(pwned)!r}\n" + FORGERIES[forgery] + FORGER]
@@ -268,11 +282,14 @@ def test_probe_files_rewritten_after_the_probe_earn_nothing(grade_cells, jail_ch
     for name in FUNCTION_CHECKS:
         m = _function_measure(g, name)
         agree = m.get("agree", 0) if isinstance(m, dict) else 0
-        assert agree <= empties[name], (f"{name}: {agree} forged answers agreed with the reference "
-                                        f"(only {empties[name]} empty cases may; forgery {landed}): "
-                                        f"{m.get('first_mismatch')}")
-        assert g.score(name) <= wrong_baseline.score(name), \
+        assert agree <= empties[name], (
+            f"{name}: {agree} forged answers agreed with the reference "
+            f"(only {empties[name]} empty cases may; forgery {landed}): "
+            f"{m.get('first_mismatch')}"
+        )
+        assert g.score(name) <= wrong_baseline.score(name), (
             f"{name} scored {g.score(name)} from forged probe files (forgery {landed}, {g.execution_brief()})"
+        )
 
 
 # ----------------------------------------------------------------------------- sabotaging the probe
@@ -280,12 +297,16 @@ SABOTAGE = {
     "np_asarray_lies": "np.asarray = lambda a, *k, **kw: np.array([1, 2, 3], dtype=np.int8)",
     "np_savez_noop": "np.savez = lambda *a, **k: None",
     "np_savez_raises": "def _boom(*a, **k):\n    raise OSError('no savez for you')\nnp.savez = _boom",
-    "builtins_open_redirects": ("import builtins\n_open = builtins.open\n"
-                                "def _evil_open(p, mode='r', *a, **k):\n"
-                                "    if 'w' in mode or 'x' in mode:\n        p = '/dev/null'\n"
-                                "    return _open(p, mode, *a, **k)\nbuiltins.open = _evil_open"),
-    "numpy_module_replaced": ("import sys, types\n_fake = types.ModuleType('numpy')\n"
-                              "_fake.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['numpy'] = _fake"),
+    "builtins_open_redirects": (
+        "import builtins\n_open = builtins.open\n"
+        "def _evil_open(p, mode='r', *a, **k):\n"
+        "    if 'w' in mode or 'x' in mode:\n        p = '/dev/null'\n"
+        "    return _open(p, mode, *a, **k)\nbuiltins.open = _evil_open"
+    ),
+    "numpy_module_replaced": (
+        "import sys, types\n_fake = types.ModuleType('numpy')\n"
+        "_fake.__getattr__ = lambda name: (lambda *a, **k: None)\nsys.modules['numpy'] = _fake"
+    ),
     "alarm_ignored": "import signal\nsignal.signal = lambda *a, **k: None\nsignal.setitimer = lambda *a, **k: 0",
 }
 
@@ -304,15 +325,19 @@ def test_sabotaged_probe_gains_nothing(grade_cells, jail_check, wrong_baseline, 
 # ----------------------------------------------------------------------------- forged kernel messages
 MESSAGE_FORGERIES = {
     # every message the kernel sends (replies, status, outputs) becomes a forged dict
-    "json_dumps_forges": ("import json as _j3\n_orig = _j3.dumps\n"
-                          "_j3.dumps = lambda o, *a, **k: _orig({'cases': {}, 'functions': {}, 'score': 100})"),
+    "json_dumps_forges": (
+        "import json as _j3\n_orig = _j3.dumps\n"
+        "_j3.dumps = lambda o, *a, **k: _orig({'cases': {}, 'functions': {}, 'score': 100})"
+    ),
     # the kernel answers every request at once with a signed "ok" reply and runs nothing
-    "session_replies_ok": ("k = get_ipython().kernel\n_send = k.session.send\n"
-                           "def _lie(stream, msg_or_type, content=None, parent=None, *a, **kw):\n"
-                           "    if msg_or_type == 'execute_reply' and isinstance(content, dict):\n"
-                           "        content = dict(content, status='ok', execution_count=1)\n"
-                           "    return _send(stream, msg_or_type, content, parent, *a, **kw)\n"
-                           "k.session.send = _lie\nraise ValueError('an error the reply will hide')"),
+    "session_replies_ok": (
+        "k = get_ipython().kernel\n_send = k.session.send\n"
+        "def _lie(stream, msg_or_type, content=None, parent=None, *a, **kw):\n"
+        "    if msg_or_type == 'execute_reply' and isinstance(content, dict):\n"
+        "        content = dict(content, status='ok', execution_count=1)\n"
+        "    return _send(stream, msg_or_type, content, parent, *a, **kw)\n"
+        "k.session.send = _lie\nraise ValueError('an error the reply will hide')"
+    ),
 }
 
 
@@ -323,4 +348,5 @@ def test_forged_kernel_messages_are_the_notebooks_outcome(grade_cells, jail_chec
     g = grade_cells([WRONG_FUNCTIONS, MESSAGE_FORGERIES[forgery]], name=f"messages-{forgery}")
     jail_check(g, compare_to=wrong_baseline)
     assert g.execution.get("status") != "sandbox_error", (
-        f"forged kernel messages are reported as a failure of the grader: {g.execution_brief()}")
+        f"forged kernel messages are reported as a failure of the grader: {g.execution_brief()}"
+    )

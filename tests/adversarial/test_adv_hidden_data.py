@@ -33,9 +33,10 @@ from autograder.probe_format import Arg, ProbeCase
 pytestmark = pytest.mark.slow
 
 # Distinctive float32 values (exactly representable), derived from this session's token.
-CANARY = np.array([1000 + int(TOKEN[i:i + 3], 16) % 8000 + 0.8125 for i in range(0, 12, 3)], np.float32)
-CANARY_CASE = ProbeCase("quantize/zz_canary", "quantize", (Arg.array(CANARY), 0.5, 0), {"dtype": Arg.dtype("int8")},
-                        group="random")
+CANARY = np.array([1000 + int(TOKEN[i : i + 3], 16) % 8000 + 0.8125 for i in range(0, 12, 3)], np.float32)
+CANARY_CASE = ProbeCase(
+    "quantize/zz_canary", "quantize", (Arg.array(CANARY), 0.5, 0), {"dtype": Arg.dtype("int8")}, group="random"
+)
 
 
 def _with_canary(assignment):
@@ -43,8 +44,12 @@ def _with_canary(assignment):
     real = assignment.grading
     proxy = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
     proxy.probe_cases = lambda: list(real.probe_cases()) + [CANARY_CASE]
-    copy = type(assignment)(id=assignment.id, folder=assignment.folder,
-                            reference_folder=assignment.reference_folder, config=assignment.config)
+    copy = type(assignment)(
+        id=assignment.id,
+        folder=assignment.folder,
+        reference_folder=assignment.reference_folder,
+        config=assignment.config,
+    )
     copy.__dict__["grading"] = proxy
     return copy
 
@@ -58,7 +63,7 @@ def _needles(cases: list[ProbeCase]) -> dict[str, str]:
     raw = CANARY.tobytes()
     out["canary bytes (hex)"] = raw.hex()[:16]
     out["canary bytes (base64)"] = base64.b64encode(raw).decode()[:12]
-    for case in cases:   # bulk: a whole array of a real case, in any of the forms the notebook uses
+    for case in cases:  # bulk: a whole array of a real case, in any of the forms the notebook uses
         for a in case.args:
             if isinstance(a, Arg) and a.kind in ("array", "list") and np.asarray(a.value).nbytes >= 64:
                 b = np.ascontiguousarray(a.value).tobytes()
@@ -67,7 +72,7 @@ def _needles(cases: list[ProbeCase]) -> dict[str, str]:
     return out
 
 
-PLANT = r'''
+PLANT = r"""
 import base64, gc, json, os, sys, threading, time
 import numpy as np
 
@@ -144,16 +149,17 @@ def _rewrite_records():   # rewrites the probe's per-call record as soon as it a
         time.sleep(0.001)
 
 threading.Thread(target=_rewrite_records, daemon=True).start()
-'''
+"""
 
 # the mount table's lines that name the interpreter or this checkout, wherever CI cloned it
-MOUNTINFO_ERROR = ("raise RuntimeError(' '.join(line for line in open('/proc/self/mountinfo') "
-                   f"if 'python' in line or 'venv' in line or {str(ROOT)!r} in line))")
+MOUNTINFO_ERROR = (
+    "raise RuntimeError(' '.join(line for line in open('/proc/self/mountinfo') "
+    f"if 'python' in line or 'venv' in line or {str(ROOT)!r} in line))"
+)
 
 
 def _report(g) -> dict:
     return json.loads((g.workspace / "probe_report.json").read_text())
-
 
 
 # Each attacking call walks the kernel's objects and writes files: ~0.4 s here, 62 calls, several
@@ -162,8 +168,9 @@ def _report(g) -> dict:
 ATTACK_LIMITS = {"cell_timeout_s": 150, "notebook_timeout_s": 150}
 
 
-def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cells, jail_check, jail_mode, limited,
-                                                                      wrong_baseline):
+def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(
+    grade_cells, jail_check, jail_mode, limited, wrong_baseline
+):
     assignment = _with_canary(limited(**ATTACK_LIMITS))
     g = grade_cells([MOUNTINFO_ERROR, PLANT], name=f"hidden-data-{jail_mode}", assignment=assignment)
     require_mode(g, jail_mode)
@@ -175,8 +182,12 @@ def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cell
     # call's record, which the grader refuses as not the probe's (the attack's loss, no leak)
     report = _report(g)["cases"]
     assert set(report) == {c.id for c in cases}, "not every case was called"
-    odd = {k: v for k, v in report.items() if v["status"] != "raised"
-           and not (v["status"] == "unconvertible" and "not the probe's" in v["error"]["message"])}
+    odd = {
+        k: v
+        for k, v in report.items()
+        if v["status"] != "raised"
+        and not (v["status"] == "unconvertible" and "not the probe's" in v["error"]["message"])
+    }
     assert not odd, f"calls that did not run the attack: {odd}"
     assert report[CANARY_CASE.id]["status"] in ("raised", "unconvertible"), report[CANARY_CASE.id]
     first = functions["quantize"]["first_mismatch"]
@@ -186,17 +197,19 @@ def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(grade_cell
     assert not leaked, f"hidden probe data reached results.json/feedback: {leaked}"
     for path in (str(ROOT), str(Path(ROOT).resolve())):
         at = visible.find(path)
-        assert at < 0, f"the grader's path {path} reached results.json/feedback: …{visible[max(0, at - 200):at + 80]!r}"
+        assert at < 0, (
+            f"the grader's path {path} reached results.json/feedback: …{visible[max(0, at - 200) : at + 80]!r}"
+        )
     first_error = g.execution["first_error"]
     assert first_error and first_error["ename"] == "RuntimeError", g.execution_brief()
-    if str(ROOT) in first_error["evalue"]:    # the jail showed the path (the venv lives in the checkout)
+    if str(ROOT) in first_error["evalue"]:  # the jail showed the path (the venv lives in the checkout)
         assert "<grader>" in visible, "the mount table's path was neither shown nor redacted?"
     assert g.measurements["reported"]["present"], "RESULTS (taken before the probe) should be read"
     problems = " ".join(g.measurements["reported"]["problems"])
     assert "grabbed" not in problems and "seen" not in problems, problems
 
 
-FUTURE_SCAN = r'''
+FUTURE_SCAN = r"""
 import gc, hashlib, os, re, sys
 import numpy as np
 CALLED = set()
@@ -231,7 +244,7 @@ def quantize(x, scale, zero_point, dtype=np.int8):
     CALLED.add(_h(_current_id() or ""))
     count = lambda n: "none" if n == 0 else "one" if n == 1 else "several"   # in words: numbers are masked
     raise ValueError("future_visible=%s called=%s" % (count(_future_visible()), count(len(CALLED))))
-'''
+"""
 
 
 def test_the_kernel_never_holds_a_case_before_its_call(grade_cells, jail_check, jail_mode, short_assignment):

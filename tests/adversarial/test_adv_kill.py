@@ -17,26 +17,30 @@ from advkit import require_mode
 
 pytestmark = pytest.mark.slow
 
-GUARD = '''\
+GUARD = """\
 import os, signal
 if os.getuid() == 0 or os.geteuid() == 0:
     _record("attack", "refused: the kernel runs as root, so the jail is broken")
     raise SystemExit("kernel runs as root")
-'''
+"""
 
 ATTACKS = {
     "kill_parent": "_record('attack', 'sent')\nos.kill(os.getppid(), signal.SIGKILL)",
-    "kill_jpy_parent": ("pid = int(os.environ.get('JPY_PARENT_PID', '0') or 0)\n"
-                        "_record('attack', 'sent to %d' % pid if pid else 'no JPY_PARENT_PID')\n"
-                        "if pid:\n    os.kill(pid, signal.SIGKILL)"),
+    "kill_jpy_parent": (
+        "pid = int(os.environ.get('JPY_PARENT_PID', '0') or 0)\n"
+        "_record('attack', 'sent to %d' % pid if pid else 'no JPY_PARENT_PID')\n"
+        "if pid:\n    os.kill(pid, signal.SIGKILL)"
+    ),
     "kill_init": "_record('attack', 'sent')\nfor s in (signal.SIGTERM, signal.SIGKILL):\n    try:\n"
-                 "        os.kill(1, s)\n    except OSError:\n        pass",
+    "        os.kill(1, s)\n    except OSError:\n        pass",
     "kill_everything": "_record('attack', 'sent')\nos.kill(-1, signal.SIGKILL)",
     "kill_process_group": "_record('attack', 'sent')\nos.killpg(0, signal.SIGKILL)",
-    "kill_every_visible_pid": ("_record('attack', 'sent')\nfor p in os.listdir('/proc'):\n"
-                               "    if p.isdigit() and int(p) != os.getpid():\n        try:\n"
-                               "            os.kill(int(p), signal.SIGKILL)\n        except OSError:\n            pass\n"
-                               "os.kill(os.getpid(), signal.SIGKILL)"),
+    "kill_every_visible_pid": (
+        "_record('attack', 'sent')\nfor p in os.listdir('/proc'):\n"
+        "    if p.isdigit() and int(p) != os.getpid():\n        try:\n"
+        "            os.kill(int(p), signal.SIGKILL)\n        except OSError:\n            pass\n"
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    ),
 }
 
 

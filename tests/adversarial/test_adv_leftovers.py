@@ -23,14 +23,13 @@ from advkit import disk_usage, require_mode
 pytestmark = pytest.mark.slow
 
 MiB = 1 << 20
-RAW_FLOOD = '''\
+RAW_FLOOD = """\
 import os
 chunk = b"z" * (1 << 20)
 for fd in (1, 2):
     for _ in range(32):
         os.write(fd, chunk)
-'''
-
+"""
 
 
 def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_check, jail_mode, monkeypatch, limited):
@@ -39,8 +38,11 @@ def test_the_kernels_raw_output_never_lands_on_the_hosts_disk(grade_cells, jail_
     monkeypatch.setenv("AUTOGRADER_KEEP_RUNDIR", "1")
     before = set(Path(tempfile.gettempdir()).glob(f"autograder-run-{os.getpid()}-*"))
     # 64 MB through a pipe at 0.5 CPU on a busy machine took more than 5 s: a cell limit that holds at 5x slower CPU
-    g = grade_cells([RAW_FLOOD, "x = 1"], name=f"raw-output-{jail_mode}",
-                    assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
+    g = grade_cells(
+        [RAW_FLOOD, "x = 1"],
+        name=f"raw-output-{jail_mode}",
+        assignment=limited(cell_timeout_s=60, notebook_timeout_s=120),
+    )
     require_mode(g, jail_mode)
     kept = set(Path(tempfile.gettempdir()).glob(f"autograder-run-{os.getpid()}-*")) - before
     try:
@@ -65,7 +67,7 @@ def test_a_dead_graders_folders_and_cgroups_are_swept_and_a_live_ones_kept(grade
     from autograder.sandbox import cgroups
 
     dead = _dead_pid()
-    live = subprocess.Popen(["sleep", "120"])   # stands for another grader that is still running
+    live = subprocess.Popen(["sleep", "120"])  # stands for another grader that is still running
     tmp = Path(tempfile.gettempdir())
     made: list[Path] = []
     try:

@@ -28,17 +28,17 @@ pytestmark = pytest.mark.slow
 FUNCTION_CHECKS = ("quantize", "dequantize", "choose_qparams")
 
 # A correct quantize (float32 division, as ONNX Runtime), used as the honest core of some lies.
-TRUE_QUANTIZE = '''\
+TRUE_QUANTIZE = """\
 import numpy as np
 def _true_quantize(x, scale, zero_point, dtype=np.int8):
     info = np.iinfo(dtype)
     q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int64) + int(zero_point)
     return np.clip(q, info.min, info.max).astype(dtype)
-'''
+"""
 
 LIARS = {
     # an ndarray subclass, always "equal", holding wrong values
-    "ndarray_subclass_eq_true": '''
+    "ndarray_subclass_eq_true": """
 class Always(np.ndarray):
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -46,9 +46,9 @@ class Always(np.ndarray):
     def __bool__(self): return True
 def quantize(x, scale, zero_point, dtype=np.int8):
     return np.full(np.shape(x), 7, dtype).view(Always)
-''',
+""",
     # not an array: __eq__ True, __array__ right on the first call only, then wrong
-    "array_protocol_right_only_once": '''
+    "array_protocol_right_only_once": """
 class Sometimes:
     def __init__(self, good, bad): self.good, self.bad, self.calls = good, bad, 0
     def __eq__(self, other): return True
@@ -59,14 +59,14 @@ class Sometimes:
 def quantize(x, scale, zero_point, dtype=np.int8):
     good = _true_quantize(x, scale, zero_point, dtype)
     return Sometimes(good, np.full_like(good, 3))
-''',
+""",
     # the right numbers, as Python ints in an object array
-    "object_array": '''
+    "object_array": """
 def quantize(x, scale, zero_point, dtype=np.int8):
     return np.array(_true_quantize(x, scale, zero_point, dtype).tolist(), dtype=object)
-''',
+""",
     # NaN and inf where floats are expected; a tuple too short; an int subclass that lies
-    "nan_inf_short_tuple": '''
+    "nan_inf_short_tuple": """
 class Liar(int):
     def __eq__(self, other): return True
     __hash__ = int.__hash__
@@ -76,16 +76,16 @@ def dequantize(q, scale, zero_point):
     return np.full(np.shape(q), np.nan, np.float32)
 def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
     return (np.float32(np.inf), Liar(-999))
-''',
+""",
     # a generator, a 100 MB result, a dict
-    "generator_huge_dict": '''
+    "generator_huge_dict": """
 def quantize(x, scale, zero_point, dtype=np.int8):
     return (v for v in _true_quantize(x, scale, zero_point, dtype))
 def dequantize(q, scale, zero_point):
     return np.zeros(100 << 20, np.uint8)
 def choose_qparams(rmin, rmax, dtype=np.uint8, symmetric=False):
     return {"scale": 1.0, "zero_point": 0}
-''',
+""",
 }
 
 
@@ -100,7 +100,8 @@ def test_lying_return_values_earn_nothing(grade_cells, jail_check, wrong_baselin
         m = functions.get(name, {})
         if m.get("defined"):
             assert m["agree"] <= _empty_agreement(m), (
-                f"{name}: {m['agree']} of {m['cases']} lying answers agreed: {m['first_mismatch']}")
+                f"{name}: {m['agree']} of {m['cases']} lying answers agreed: {m['first_mismatch']}"
+            )
 
 
 def _empty_agreement(m: dict) -> int:
@@ -126,9 +127,12 @@ def _reference_cells() -> list[str]:
 def test_reported_numbers_that_lie_are_not_honest(grade_cells, jail_check, limited):
     """The reference solution, then RESULTS rewritten with NaN, ±inf, -0.0, strings, bools, None, a
     list and a dict: each such field is dishonest, and the grader does not stumble on them."""
-    lies = "\n".join(f"RESULTS[{v!r}][{k!r}] = {expr}" for v, fields in LIED_FIELDS.items() for k, expr in fields.items())
-    g = grade_cells(_reference_cells() + [lies], name="lying-results",
-                    assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
+    lies = "\n".join(
+        f"RESULTS[{v!r}][{k!r}] = {expr}" for v, fields in LIED_FIELDS.items() for k, expr in fields.items()
+    )
+    g = grade_cells(
+        _reference_cells() + [lies], name="lying-results", assignment=limited(cell_timeout_s=60, notebook_timeout_s=120)
+    )
     jail_check(g, gains_allowed=tuple(g.scores()))
     fp32 = next(c for c in g.grade["checks"] if c["id"] == "fp32_model")
     assert fp32["score"] == fp32["max_score"], "control: the reference's fp32 model lost points"
@@ -138,14 +142,19 @@ def test_reported_numbers_that_lie_are_not_honest(grade_cells, jail_check, limit
             f = fields.get(f"{variant}.{key}", {})
             assert f.get("ok") is not True, f"RESULTS[{variant!r}][{key!r}] = {lied[key]} was taken as honest: {f}"
     reported = next(c for c in g.grade["checks"] if c["id"] == "reported_results")
-    honest_part = next(p for p in reported["parts"] if "measure" not in p or "honest" in p["name"] or "match" in p["name"])
+    honest_part = next(
+        p for p in reported["parts"] if "measure" not in p or "honest" in p["name"] or "match" in p["name"]
+    )
     assert not honest_part["passed"], f"lying RESULTS passed '{honest_part['name']}'"
 
 
 def test_a_huge_reported_integer_does_not_crash_the_grader(grade_cells, jail_check, limited):
     """RESULTS['int8_dynamic']['size_bytes'] = 10**400: valid JSON, but no float can hold it."""
-    g = grade_cells(_reference_cells() + ["RESULTS['int8_dynamic']['size_bytes'] = 10**400"], name="huge-int",
-                    assignment=limited(cell_timeout_s=60, notebook_timeout_s=120))
+    g = grade_cells(
+        _reference_cells() + ["RESULTS['int8_dynamic']['size_bytes'] = 10**400"],
+        name="huge-int",
+        assignment=limited(cell_timeout_s=60, notebook_timeout_s=120),
+    )
     jail_check(g, gains_allowed=tuple(g.scores()))
     field = g.measurements["reported"]["fields"]["int8_dynamic.size_bytes"]
     assert field.get("ok") is not True, field
@@ -154,18 +163,30 @@ def test_a_huge_reported_integer_does_not_crash_the_grader(grade_cells, jail_che
 # ----------------------------------------------------------------------------- metadata and tags
 def test_notebook_metadata_and_tags_are_ignored(grade_cells, jail_check, baseline):
     """kernelspec → another kernel, skip-execution on a bad cell, raises-exception on an erroring one."""
-    metadata = {"kernelspec": {"name": "python3", "display_name": "host python", "language": "python",
-                               "argv": ["/bin/sh", "-c", "touch /tmp/adv-kernelspec-" + TOKEN]},
-                "language_info": {"name": "python"},
-                "nbgrader": {"grade": True, "points": 100},
-                "papermill": {"parameters": {"x": 1}}}
+    metadata = {
+        "kernelspec": {
+            "name": "python3",
+            "display_name": "host python",
+            "language": "python",
+            "argv": ["/bin/sh", "-c", "touch /tmp/adv-kernelspec-" + TOKEN],
+        },
+        "language_info": {"name": "python"},
+        "nbgrader": {"grade": True, "points": 100},
+        "papermill": {"parameters": {"x": 1}},
+    }
     cells = [
         IDENTITY_CELL,
         {"source": "_record('skipped_cell_ran', True)", "metadata": {"tags": ["skip-execution"]}},
         {"source": "raise ValueError('hidden by a tag')", "metadata": {"tags": ["raises-exception"]}},
-        {"source": "_record('after_error', True)",
-         "metadata": {"tags": ["remove-cell"], "deletable": False, "editable": False,
-                      "jupyter": {"source_hidden": True, "outputs_hidden": True}}},
+        {
+            "source": "_record('after_error', True)",
+            "metadata": {
+                "tags": ["remove-cell"],
+                "deletable": False,
+                "editable": False,
+                "jupyter": {"source_hidden": True, "outputs_hidden": True},
+            },
+        },
     ]
     g = grade_cells(cells, name="metadata", metadata=metadata)
     jail_check(g)
@@ -231,9 +252,16 @@ MALFORMED = {
     "random_bytes": lambda d: d.write_bytes(os.urandom(4096)),
     "json_list": lambda d: d.write_text("[1, 2, 3]"),
     "cells_not_a_list": lambda d: d.write_text('{"cells": 5, "nbformat": 4, "nbformat_minor": 5, "metadata": {}}'),
-    "cell_source_not_text": lambda d: d.write_text(json.dumps(
-        {"cells": [{"cell_type": "code", "source": {"evil": 1}, "metadata": {}, "outputs": []}],
-         "nbformat": 4, "nbformat_minor": 5, "metadata": {}})),
+    "cell_source_not_text": lambda d: d.write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "code", "source": {"evil": 1}, "metadata": {}, "outputs": []}],
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+            }
+        )
+    ),
     "nbformat_3": lambda d: d.write_text('{"worksheets": [], "nbformat": 3, "nbformat_minor": 0, "metadata": {}}'),
     "json_nesting_bomb": lambda d: d.write_bytes(_json_bomb()),
     "too_big": lambda d: d.write_bytes(b'{"cells": [], "metadata": {"x": "' + b"a" * (40 << 20) + b'"}}'),
@@ -264,7 +292,8 @@ def test_a_file_that_is_not_a_notebook_is_graded_with_a_reason(grade_path, resul
     reason = g.execution.get("reason") or ""
     assert reason and len(reason) < 500, f"{kind}: no clear reason: {reason!r}"
     assert "notebook" in g.student_text().lower() or reason[:30] in g.student_text(), (
-        f"{kind}: the student is not told why: {g.results.get('output', '')[:500]}")
+        f"{kind}: the student is not told why: {g.results.get('output', '')[:500]}"
+    )
     assert g.execution["cells"] == [] and g.execution["probe"] == "not_run", f"{kind}: a kernel ran it"
     assert "root:" not in g.student_text(), "the content of /etc/passwd reached the student"
     for c in g.grade["checks"]:
@@ -276,5 +305,6 @@ def test_a_file_that_is_not_a_notebook_is_graded_with_a_reason(grade_path, resul
 def test_a_file_that_is_not_a_notebook_scores_zero(grade_path, kind):
     """Nothing ran, so nothing earns a point: not even "no cell raised an error"."""
     g = _grade_malformed(grade_path, kind)
-    assert g.results["score"] == 0, (f"{kind}: scored {g.results['score']}: "
-                                     f"{[(c['id'], c['score']) for c in g.grade['checks'] if c['score']]}")
+    assert g.results["score"] == 0, (
+        f"{kind}: scored {g.results['score']}: {[(c['id'], c['score']) for c in g.grade['checks'] if c['score']]}"
+    )

@@ -37,25 +37,26 @@ def _check_graded(g, peak: int, results_validator, jail_mode: str) -> None:
 # Display metadata was not counted by the output cap, and nbclient kept it: 2,000 of these took
 # a grader to 3.2 GB. 600 (900 MB sent) are enough to show it is no longer kept; the cell limit
 # leaves time to send them all even on a machine 5x slower than this one.
-METADATA_FLOOD = '''\
+METADATA_FLOOD = """\
 from IPython.display import publish_display_data
 for i in range(600):
     publish_display_data({"text/plain": ""}, metadata={"p": "x" * 1_500_000})
-'''
-IDS_FLOOD = '''\
+"""
+IDS_FLOOD = """\
 from IPython.display import display
 for i in range(300):
     display({"text/plain": ""}, raw=True, metadata={"k%d" % j: "y" * 1000 for j in range(500)},
             transient={"display_id": "d" * 1_000_000 + str(i)})
-'''
+"""
 
 
 @pytest.mark.kernel
 @pytest.mark.parametrize("flood", ["display_metadata", "metadata_and_display_ids"])
 def test_output_the_cap_did_not_count_keeps_the_grader_small(tmp_path, flood, jail_mode, results_validator):
     cells = [METADATA_FLOOD if flood == "display_metadata" else IDS_FLOOD, "x = 1"]
-    g, peak = grade_in_child(tmp_path, cells, cell_s=120, notebook_s=240, timeout_s=CHILD_TIMEOUT_S,
-                             jail_mode=jail_mode)
+    g, peak = grade_in_child(
+        tmp_path, cells, cell_s=120, notebook_s=240, timeout_s=CHILD_TIMEOUT_S, jail_mode=jail_mode
+    )
     try:
         _check_graded(g, peak, results_validator, jail_mode)
         assert g.execution["output_truncated"], f"900 MB of output were not even counted: {g.execution_brief()}"
@@ -69,9 +70,12 @@ def _notebook(path: Path, body: str) -> Path:
 
 
 def _cells_json(n: int, source: str = "", compact: bool = False) -> str:
-    cell = (json.dumps({"cell_type": "code", "source": source}, separators=(",", ":")) if compact else
-            json.dumps({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}))
-    return ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [' + ",".join([cell] * n) + "]}")
+    cell = (
+        json.dumps({"cell_type": "code", "source": source}, separators=(",", ":"))
+        if compact
+        else json.dumps({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source})
+    )
+    return '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [' + ",".join([cell] * n) + "]}"
 
 
 UNREADABLE = {
@@ -80,28 +84,39 @@ UNREADABLE = {
     # one code cell more than the grader runs
     "2001_code_cells": lambda: _cells_json(2_001, "x = 1"),
     # 4 million tiny strings in metadata: ~400 MB once parsed in the grader's process
-    "millions_of_small_objects": lambda: ('{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"m": ['
-                                          + ",".join(['"ab"'] * 4_000_000) + "]}}"),
+    "millions_of_small_objects": lambda: (
+        '{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"m": [' + ",".join(['"ab"'] * 4_000_000) + "]}}"
+    ),
     # an integer of 5,000 digits (int() refuses > 4,300: ValueError outside the try, before)
-    "an_integer_of_5000_digits": lambda: ('{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"n": '
-                                          + "7" * 5000 + "}}"),
+    "an_integer_of_5000_digits": lambda: (
+        '{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"n": ' + "7" * 5000 + "}}"
+    ),
     # nesting 100,000 deep
     "nested_100000_deep": lambda: '{"nbformat": 4, "cells": [], "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}",
 }
-EXPECTED_REASON = {"a_million_empty_cells": "JSON objects", "2001_code_cells": "2,001 code cells",
-                   "millions_of_small_objects": "", "an_integer_of_5000_digits": "5,000 digits",
-                   "nested_100000_deep": "nested too deeply"}
+EXPECTED_REASON = {
+    "a_million_empty_cells": "JSON objects",
+    "2001_code_cells": "2,001 code cells",
+    "millions_of_small_objects": "",
+    "an_integer_of_5000_digits": "5,000 digits",
+    "nested_100000_deep": "nested too deeply",
+}
 
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
 def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_path, case, jail_mode, results_validator):
     nb = _notebook(tmp_path / f"{case}.ipynb", UNREADABLE[case]())
-    g, peak = grade_in_child(tmp_path, notebook=nb, cell_s=SHORT_LIMITS["cell_timeout_s"],
-                             notebook_s=SHORT_LIMITS["notebook_timeout_s"], timeout_s=CHILD_TIMEOUT_S,
-                             jail_mode=jail_mode)
+    g, peak = grade_in_child(
+        tmp_path,
+        notebook=nb,
+        cell_s=SHORT_LIMITS["cell_timeout_s"],
+        notebook_s=SHORT_LIMITS["notebook_timeout_s"],
+        timeout_s=CHILD_TIMEOUT_S,
+        jail_mode=jail_mode,
+    )
     try:
         _check_graded(g, peak, results_validator, jail_mode)
-        if case == "millions_of_small_objects":   # read in the child, then run: nothing to refuse
+        if case == "millions_of_small_objects":  # read in the child, then run: nothing to refuse
             assert g.execution["status"] in ("completed", "unreadable"), g.execution_brief()
         else:
             assert g.execution["status"] == "unreadable", g.execution_brief()
@@ -119,8 +134,9 @@ def test_execution_json_stays_small_with_hundreds_of_failing_cells(tmp_path, jai
     """600 cells each raising a 5,000-character message (3.6 MB of details): execution.json keeps
     every cell, within its bound."""
     nb = _notebook(tmp_path / "errors.ipynb", _cells_json(600, MANY_ERRORS))
-    g, peak = grade_in_child(tmp_path, notebook=nb, cell_s=60, notebook_s=400, timeout_s=CHILD_TIMEOUT_S + 300,
-                             jail_mode=jail_mode)
+    g, peak = grade_in_child(
+        tmp_path, notebook=nb, cell_s=60, notebook_s=400, timeout_s=CHILD_TIMEOUT_S + 300, jail_mode=jail_mode
+    )
     try:
         _check_graded(g, peak, results_validator, jail_mode)
         assert g.execution["cells_total"] == 600, g.execution_brief()

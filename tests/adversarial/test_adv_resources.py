@@ -14,19 +14,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from advkit import (MARK, SHORT_LIMITS, Graded, disk_usage, grade_in_child, hole, jail_uid,
-                    leftover_processes)
+from advkit import MARK, SHORT_LIMITS, Graded, disk_usage, grade_in_child, hole, jail_uid, leftover_processes
 
 pytestmark = pytest.mark.slow
 
 CELL_S = SHORT_LIMITS["cell_timeout_s"]
 NOTEBOOK_S = SHORT_LIMITS["notebook_timeout_s"]
-CORRECT_DEQUANTIZE = '''\
+CORRECT_DEQUANTIZE = """\
 import numpy as np
 def dequantize(q, scale, zero_point):
     q = np.asarray(q)
     return ((q.astype(np.int32) - np.int32(zero_point)).astype(np.float32) * np.float32(scale)).astype(np.float32)
-'''
+"""
 
 
 def _cell_status(g: Graded, index: int) -> str:
@@ -39,10 +38,15 @@ HANGS = {
     "busy_loop": ("while True:\n    pass", True),
     "sleep_forever": ("import time\ntime.sleep(10**6)", True),
     "sigint_ignored": ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", False),
-    "keyboardinterrupt_swallowed": ("import time\nwhile True:\n    try:\n        time.sleep(1)\n"
-                                    "    except KeyboardInterrupt:\n        pass", False),
-    "blocked_in_select": ("import select, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
-                          "select.select([], [], [], 10**6)", False),
+    "keyboardinterrupt_swallowed": (
+        "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass",
+        False,
+    ),
+    "blocked_in_select": (
+        "import select, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n"
+        "select.select([], [], [], 10**6)",
+        False,
+    ),
 }
 
 
@@ -53,8 +57,11 @@ HANG_CELL_S, HANG_NOTEBOOK_S = 3, 10
 def test_hanging_cell_times_out_and_the_grade_is_produced(grade_cells, jail_check, baseline, limited, hang):
     """A hanging cell is stopped at the cell limit; uninterruptible ones end the run, the grade still comes."""
     source, interruptible = HANGS[hang]
-    g = grade_cells([source, CORRECT_DEQUANTIZE], name=f"hang-{hang}",
-                    assignment=limited(cell_timeout_s=HANG_CELL_S, notebook_timeout_s=HANG_NOTEBOOK_S))
+    g = grade_cells(
+        [source, CORRECT_DEQUANTIZE],
+        name=f"hang-{hang}",
+        assignment=limited(cell_timeout_s=HANG_CELL_S, notebook_timeout_s=HANG_NOTEBOOK_S),
+    )
     jail_check(g, gains_allowed=("dequantize",))
     assert g.execution["status"] == "timeout", g.execution_brief()
     assert _cell_status(g, 1) == "timeout", f"the hanging cell is recorded as {_cell_status(g, 1)}"
@@ -74,7 +81,7 @@ def test_notebook_deadline_stops_many_slow_cells(grade_cells, jail_check, limite
     assert g.execution["status"] == "timeout", g.execution_brief()
     statuses = [c["status"] for c in g.execution["cells"]]
     assert "not_run" in statuses, f"all cells ran past the 6 s notebook limit: {statuses}"
-    assert "timeout" not in statuses[:statuses.index("not_run") - 1], f"a cell hit its own limit: {statuses}"
+    assert "timeout" not in statuses[: statuses.index("not_run") - 1], f"a cell hit its own limit: {statuses}"
     assert "reached its 6 s limit" in g.execution["reason"], f"not the notebook's limit: {g.execution_brief()}"
 
 
@@ -88,7 +95,7 @@ def test_background_thread_spinning_through_the_probe(grade_cells, jail_check):
 
 
 # ----------------------------------------------------------------------------- memory, processes, disk
-MEMORY_BOMB = r'''
+MEMORY_BOMB = r"""
 chunks, total, error = [], 0, None
 try:
     while total < (8 << 30):
@@ -99,7 +106,7 @@ except MemoryError as e:
     error = "MemoryError"
 _record("memory", {"allocated": total, "error": error})
 del chunks
-'''
+"""
 # The tested limit must fire first, even on a machine 5x slower than this one: 1.5 GB is reached
 # in about a second here, so the cell gets 120 s (not the suite's 5 s).
 BOMB_MEMORY_MB = 1536
@@ -111,8 +118,9 @@ def test_memory_bomb_hits_the_memory_limit(grade_cells, jail_check, limited):
     RLIMIT_DATA of the same size raises MemoryError first (which one depends on what else the
     kernel holds); where there is no cgroup, RLIMIT_AS raises MemoryError. Either way no more than
     the limit was ever held."""
-    g = grade_cells([MEMORY_BOMB, "x = 1"], name="memory-bomb",
-                    assignment=limited(memory_mb=BOMB_MEMORY_MB, **BOMB_LIMITS))
+    g = grade_cells(
+        [MEMORY_BOMB, "x = 1"], name="memory-bomb", assignment=limited(memory_mb=BOMB_MEMORY_MB, **BOMB_LIMITS)
+    )
     jail_check(g)
     rec = g.record("memory")
     limit = BOMB_MEMORY_MB << 20
@@ -125,7 +133,7 @@ def test_memory_bomb_hits_the_memory_limit(grade_cells, jail_check, limited):
         assert _cell_status(g, 2) == "ok", "the kernel did not survive its MemoryError"
 
 
-FORK_BOMB = r'''
+FORK_BOMB = r"""
 import os, time
 kids, error = [], None
 for i in range(500):
@@ -141,8 +149,8 @@ for i in range(500):
             os._exit(0)
     kids.append(pid)
 _record("forks", {"forked": len(kids), "error": error})
-'''
-BOMB_PIDS_MAX = 128   # the cgroup's pids.max for this test: 500 forks must hit it (1024 normally)
+"""
+BOMB_PIDS_MAX = 128  # the cgroup's pids.max for this test: 500 forks must hit it (1024 normally)
 
 
 def test_fork_bomb_is_stopped_and_every_child_reaped(grade_cells, jail_check, limited, monkeypatch):
@@ -155,7 +163,7 @@ def test_fork_bomb_is_stopped_and_every_child_reaped(grade_cells, jail_check, li
     assert rec["forked"] < cap and rec["error"], f"{rec['forked']} forks succeeded, the limit is {cap} ({rec})"
 
 
-DISK_BOMB = r'''
+DISK_BOMB = r"""
 import os
 def fill(folder, files, each):
     written, error = 0, None
@@ -182,11 +190,10 @@ except OSError as e:
 os.unlink("one_big.bin")
 _record("disk", {"big_file": big, "tmp": fill("/tmp/fill", 32, (64 << 20) - 4096),
                  "cwd": fill("fill", 32, (64 << 20) - 4096)})
-'''
+"""
 
 MiB = 1 << 20
 WORKSPACE_CAP = 1 << 30  # a notebook of this assignment writes ~1 MB; 1 GB is already generous
-
 
 
 def test_disk_bomb_is_stopped_in_every_writable_place(grade_cells, jail_check, short_assignment, limited, request):
@@ -202,7 +209,8 @@ def test_disk_bomb_is_stopped_in_every_writable_place(grade_cells, jail_check, s
         assert used <= min(cap, WORKSPACE_CAP), f"{used / MiB:.0f} MB left in the workspace after grading"
         if "workspace_watchdog" in layers:  # no mount here: the watchdog killed the kernel past the cap
             assert g.execution["status"] == "kernel_died" and "more than its" in g.execution["reason"], (
-                g.execution_brief())
+                g.execution_brief()
+            )
             return
         assert "workspace_tmpfs" in layers, f"the workspace's total size is not capped: layers {layers}"
         rec = g.record("disk")
@@ -210,13 +218,14 @@ def test_disk_bomb_is_stopped_in_every_writable_place(grade_cells, jail_check, s
         assert rec["tmp"]["written"] <= 128 * MiB, f"/tmp took {rec['tmp']['written'] / MiB:.0f} MB: not capped"
         assert rec["cwd"]["written"] <= cap and "No space left" in str(rec["cwd"]["error"]), (
             f"the working directory took {rec['cwd']['written'] / MiB:.0f} MB, its cap is {cap / MiB:.0f} MB: "
-            f"{rec['cwd']}")
+            f"{rec['cwd']}"
+        )
     finally:
         shutil.rmtree(g.workspace / "fill", ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- a daemon
-DAEMON = r'''
+DAEMON = r"""
 import os, sys, time
 r, w = os.pipe()
 if os.fork() == 0:
@@ -232,7 +241,7 @@ if os.fork() == 0:
 os.close(w)
 os.read(r, 1)
 _record("daemon", {"pid": int(open("daemon.pid").read())})
-'''
+"""
 
 
 def _processes_with(marker: str) -> list[psutil.Process]:
@@ -272,19 +281,24 @@ FLOOD_CELL_S, FLOOD_NOTEBOOK_S = 60, 120
 FLOOD_CHILD_TIMEOUT_S = FLOOD_NOTEBOOK_S + 180
 
 
-def _grade_in_child(tmp: Path, cells: list[str], cell_s: float = FLOOD_CELL_S,
-                    notebook_s: float = FLOOD_NOTEBOOK_S) -> tuple[Graded, int]:
+def _grade_in_child(
+    tmp: Path, cells: list[str], cell_s: float = FLOOD_CELL_S, notebook_s: float = FLOOD_NOTEBOOK_S
+) -> tuple[Graded, int]:
     return grade_in_child(tmp, cells, cell_s=cell_s, notebook_s=notebook_s, timeout_s=FLOOD_CHILD_TIMEOUT_S)
 
 
 FLOODS = {
-    "200MB_stdout_and_stderr": ("import sys\nline = 'x' * 65535 + '\\n'\nfor i in range(3200):\n"
-                                "    (sys.stdout if i % 2 else sys.stderr).write(line)"),
-    "one_12MB_message_and_200k_tiny_ones": ("from IPython.display import display\n"
-                                            "display({'text/plain': 'y' * (12 << 20)}, raw=True)\n"
-                                            "for i in range(200_000):\n    print(i, flush=True)"),
+    "200MB_stdout_and_stderr": (
+        "import sys\nline = 'x' * 65535 + '\\n'\nfor i in range(3200):\n"
+        "    (sys.stdout if i % 2 else sys.stderr).write(line)"
+    ),
+    "one_12MB_message_and_200k_tiny_ones": (
+        "from IPython.display import display\n"
+        "display({'text/plain': 'y' * (12 << 20)}, raw=True)\n"
+        "for i in range(200_000):\n    print(i, flush=True)"
+    ),
 }
-GRADER_RSS_CAP = 500 * MiB   # the grader's own peak, whatever the notebook does
+GRADER_RSS_CAP = 500 * MiB  # the grader's own peak, whatever the notebook does
 
 
 @pytest.mark.kernel
@@ -310,8 +324,9 @@ def test_a_reply_too_big_for_the_grader_does_not_hang_it(tmp_path, results_valid
     """A 20 MB exception message: its execute_reply is over the shell socket's size cap, so the
     grader never gets it; the cell must end at its limit and the grading go on."""
     # the cell ends at its limit (the reply never arrives): the short limits keep this test short
-    g, peak = _grade_in_child(tmp_path, ["raise ValueError('z' * (20 << 20))", CORRECT_DEQUANTIZE],
-                              cell_s=CELL_S, notebook_s=NOTEBOOK_S)
+    g, peak = _grade_in_child(
+        tmp_path, ["raise ValueError('z' * (20 << 20))", CORRECT_DEQUANTIZE], cell_s=CELL_S, notebook_s=NOTEBOOK_S
+    )
     try:
         results_validator(g.results)
         assert peak < GRADER_RSS_CAP, f"the grader's peak RSS reached {peak / MiB:.0f} MB"

@@ -15,8 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from advkit import (ENV_SECRET, ENV_SECRET_NAME, FILE_SECRET, GRADER_FILES, IDENTITY_CELL, MARK, ROOT,
-                    LoopbackServers, isolation_of, jail_uid, require_mode, sandbox_uid, xdist_slot)
+from advkit import (
+    ENV_SECRET,
+    ENV_SECRET_NAME,
+    FILE_SECRET,
+    GRADER_FILES,
+    IDENTITY_CELL,
+    MARK,
+    ROOT,
+    LoopbackServers,
+    isolation_of,
+    jail_uid,
+    require_mode,
+    sandbox_uid,
+    xdist_slot,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -43,11 +56,13 @@ def test_kernel_runs_inside_the_isolation_it_claims(grade_cells, jail_check, jai
     expect_ns = {"pidns": "pid", "netns": "net", "mountns": "mnt", "ipcns": "ipc", "utsns": "uts"}
     for layer, kind in expect_ns.items():
         if layer in layers:
-            assert me["ns"][kind] != _ns(kind), f"layer {layer} is recorded but the kernel shares the grader's {kind} namespace"
+            assert me["ns"][kind] != _ns(kind), (
+                f"layer {layer} is recorded but the kernel shares the grader's {kind} namespace"
+            )
     if "seccomp" in layers:
         assert me["status"]["Seccomp"] == "2", f"seccomp is recorded but not in effect: {me['status']}"
     rl = me["rlimits"]
-    if "cgroup_memory" in layers:   # the tree's memory is the cgroup's; RLIMIT_AS would count address space
+    if "cgroup_memory" in layers:  # the tree's memory is the cgroup's; RLIMIT_AS would count address space
         assert rl["AS"][1] == -1, f"RLIMIT_AS is set beside the cgroup's memory limit: {rl['AS']}"
         assert rl["DATA"][1] == short_assignment.limits.memory_mb * 1024 * 1024, f"RLIMIT_DATA: {rl['DATA']}"
         assert me["ns"]["cgroup"] != _ns("cgroup") or "bwrap" not in layers, "the jail sees the grader's cgroups"
@@ -60,7 +75,7 @@ def test_kernel_runs_inside_the_isolation_it_claims(grade_cells, jail_check, jai
 
 
 def _reader_cell(targets: list[str], listings: list[str]) -> str:
-    return f'''\
+    return f"""\
 import os
 seen, listed = {{}}, {{}}
 for p in {targets!r}:
@@ -80,17 +95,28 @@ try:
 except BaseException as e:
     grader_module = "ERR " + type(e).__name__
 _record("reads", {{"files": seen, "listings": listed, "import_autograder": grader_module}})
-'''
+"""
 
 
 def test_grader_files_and_host_secrets_are_unreadable(grade_cells, jail_check, jail_mode, canary_dir):
     """The rubric, tolerances, reference solution, grading code, /root and /etc/shadow stay out of reach."""
     reference = sorted(str(p) for p in (ROOT / "reference").rglob("*") if p.is_file())[:20]
     grading = sorted(str(p) for p in (ROOT / "assignments").rglob("grading/*.py"))[:20]
-    targets = [str(p) for p in GRADER_FILES] + reference + grading + [
-        str(ROOT / "autograder" / "sandbox" / "jail.py"), str(ROOT / "pyproject.toml"),
-        str(canary_dir / "secret.txt"), str(canary_dir / "root_only.txt"), "/etc/shadow", "/root/.bashrc",
-        "/root/.profile", "/proc/1/environ"]
+    targets = (
+        [str(p) for p in GRADER_FILES]
+        + reference
+        + grading
+        + [
+            str(ROOT / "autograder" / "sandbox" / "jail.py"),
+            str(ROOT / "pyproject.toml"),
+            str(canary_dir / "secret.txt"),
+            str(canary_dir / "root_only.txt"),
+            "/etc/shadow",
+            "/root/.bashrc",
+            "/root/.profile",
+            "/proc/1/environ",
+        ]
+    )
     listings = [str(ROOT), str(ROOT / "reference"), str(ROOT / "assignments"), "/root", str(canary_dir)]
     g = grade_cells([_reader_cell(targets, listings)], name=f"reader-{jail_mode}")
     require_mode(g, jail_mode)
@@ -107,13 +133,14 @@ def test_grader_files_and_host_secrets_are_unreadable(grade_cells, jail_check, j
         if isinstance(listed[d], list):
             extra = [n for n in listed[d] if not any(i == Path(d, n) or Path(d, n) in i.parents for i in interpreter)]
             assert not extra, f"the kernel sees {d}/{{{', '.join(extra)}}} beyond the interpreter it needs"
-    assert reads["import_autograder"].startswith("ERR"), \
+    assert reads["import_autograder"].startswith("ERR"), (
         f"the grader's own package is importable in the kernel: {reads['import_autograder']}"
+    )
     for text in reads["files"].values():
         assert FILE_SECRET not in text
 
 
-PROBE_SCAN = r'''
+PROBE_SCAN = r"""
 import os, time
 found, visited = [], 0
 skip = {"/proc", "/sys", "/dev", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc"}
@@ -146,7 +173,7 @@ def listing(d):
     except OSError:
         return False
 _record("probe_scan", {"found": found, "visited": visited, "probe_dir": listing("/probe") or listing(beside)})
-'''
+"""
 
 
 def test_probe_inputs_are_absent_while_the_students_cells_run(grade_cells, jail_check, jail_mode):
@@ -161,7 +188,7 @@ def test_probe_inputs_are_absent_while_the_students_cells_run(grade_cells, jail_
     assert not scan["probe_dir"], f"/probe holds files during the student's cells: {scan['probe_dir']}"
 
 
-ENV_DUMP = r'''
+ENV_DUMP = r"""
 import os
 procs = {}
 for pid in os.listdir("/proc"):
@@ -173,7 +200,7 @@ for pid in os.listdir("/proc"):
             except OSError:
                 pass
 _record("env", {"environ": dict(os.environ), "procs": procs})
-'''
+"""
 
 
 def test_grader_environment_never_reaches_the_kernel(grade_cells, jail_check, jail_mode):
@@ -186,9 +213,24 @@ def test_grader_environment_never_reaches_the_kernel(grade_cells, jail_check, ja
     assert ENV_SECRET not in raw, "the grader's environment canary reached the kernel (environ or /proc)"
     env = g.record("env")["environ"]
     assert env, "the kernel recorded no environment at all: the dump did not run"
-    inherited = sorted(k for k, v in env.items() if os.environ.get(k) == v and len(v) > 3
-                       and k not in ("LANG", "LC_ALL", "TERM", "SHLVL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                     "OPENBLAS_NUM_THREADS", "PYTHONDONTWRITEBYTECODE", "MPLBACKEND"))
+    inherited = sorted(
+        k
+        for k, v in env.items()
+        if os.environ.get(k) == v
+        and len(v) > 3
+        and k
+        not in (
+            "LANG",
+            "LC_ALL",
+            "TERM",
+            "SHLVL",
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "PYTHONDONTWRITEBYTECODE",
+            "MPLBACKEND",
+        )
+    )
     assert not inherited, f"the kernel inherited the grader's variables {inherited}"
 
 
@@ -201,7 +243,7 @@ def loopback_servers():
 
 
 def _network_cell(targets: dict) -> str:
-    return f'''\
+    return f"""\
 import socket
 targets = {targets!r}
 families = {{"tcp4": (socket.AF_INET, socket.SOCK_STREAM), "tcp6": (socket.AF_INET6, socket.SOCK_STREAM),
@@ -228,7 +270,7 @@ for name, addr in targets.items():
     except BaseException as e:
         outcome[name] = "ERR " + type(e).__name__ + ": " + str(e)[:80]
 _record("network", outcome)
-'''
+"""
 
 
 def test_loopback_servers_of_the_grader_are_unreachable(grade_cells, jail_check, jail_mode, loopback_servers):
@@ -241,7 +283,8 @@ def test_loopback_servers_of_the_grader_are_unreachable(grade_cells, jail_check,
     outcome = g.record("network")
     assert set(outcome) == set(targets), f"the notebook did not try every target: {outcome}"
     assert not loopback_servers.received, (
-        f"the jailed kernel reached the grader's loopback servers: {loopback_servers.received}; tries: {outcome}")
+        f"the jailed kernel reached the grader's loopback servers: {loopback_servers.received}; tries: {outcome}"
+    )
     connected = {k: v for k, v in outcome.items() if v == "CONNECTED"}
     assert not connected, f"connections succeeded (to the jail's own loopback?): {connected}"
     assert MARK not in g.student_text()

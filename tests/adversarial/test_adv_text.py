@@ -27,8 +27,9 @@ from autograder.report.console import print_scores_table
 pytestmark = pytest.mark.slow
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-ACTIVE = re.compile(r"<(a|img|em|strong|code|h[1-6]|table|td|th|s|del|script|iframe|style|blockquote|ul|ol|li|hr|pre)\b",
-                    re.I)
+ACTIVE = re.compile(
+    r"<(a|img|em|strong|code|h[1-6]|table|td|th|s|del|script|iframe|style|blockquote|ul|ol|li|hr|pre)\b", re.I
+)
 
 # What a notebook puts in a message to get markup into the grader's pages.
 PAYLOADS = [
@@ -118,7 +119,7 @@ def test_markdown_in_exception_messages_renders_as_text(grade_cells, jail_check,
         rendered = RENDER.render(page)
         assert not re.search(r"<(a|img|script)\b", rendered), f"a link or an image in a student page: {rendered[:2000]}"
     page = g.out / "feedback.html"
-    if page.is_file():   # another stage renders it; no live link or image to the payload's host
+    if page.is_file():  # another stage renders it; no live link or image to the payload's host
         assert not re.search(r"""(href|src)\s*=\s*["']?[^"'>]*evil\.example""", page.read_text()), "feedback.html"
     assert "Request a regrade" in g.feedback, "the message itself should still be shown, as text"
 
@@ -126,10 +127,10 @@ def test_markdown_in_exception_messages_renders_as_text(grade_cells, jail_check,
 def test_lone_surrogates_in_results_and_messages_are_a_graded_outcome(grade_cells, jail_check, jail_mode):
     g = grade_cells(SURROGATES, name=f"surrogates-{jail_mode}")
     require_mode(g, jail_mode)
-    jail_check(g, gains_allowed=("reported_results",))   # it has a RESULTS
+    jail_check(g, gains_allowed=("reported_results",))  # it has a RESULTS
     assert g.execution["first_error"]["ename"] == "ValueError", g.execution_brief()
     for name in ("execution.json", "measurements.json", "results.json"):
-        (g.out / name).read_text(encoding="utf-8")      # valid UTF-8: written at all
+        (g.out / name).read_text(encoding="utf-8")  # valid UTF-8: written at all
     assert "\ufffd" in g.execution["first_error"]["evalue"], g.execution["first_error"]
 
 
@@ -144,7 +145,9 @@ def test_a_signature_that_is_rich_markup_is_a_graded_outcome(grade_cells, jail_c
     from rich.console import Console
 
     out = io.StringIO()
-    print_scores_table([{"name": "[/]x.ipynb", "score": 0, "max": 100, "checks": {}, "reason": reason}],
-                       console=Console(file=out, width=200))
+    print_scores_table(
+        [{"name": "[/]x.ipynb", "score": 0, "max": 100, "checks": {}, "reason": reason}],
+        console=Console(file=out, width=200),
+    )
     assert "[/]x" in out.getvalue()
     assert json.loads((g.out / "results.json").read_text())["score"] == g.results["score"]

@@ -15,7 +15,9 @@ from advkit import WRONG_FUNCTIONS, Graded, blamed_on_the_grader, require_mode
 
 pytestmark = pytest.mark.slow
 
-DEEP = WRONG_FUNCTIONS + r'''
+DEEP = (
+    WRONG_FUNCTIONS
+    + r"""
 import os
 fd = os.open(".", os.O_RDONLY)
 for _ in range(3000):
@@ -26,9 +28,12 @@ for _ in range(3000):
 os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
 os.close(fd)
 _record("deep", {"levels": 3000})
-'''
+"""
+)
 
-CHURN = WRONG_FUNCTIONS + r'''
+CHURN = (
+    WRONG_FUNCTIONS
+    + r"""
 import os, threading, time
 def _churn(stop_at):
     i = 0
@@ -53,7 +58,8 @@ def _churn(stop_at):
         except OSError:
             pass
 threading.Thread(target=_churn, args=(time.monotonic() + 15,), daemon=True).start()
-'''
+"""
+)
 
 
 def test_a_working_directory_3000_folders_deep_is_a_graded_reason(grade_cells, jail_check, wrong_baseline, jail_mode):
@@ -66,8 +72,9 @@ def test_a_working_directory_3000_folders_deep_is_a_graded_reason(grade_cells, j
     assert g.execution["probe"] != "completed", "hidden inputs were sent to a kernel whose tree was not copied"
 
 
-def test_a_thread_churning_the_tree_during_the_copy_is_the_notebooks_outcome(grade_cells, jail_check, wrong_baseline,
-                                                                             jail_mode):
+def test_a_thread_churning_the_tree_during_the_copy_is_the_notebooks_outcome(
+    grade_cells, jail_check, wrong_baseline, jail_mode
+):
     g = grade_cells([CHURN], name=f"churn-{jail_mode}")
     require_mode(g, jail_mode)
     jail_check(g, compare_to=wrong_baseline)
@@ -75,15 +82,24 @@ def test_a_thread_churning_the_tree_during_the_copy_is_the_notebooks_outcome(gra
     assert g.execution["probe"] == "completed", g.execution_brief()
 
 
-@pytest.mark.parametrize("status, text, blamed", [
-    ("completed", "Your notebook ran to the end.", False),
-    ("kernel_died", "the working directory is nested deeper than 256 folders", False),
-    ("sandbox_error", "The grader could not run your notebook (a problem on our side, not in your work)", True),
-    ("startup_failed", "Your notebook's kernel could not start.", True),
-    ("completed", "The grader itself failed while grading this notebook", True),
-])
+@pytest.mark.parametrize(
+    "status, text, blamed",
+    [
+        ("completed", "Your notebook ran to the end.", False),
+        ("kernel_died", "the working directory is nested deeper than 256 folders", False),
+        ("sandbox_error", "The grader could not run your notebook (a problem on our side, not in your work)", True),
+        ("startup_failed", "Your notebook's kernel could not start.", True),
+        ("completed", "The grader itself failed while grading this notebook", True),
+    ],
+)
 def test_the_rule_tells_a_students_outcome_from_the_graders_failure(tmp_path, status, text, blamed):
     """The check the grading fixtures apply to every hostile notebook can fail (no kernel here)."""
-    g = Graded(name="rule", grade={}, out=tmp_path, workspace=tmp_path,
-               results={"output": text, "tests": []}, execution={"status": status, "reason": text})
+    g = Graded(
+        name="rule",
+        grade={},
+        out=tmp_path,
+        workspace=tmp_path,
+        results={"output": text, "tests": []},
+        execution={"status": status, "reason": text},
+    )
     assert bool(blamed_on_the_grader(g)) is blamed, blamed_on_the_grader(g)

@@ -51,6 +51,7 @@ def _code(nb) -> str:
 
 # ── the plain build ──────────────────────────────────────────────────────────────────────────
 
+
 def test_there_is_no_otter_master(a03):
     assert not (a03.reference_folder / "master.ipynb").exists(), "assignment 03 proves the build without otter"
 
@@ -71,12 +72,17 @@ def _read_text(text: str) -> nbformat.NotebookNode:
 def test_student_notebook_has_stubs_and_the_solution_fills_them(a03):
     student, solution = _read(a03.notebook), _read(a03.reference_folder / "solution.ipynb")
     assert [c.cell_type for c in student.cells] == [c.cell_type for c in solution.cells]
-    assert [c.source for c in student.cells if c.cell_type == "markdown"] == \
-           [c.source for c in solution.cells if c.cell_type == "markdown"]
+    assert [c.source for c in student.cells if c.cell_type == "markdown"] == [
+        c.source for c in solution.cells if c.cell_type == "markdown"
+    ]
     for name in STUBS:
         assert f'raise NotImplementedError("{name}")' in _code(student)
     assert "NotImplementedError" not in _code(solution) and "TODO" not in _code(solution)
-    for snippet in ('options={"zipmap": False}', "np.argmax(a, axis=1) == np.argmax(b, axis=1)", "pipe.predict_proba(X)"):
+    for snippet in (
+        'options={"zipmap": False}',
+        "np.argmax(a, axis=1) == np.argmax(b, axis=1)",
+        "pipe.predict_proba(X)",
+    ):
         assert snippet in _code(solution) and snippet not in _code(student)
     params = [c for c in student.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1 and params[0].source.startswith("MODEL_SEED = 0")
@@ -110,19 +116,23 @@ def test_plain_build_needs_both_notebooks(tmp_path):
 
 # ── the examples ─────────────────────────────────────────────────────────────────────────────
 
+
 def test_the_table_states_every_checks_points_and_each_mistake_costs_one_check(a03):
     checks = {c["id"]: c["points"] for c in a03.rubric()["checks"]}
     assert EXPECTED["reference.ipynb"]["scores"] == checks
     mistakes = {k: v for k, v in EXPECTED.items() if "loses" in v}
-    assert len(mistakes) >= 3 and {"float64_export.ipynb", "zipmap_left_on.ipynb", "scaler_left_out.ipynb"} <= set(mistakes)
+    assert len(mistakes) >= 3 and {"float64_export.ipynb", "zipmap_left_on.ipynb", "scaler_left_out.ipynb"} <= set(
+        mistakes
+    )
     for name, v in mistakes.items():
         lost = {c for c, points in checks.items() if v["scores"][c] < points}
         assert lost == {v["loses"]}, f"{name}: the expected scores lose points at {lost}, not only at {v['loses']}"
 
 
 def test_the_script_and_the_expectations_agree(make_examples):
-    assert {m.file: m.check for m in make_examples.MISTAKES} == \
-           {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}
+    assert {m.file: m.check for m in make_examples.MISTAKES} == {
+        k: v["loses"] for k, v in EXPECTED.items() if "loses" in v
+    }
 
 
 @pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "loses" in v))
@@ -134,6 +144,7 @@ def test_each_mistake_states_its_check_and_is_the_solution_with_one_cell_edited(
 
 
 # ── rubric and tolerances ────────────────────────────────────────────────────────────────────
+
 
 def test_rubric_totals_100_and_the_calibration_varied_the_seed(a03):
     """(That every tolerance is calibrated, current and follows from its worst case is the
@@ -147,22 +158,27 @@ def test_rubric_totals_100_and_the_calibration_varied_the_seed(a03):
 
 # ── the grading code on known inputs ─────────────────────────────────────────────────────────
 
+
 def test_parity_report_reference_and_its_per_group_tolerances(a03):
     fn = a03.grading.functions
     cases = [c for c in fn.probe_cases() if c.function == "parity_report"]
-    honest = {c.id: CaseOutput("ok", [np.array(v) for v in fn.reference_parity(c.raw(0), c.raw(1))], is_tuple=True)
-              for c in cases}
+    honest = {
+        c.id: CaseOutput("ok", [np.array(v) for v in fn.reference_parity(c.raw(0), c.raw(1))], is_tuple=True)
+        for c in cases
+    }
 
-    def float32_version(c):   # subtract in float32: honest for float32 inputs only
+    def float32_version(c):  # subtract in float32: honest for float32 inputs only
         a, b = np.asarray(c.raw(0), np.float32), np.asarray(c.raw(1), np.float32)
-        return CaseOutput("ok", [np.array(float(np.max(np.abs(a - b)))),
-                                 np.array(fn.reference_parity(a, b)[1])], is_tuple=True)
+        return CaseOutput(
+            "ok", [np.array(float(np.max(np.abs(a - b)))), np.array(fn.reference_parity(a, b)[1])], is_tuple=True
+        )
 
     functions = {"parity_report": "defined"}
     ok = fn.measure_functions(cases, ProbeResult(True, None, honest, functions, None, None))["parity_report"]
     assert ok["agree"] == ok["cases"] == len(cases)
-    f32 = fn.measure_functions(cases, ProbeResult(True, None, {c.id: float32_version(c) for c in cases},
-                                                  functions, None, None))["parity_report"]
+    f32 = fn.measure_functions(
+        cases, ProbeResult(True, None, {c.id: float32_version(c) for c in cases}, functions, None, None)
+    )["parity_report"]
     assert f32["groups"]["float32_inputs"]["agree"] == f32["groups"]["float32_inputs"]["cases"]
     assert f32["groups"]["float64_inputs"]["agree"] < f32["groups"]["float64_inputs"]["cases"]
 
@@ -170,14 +186,17 @@ def test_parity_report_reference_and_its_per_group_tolerances(a03):
 def test_reported_numbers_are_checked_against_the_graders(a03):
     parity = a03.grading.parity
     measured = {"notebook_max_abs_diff": 4.4e-07, "notebook_label_agreement": 1.0, "onnx_accuracy": 0.958041958041958}
-    honest = parity.measure_reported({"max_abs_diff": 4.4e-07, "label_agreement": 1.0,
-                                      "onnx_accuracy": 0.958041958041958}, None, measured)
+    honest = parity.measure_reported(
+        {"max_abs_diff": 4.4e-07, "label_agreement": 1.0, "onnx_accuracy": 0.958041958041958}, None, measured
+    )
     assert honest["honest_share"] == 1.0 and honest["problems"] == []
-    percent = parity.measure_reported({"max_abs_diff": 4.4e-07, "label_agreement": 1.0, "onnx_accuracy": 95.8041958041958},
-                                      None, measured)
+    percent = parity.measure_reported(
+        {"max_abs_diff": 4.4e-07, "label_agreement": 1.0, "onnx_accuracy": 95.8041958041958}, None, measured
+    )
     assert percent["honest"] == 2 and "a percentage?" in percent["fields"]["onnx_accuracy"]["reason"]
-    mean = parity.measure_reported({"max_abs_diff": 4.0e-08, "label_agreement": 1.0, "onnx_accuracy": 0.958041958041958},
-                                   None, measured)
+    mean = parity.measure_reported(
+        {"max_abs_diff": 4.0e-08, "label_agreement": 1.0, "onnx_accuracy": 0.958041958041958}, None, measured
+    )
     assert not mean["fields"]["max_abs_diff"]["ok"], "a mean difference is not the largest one"
     missing = parity.measure_reported(None, "RESULTS is not defined", measured)
     assert missing["present"] is False and missing["problems"] == ["RESULTS is not defined"]

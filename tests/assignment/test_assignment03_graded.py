@@ -80,6 +80,7 @@ def test_the_summary_draws_the_assignments_own_scatter(graded):
 
 # ── Gradescope ───────────────────────────────────────────────────────────────────────────────
 
+
 @pytest.fixture(scope="module")
 def gradescope_root(tmp_path_factory):
     from autograder.gradescope.build import build_zip
@@ -117,8 +118,9 @@ def test_gradescope_grades_the_reference_solution(gradescope_root, monkeypatch, 
     assert "leaderboard" not in results, "lesson 03 defines no leaderboard"
 
 
-def test_gradescope_refuses_a_notebook_of_another_lesson_without_running_it(gradescope_root, monkeypatch,
-                                                                            results_validator):
+def test_gradescope_refuses_a_notebook_of_another_lesson_without_running_it(
+    gradescope_root, monkeypatch, results_validator
+):
     from autograder import pipeline
 
     monkeypatch.setattr(pipeline, "grade_notebook", lambda *a, **k: pytest.fail("nothing may run"))
@@ -126,11 +128,13 @@ def test_gradescope_refuses_a_notebook_of_another_lesson_without_running_it(grad
     results = _run(gradescope_root, other, monkeypatch)
     results_validator(results)
     assert results["score"] == 0.0
-    assert ("Your notebook was made for assignment '07-quantization' (its autograder metadata), "
-            f"not '{ID}'") in results["output"]
+    assert (
+        f"Your notebook was made for assignment '07-quantization' (its autograder metadata), not '{ID}'"
+    ) in results["output"]
 
 
 # ── calibrate ────────────────────────────────────────────────────────────────────────────────
+
 
 @pytest.mark.kernel
 def test_calibrate_one_run_end_to_end(a03, tmp_path):

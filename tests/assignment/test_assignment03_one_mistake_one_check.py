@@ -32,6 +32,7 @@ def grading():
 
 # ── parity_report: the mistakes and the only groups each may fail ───────────────────────────────
 
+
 def honest(a, b):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.max(np.abs(a - b))), float(np.mean(a.argmax(axis=1) == b.argmax(axis=1)))
@@ -89,9 +90,15 @@ def test_each_mistake_fails_only_the_groups_that_name_it(grading, mistake):
     assert failing and failing <= MISTAKES[mistake], f"{mistake.__name__} fails {failing}"
 
 
-@pytest.mark.parametrize("mistake, first", [(float32_subtraction, {"float64_vs_float32", "float64_inputs"}),
-                                             (binary_only_agreement, {"three_classes"}),
-                                             (last_index_on_ties, {"ties"})], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "mistake, first",
+    [
+        (float32_subtraction, {"float64_vs_float32", "float64_inputs"}),
+        (binary_only_agreement, {"three_classes"}),
+        (last_index_on_ties, {"ties"}),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_the_first_disagreement_the_student_reads_names_the_mistakes_kind(grading, mistake, first):
     cases = [c for c in grading.functions.probe_cases() if c.function == "parity_report"]
     measured = grading.functions.measure_functions(cases, _outputs(cases, mistake))["parity_report"]
@@ -126,18 +133,29 @@ def test_three_class_inputs_hold_precision_and_ties_fixed(grading, seed):
 
 # ── RESULTS: honesty, judged the way the notebook's parity_report computes ──────────────────────
 
-@pytest.mark.parametrize("fn, arithmetic", [(honest, "float64"), (float32_subtraction, "float32"),
-                                            (binary_only_agreement, "float64"), (mean_not_max, None)])
+
+@pytest.mark.parametrize(
+    "fn, arithmetic",
+    [(honest, "float64"), (float32_subtraction, "float32"), (binary_only_agreement, "float64"), (mean_not_max, None)],
+)
 def test_the_notebooks_arithmetic_is_learnt_from_its_answers(grading, fn, arithmetic):
     cases = grading.functions.probe_cases()
-    assert grading.functions.parity_arithmetic(cases, _outputs(
-        [c for c in cases if c.function == "parity_report"], fn)) == arithmetic
+    assert (
+        grading.functions.parity_arithmetic(cases, _outputs([c for c in cases if c.function == "parity_report"], fn))
+        == arithmetic
+    )
 
 
 def test_no_answers_means_no_arithmetic(grading):
     cases = grading.functions.probe_cases()
-    raised = ProbeResult(True, None, {c.id: CaseOutput("raised", error={"type": "NotImplementedError"})
-                                      for c in cases}, {"parity_report": "defined"}, None, None)
+    raised = ProbeResult(
+        True,
+        None,
+        {c.id: CaseOutput("raised", error={"type": "NotImplementedError"}) for c in cases},
+        {"parity_report": "defined"},
+        None,
+        None,
+    )
     assert grading.functions.parity_arithmetic(cases, raised) is None
     assert grading.functions.parity_arithmetic(cases, ProbeResult(False, "no probe", {}, {}, None, None)) is None
 
@@ -152,7 +170,7 @@ def _parity_and_results(grading, fn, arithmetic, seed: int = 0):
     for c in cases:
         n = len(c.raw(0))
         p1 = rng.uniform(0, 1, n)
-        if c.group == "public_test":              # a model that classifies X_test well
+        if c.group == "public_test":  # a model that classifies X_test well
             p1 = np.where(y_test == 1, 0.5 + p1 / 2, p1 / 2)
         sk[c.group] = np.stack([1 - p1, p1], axis=1)
         onnx[c.group] = sk[c.group].astype(np.float32)
@@ -161,8 +179,11 @@ def _parity_and_results(grading, fn, arithmetic, seed: int = 0):
     run = WorkerRun(True, outputs={f"{s}__probabilities": onnx[s] for s in onnx})
     parity = grading.parity.measure_parity(cases, probe, {"valid": True}, run, arithmetic)
     max_abs_diff, agreement = fn(sk["public_test"], onnx["public_test"])
-    results = {"max_abs_diff": max_abs_diff, "label_agreement": agreement,
-               "onnx_accuracy": float(np.mean(onnx["public_test"].argmax(axis=1) == y_test))}
+    results = {
+        "max_abs_diff": max_abs_diff,
+        "label_agreement": agreement,
+        "onnx_accuracy": float(np.mean(onnx["public_test"].argmax(axis=1) == y_test)),
+    }
     return parity, results
 
 
@@ -181,8 +202,11 @@ def test_a_float32_parity_report_reports_honestly(grading, seed):
 def test_a_report_that_is_not_what_parity_report_gives_is_still_caught(grading):
     parity, results = _parity_and_results(grading, honest, "float64")
     assert grading.parity.measure_reported(results, None, parity)["honest_share"] == 1.0
-    for field, wrong in [("max_abs_diff", results["max_abs_diff"] / 10), ("label_agreement", 0.5),
-                         ("onnx_accuracy", 100 * results["onnx_accuracy"])]:
+    for field, wrong in [
+        ("max_abs_diff", results["max_abs_diff"] / 10),
+        ("label_agreement", 0.5),
+        ("onnx_accuracy", 100 * results["onnx_accuracy"]),
+    ]:
         reported = grading.parity.measure_reported({**results, field: wrong}, None, parity)
         assert reported["honest"] == 2 and not reported["fields"][field]["ok"], field
     # a float32 number from a notebook whose parity_report computes in float64 is not what it gives

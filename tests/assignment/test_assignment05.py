@@ -37,7 +37,9 @@ def grading():
 def test_the_notebooks_model_cell_is_the_graders_builder(grading):
     builder = inspect.getsource(grading.model.build_mlp)
     for path in (ROOT / "assignments" / ID / f"{ID}.ipynb", ROOT / "reference" / ID / "solution.ipynb"):
-        cells = [c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code" and "def build_mlp" in c.source]
+        cells = [
+            c.source for c in nbformat.read(path, 4).cells if c.cell_type == "code" and "def build_mlp" in c.source
+        ]
         assert len(cells) == 1 and builder.strip() in cells[0], f"{path.name}: the model cell is not grading/model.py's"
         assert f"build_mlp(np.random.default_rng({grading.model.CONTRACT_SEED}))" in cells[0]
 
@@ -51,25 +53,30 @@ def test_the_contract_model_is_what_the_readme_says(grading):
 
 # ── count_ops: the hidden models and the ways of keying an operator ─────────────────────────────
 
+
 def contract(node) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
 
 
-def op_type_only(node) -> str:               # the common snippet: domains dropped
+def op_type_only(node) -> str:  # the common snippet: domains dropped
     return node.op_type
 
 
-def ai_onnx_as_a_domain(node) -> str:        # only "" taken as the default domain
+def ai_onnx_as_a_domain(node) -> str:  # only "" taken as the default domain
     return node.op_type if node.domain == "" else f"{node.domain}.{node.op_type}"
 
 
-def domain_always(node) -> str:              # every key prefixed, the default domain as "ai.onnx"
+def domain_always(node) -> str:  # every key prefixed, the default domain as "ai.onnx"
     return f"{node.domain or 'ai.onnx'}.{node.op_type}"
 
 
 # a way of keying → the groups whose cases it must fail (and it agrees on every other group)
-KEYINGS = {contract: set(), op_type_only: {"contrib", "other_domains"},
-           ai_onnx_as_a_domain: {"other_domains"}, domain_always: {"standard", "contrib", "other_domains"}}
+KEYINGS = {
+    contract: set(),
+    op_type_only: {"contrib", "other_domains"},
+    ai_onnx_as_a_domain: {"other_domains"},
+    domain_always: {"standard", "contrib", "other_domains"},
+}
 
 
 def _outputs(cases, keying) -> ProbeResult:
@@ -94,8 +101,9 @@ def test_for_any_secret_each_keying_fails_exactly_its_groups(grading, secret):
     for case in cases:
         model = onnx.load_from_string(case.raw(0))
         domains = {n.domain for n in model.graph.node}
-        assert {"standard": {""}, "contrib": {"", "com.microsoft"},
-                "other_domains": {"", "ai.onnx", "ai.onnx.ml"}}[case.group] == domains, case.id
+        assert {"standard": {""}, "contrib": {"", "com.microsoft"}, "other_domains": {"", "ai.onnx", "ai.onnx.ml"}}[
+            case.group
+        ] == domains, case.id
     for keying, groups in KEYINGS.items():
         assert _failing_groups(grading, cases, keying) == groups, keying.__name__
 
@@ -121,8 +129,10 @@ def test_the_hidden_models_change_with_the_secret(grading):
 # ── RESULTS ─────────────────────────────────────────────────────────────────────────────────────
 
 LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
-GRADER = {level: {"node_count": n, "latency_ms": ms, "why_not": None}
-          for level, n, ms in zip(LEVELS, (26, 15, 7, 7), (0.08, 0.06, 0.05, 0.05))}
+GRADER = {
+    level: {"node_count": n, "latency_ms": ms, "why_not": None}
+    for level, n, ms in zip(LEVELS, (26, 15, 7, 7), (0.08, 0.06, 0.05, 0.05))
+}
 
 
 @pytest.fixture
@@ -132,8 +142,10 @@ def reported(grading, monkeypatch):
 
 
 def honest():
-    return {"node_counts": {lv: g["node_count"] for lv, g in GRADER.items()},
-            "latency_ms": {lv: 1.5 * g["latency_ms"] for lv, g in GRADER.items()}}
+    return {
+        "node_counts": {lv: g["node_count"] for lv, g in GRADER.items()},
+        "latency_ms": {lv: 1.5 * g["latency_ms"] for lv, g in GRADER.items()},
+    }
 
 
 def test_an_honest_report(reported):
@@ -142,10 +154,13 @@ def test_an_honest_report(reported):
     assert r["latency"]["worst_ratio"] == pytest.approx(1.5)
 
 
-@pytest.mark.parametrize("mistake, section, bad", [
-    (lambda r: r["node_counts"].update({lv: 26 for lv in LEVELS}), "node_counts", 0.25),
-    (lambda r: r["node_counts"].update(ORT_ENABLE_ALL=8), "node_counts", 0.75),
-])
+@pytest.mark.parametrize(
+    "mistake, section, bad",
+    [
+        (lambda r: r["node_counts"].update({lv: 26 for lv in LEVELS}), "node_counts", 0.25),
+        (lambda r: r["node_counts"].update(ORT_ENABLE_ALL=8), "node_counts", 0.75),
+    ],
+)
 def test_a_node_count_must_be_exact(reported, mistake, section, bad):
     results = honest()
     mistake(results)
@@ -163,10 +178,18 @@ def test_a_latency_is_judged_by_its_ratio_to_the_graders(reported, scale, ratio)
     assert r["node_counts"]["honest_share"] == 1.0
 
 
-@pytest.mark.parametrize("results", [None, {}, {"node_counts": honest()["node_counts"]}, [1, 2],
-                                     {**honest(), "latency_ms": {lv: -1.0 for lv in LEVELS}},
-                                     {**honest(), "latency_ms": {lv: "fast" for lv in LEVELS}}])
+@pytest.mark.parametrize(
+    "results",
+    [
+        None,
+        {},
+        {"node_counts": honest()["node_counts"]},
+        [1, 2],
+        {**honest(), "latency_ms": {lv: -1.0 for lv in LEVELS}},
+        {**honest(), "latency_ms": {lv: "fast" for lv in LEVELS}},
+    ],
+)
 def test_latencies_that_cannot_be_compared_are_an_error_with_a_reason(reported, results):
     r = reported(results)
     assert set(r["latency"]) == {"error"} and r["latency"]["error"]
-    assert "fast" not in r["latency"]["error"]          # what the notebook wrote is never echoed
+    assert "fast" not in r["latency"]["error"]  # what the notebook wrote is never echoed

@@ -64,6 +64,7 @@ def run_probe(impls: dict, origins: dict | None = None) -> ProbeResult:
 
 # ---------------------------------------------------------------- honest and buggy implementations
 
+
 def quantize_ok(x, scale, zero_point, dtype=np.int8):
     qmin, qmax = RANGES[dtype]
     q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int32) + int(zero_point)
@@ -112,7 +113,7 @@ def quantize_python_scalar(x, scale, zero_point, dtype=np.int8):
 
 
 def quantize_no_lists(x, scale, zero_point, dtype=np.int8):
-    return quantize_ok(x.astype(np.float32), scale, zero_point, dtype)   # 'list' object has no attribute 'astype'
+    return quantize_ok(x.astype(np.float32), scale, zero_point, dtype)  # 'list' object has no attribute 'astype'
 
 
 def quantize_rounds_half_up(x, scale, zero_point, dtype=np.int8):
@@ -165,6 +166,7 @@ def choose_qparams_divides_by_zero(rmin, rmax, dtype=np.uint8, symmetric=False):
 
 # ---------------------------------------------------------------- helpers
 
+
 @pytest.fixture(scope="module")
 def rubric_and_tolerances(assignment07):
     return assignment07.rubric(), assignment07.tolerances()
@@ -187,14 +189,20 @@ def _judged(probe: ProbeResult, rubric, tolerances) -> tuple[dict, dict]:
 
 
 def _failed_parts(grade) -> set[tuple[str, str]]:
-    return {(c["id"], p["name"]) for c in grade["checks"] if c["id"] in FUNCTION_CHECKS
-            for p in c["parts"] if not p["passed"]}
+    return {
+        (c["id"], p["name"])
+        for c in grade["checks"]
+        if c["id"] in FUNCTION_CHECKS
+        for p in c["parts"]
+        if not p["passed"]
+    }
 
 
 GROUPS = sorted({(c.function, c.group) for c in CASES})
 
 
 # ---------------------------------------------------------------- the scheme
+
 
 def test_every_group_is_one_part_and_the_parts_add_up(rubric_and_tolerances):
     rubric, _ = rubric_and_tolerances
@@ -234,19 +242,41 @@ BUGS = [
     # (function, implementation, the groups whose parts must fail, words the first failure shows)
     ("quantize", quantize_no_saturation, {"saturation", "zero_point_bounds"}, "elements differ, by"),
     ("quantize", quantize_saturates_then_adds_zero_point, {"saturation", "zero_point_bounds"}, "elements differ"),
-    ("quantize", quantize_loop_zero_point_own_type, {"saturation", "zero_point_bounds"},
-     "raised OverflowError: Python integer <n> out of bounds for uint8 (the call: x a float32 array of shape (6,), "
-     "scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar, dtype np.uint8)"),
-    ("quantize", quantize_python_scalar, {"scalar"}, "returned dtype int64, expected int8 (the shape () is right) "
-     "(the call: x a Python float"),
-    ("quantize", quantize_no_lists, {"list", "empty", "scalar"}, "raised AttributeError: 'list' object has no attribute 'astype'"),
+    (
+        "quantize",
+        quantize_loop_zero_point_own_type,
+        {"saturation", "zero_point_bounds"},
+        "raised OverflowError: Python integer <n> out of bounds for uint8 (the call: x a float32 array of shape (6,), "
+        "scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar, dtype np.uint8)",
+    ),
+    (
+        "quantize",
+        quantize_python_scalar,
+        {"scalar"},
+        "returned dtype int64, expected int8 (the shape () is right) (the call: x a Python float",
+    ),
+    (
+        "quantize",
+        quantize_no_lists,
+        {"list", "empty", "scalar"},
+        "raised AttributeError: 'list' object has no attribute 'astype'",
+    ),
     ("quantize", quantize_rounds_half_up, {"ties"}, "elements differ, by 1 step"),
     ("quantize", quantize_rounds_half_away_from_zero, {"ties"}, "elements differ, by 1 step"),
-    ("dequantize", dequantize_forgets_zero_point, {"uint8", "zero_point_bounds", "scalar", "multi_dim", "random"},
-     "by more than 100 steps"),
+    (
+        "dequantize",
+        dequantize_forgets_zero_point,
+        {"uint8", "zero_point_bounds", "scalar", "multi_dim", "random"},
+        "by more than 100 steps",
+    ),
     ("dequantize", dequantize_no_empty, {"empty"}, "raised ValueError: zero-size array to reduction operation"),
     ("choose_qparams", choose_qparams_no_widening, {"positive_only", "negative_only"}, "scale: dtype"),
-    ("choose_qparams", choose_qparams_divides_by_zero, {"degenerate"}, "raised ZeroDivisionError: float division by zero"),
+    (
+        "choose_qparams",
+        choose_qparams_divides_by_zero,
+        {"degenerate"},
+        "raised ZeroDivisionError: float division by zero",
+    ),
 ]
 
 
@@ -261,16 +291,24 @@ def test_each_bug_loses_exactly_the_parts_it_is_about(rubric_and_tolerances, fun
 
 
 def test_an_import_that_replaced_the_function_is_named(rubric_and_tolerances):
-    origins = {"quantize": {"module": "onnxruntime.quantization.quantize", "qualname": "quantize",
-                            "params": ["model_input", "model_output", "quant_config"]}}
+    origins = {
+        "quantize": {
+            "module": "onnxruntime.quantization.quantize",
+            "qualname": "quantize",
+            "params": ["model_input", "model_output", "quant_config"],
+        }
+    }
     functions, grade = _judged(run_probe({**HONEST, "quantize": ort_model_quantizer}, origins), *rubric_and_tolerances)
     q = functions["quantize"]
-    assert q["replaced"] == ("quantize is not the function defined in the notebook: it is quantize(model_input, "
-                             "model_output, quant_config) from module onnxruntime.quantization.quantize (an import "
-                             "after your definition replaced it)")
+    assert q["replaced"] == (
+        "quantize is not the function defined in the notebook: it is quantize(model_input, "
+        "model_output, quant_config) from module onnxruntime.quantization.quantize (an import "
+        "after your definition replaced it)"
+    )
     check = next(c for c in grade["checks"] if c["id"] == "quantize")
-    assert check["score"] == 0 and all(p["message"].count("is not the function defined in the notebook") == 1
-                                       for p in check["parts"])
+    assert check["score"] == 0 and all(
+        p["message"].count("is not the function defined in the notebook") == 1 for p in check["parts"]
+    )
     assert "replaced it); raised TypeError: " in check["parts"][0]["message"]
     # the notebook's own function (module __main__) is never called replaced
     own = {"quantize": {"module": "__main__", "qualname": "quantize", "params": ["x", "scale", "zero_point", "dtype"]}}
@@ -282,10 +320,14 @@ def test_an_import_that_replaced_the_function_is_named(rubric_and_tolerances):
 
 # ---------------------------------------------------------------- blame the right part ──────────
 
+
 def _quotients(case):
     x = np.asarray(fn._arg(case, 0, "x"), dtype=np.float32)
-    return x / np.float32(fn._arg(case, 1, "scale")), int(fn._arg(case, 2, "zero_point")), \
-        qrange(fn._arg(case, 3, "dtype", np.int8))
+    return (
+        x / np.float32(fn._arg(case, 1, "scale")),
+        int(fn._arg(case, 2, "zero_point")),
+        qrange(fn._arg(case, 3, "dtype", np.int8)),
+    )
 
 
 def test_tie_cases_never_saturate_and_saturation_cases_hold_no_tie():
@@ -293,7 +335,7 @@ def test_tie_cases_never_saturate_and_saturation_cases_hold_no_tie():
     for case in quantize:
         q, zp, (lo, hi) = _quotients(case)
         r = np.rint(q)
-        saturates = bool(np.any((r < lo) | (r > hi) | (r + zp < lo) | (r + zp > hi)))   # before or after the zero point
+        saturates = bool(np.any((r < lo) | (r > hi) | (r + zp < lo) | (r + zp > hi)))  # before or after the zero point
         tie = bool(np.any(np.abs(q - np.floor(q) - 0.5) <= 1e-6))
         if case.group == "ties":
             assert tie and not saturates, case.id
@@ -314,8 +356,10 @@ def _leaky(*args, **kwargs):
     data = [v.tolist() for v in values]
     raw = b"".join(np.ascontiguousarray(v).tobytes() for v in values)
     import base64
+
     raise type("Leak" + str(CANARY).replace(".", "_"), (ValueError,), {})(
-        f"{data!r} {raw.hex()} {base64.b64encode(raw).decode()} {CANARY} x1f{int(CANARY)} {CANARY:e}")
+        f"{data!r} {raw.hex()} {base64.b64encode(raw).decode()} {CANARY} x1f{int(CANARY)} {CANARY:e}"
+    )
 
 
 def test_no_hidden_value_reaches_the_feedback(rubric_and_tolerances):
@@ -323,33 +367,40 @@ def test_no_hidden_value_reaches_the_feedback(rubric_and_tolerances):
     probe = run_probe({"quantize": _leaky, "dequantize": _leaky, "choose_qparams": _leaky})
     functions, grade = _judged(probe, *rubric_and_tolerances)
     # what the student's code controls: each failure as shown (the rubric's own words around it are fixed)
-    texts = [p["message"].split("the first that does not: ", 1)[1] for c in grade["checks"] for p in c["parts"]
-             if c["id"] in FUNCTION_CHECKS]
+    texts = [
+        p["message"].split("the first that does not: ", 1)[1]
+        for c in grade["checks"]
+        for p in c["parts"]
+        if c["id"] in FUNCTION_CHECKS
+    ]
     shown = "\n".join(texts)
     assert len(texts) == len(GROUPS)
-    assert re.search(r"raised <n>: \[\[<(n|…)>", shown)   # the exception is there, its numbers masked
+    assert re.search(r"raised <n>: \[\[<(n|…)>", shown)  # the exception is there, its numbers masked
     for case in cases:
         for a in case.args:
             v = np.asarray(decode_value(a))
             if v.dtype.kind in "fiu" and v.size:
                 for e in v.reshape(-1)[:50]:
                     for form in {repr(float(e)), f"{float(e):.9g}", str(e)}:
-                        if len(form.strip("-")) > 2:      # 0.5, 1.0, 2 also appear as shapes and counts
+                        if len(form.strip("-")) > 2:  # 0.5, 1.0, 2 also appear as shapes and counts
                             assert form not in shown, f"{case.id}: {form} reached the feedback"
     for form in (str(CANARY), "4321", "8125", np.float32(CANARY).tobytes().hex()):
         assert form not in shown
 
 
-@pytest.mark.parametrize("text, shown", [
-    ("Python integer 500 out of bounds for uint8", "Python integer <n> out of bounds for uint8"),
-    ("could not broadcast (6,) with (3,)", "could not broadcast (<n>,) with (<n>,)"),
-    ("x = [1000.8125, -2.5e+30, 0x1f]", "x = [<n>]"),
-    ("float32 and int8 only", "float32 and int8 only"),
-    ("a1000 b2.5 c 3", "<n> c <n>"),
-    ("AADgPwAAEEBAAIBAAAAA/AADgPw+AAEE", "<…>"),
-    ("deadbeefcafebabedeadbeefcafe0000", "<…>"),
-    ("line one\n\n   line two", "line one line two"),
-])
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("Python integer 500 out of bounds for uint8", "Python integer <n> out of bounds for uint8"),
+        ("could not broadcast (6,) with (3,)", "could not broadcast (<n>,) with (<n>,)"),
+        ("x = [1000.8125, -2.5e+30, 0x1f]", "x = [<n>]"),
+        ("float32 and int8 only", "float32 and int8 only"),
+        ("a1000 b2.5 c 3", "<n> c <n>"),
+        ("AADgPwAAEEBAAIBAAAAA/AADgPw+AAEE", "<…>"),
+        ("deadbeefcafebabedeadbeefcafe0000", "<…>"),
+        ("line one\n\n   line two", "line one line two"),
+    ],
+)
 def test_mask_text(text, shown):
     assert mask(text, failure.MAX_MESSAGE) == shown
 

@@ -45,12 +45,13 @@ def cases_for(seed: int) -> list:
 
 # ---------------------------------------------------------------- what a case varies
 
+
 def _quantize_with(case, rounding) -> np.ndarray:
     x = np.asarray(fn._arg(case, 0, "x"), dtype=np.float32)
     zp, (lo, hi) = int(fn._arg(case, 2, "zero_point")), qrange(fn._arg(case, 3, "dtype", np.int8))
     with np.errstate(all="ignore"):
         v = (x / np.float32(fn._arg(case, 1, "scale"))).astype(np.float64)
-    return np.clip(np.clip(rounding(v), -2.0**24, 2.0**24).astype(np.int64) + zp, lo, hi)
+    return np.clip(np.clip(rounding(v), -(2.0**24), 2.0**24).astype(np.int64) + zp, lo, hi)
 
 
 def rounding_decides(case) -> bool:
@@ -96,14 +97,19 @@ def q_shape(case) -> tuple:
 
 # (function, group): (words of the part's hint or message that make the claim, what every case has)
 CLAIMS = {
-    ("quantize", "ties"): ("exactly k + 0.5 goes to the even neighbour",
-                           lambda c: rounding_decides(c) and not saturates(c)),
+    ("quantize", "ties"): (
+        "exactly k + 0.5 goes to the even neighbour",
+        lambda c: rounding_decides(c) and not saturates(c),
+    ),
     ("quantize", "saturation"): ("clip to the range", lambda c: saturates(c) and not rounding_decides(c)),
-    ("quantize", "zero_point_bounds"): ("zero point 127 (int8) or 255 (uint8)",
-                                        lambda c: zero_point(c) in qrange(dtype_of(c, np.int8))
-                                        and not rounding_decides(c)),
-    ("quantize", "negative_zero"): ("−0.0", lambda c: bool(np.any(np.signbit(np.asarray(fn._arg(c, 0, "x")))))
-                                    and not rounding_decides(c)),
+    ("quantize", "zero_point_bounds"): (
+        "zero point 127 (int8) or 255 (uint8)",
+        lambda c: zero_point(c) in qrange(dtype_of(c, np.int8)) and not rounding_decides(c),
+    ),
+    ("quantize", "negative_zero"): (
+        "−0.0",
+        lambda c: bool(np.any(np.signbit(np.asarray(fn._arg(c, 0, "x"))))) and not rounding_decides(c),
+    ),
     ("quantize", "int8"): ("scale 0.1, zero point 0, int8", lambda c: dtype_of(c, np.int8) == np.int8 and plain(c)),
     ("quantize", "uint8"): ("dtype np.uint8", lambda c: dtype_of(c, np.int8) == np.uint8 and plain(c)),
     ("quantize", "scalar"): ("a Python float or a NumPy scalar", lambda c: q_shape(c) == () and plain(c)),
@@ -112,37 +118,52 @@ CLAIMS = {
     ("quantize", "multi_dim"): ("the result has x's shape", lambda c: len(q_shape(c)) >= 2 and plain(c)),
     # the hint: "a float64 division only differs next to a tie": so no exact tie decides a call
     ("quantize", "random"): ("only differs next to a tie", lambda c: not rounding_decides(c) and not saturates(c)),
-    ("quantize", "defaults"): ("default is dtype=np.int8", lambda c: "dtype" not in c.kwargs and len(c.args) == 3
-                               and plain(c)),
+    ("quantize", "defaults"): (
+        "default is dtype=np.int8",
+        lambda c: "dtype" not in c.kwargs and len(c.args) == 3 and plain(c),
+    ),
     ("dequantize", "int8"): ("with zero point 0", lambda c: np.asarray(fn._arg(c, 0, "q")).dtype == np.int8),
-    ("dequantize", "uint8"): ("q equal to the zero point", lambda c: np.asarray(fn._arg(c, 0, "q")).dtype == np.uint8
-                              and zero_point(c) != 0),
-    ("dequantize", "zero_point_bounds"): ("In uint8, 0 − 255 wraps around",
-                                          lambda c: zero_point(c) in qrange(np.asarray(fn._arg(c, 0, "q")).dtype)),
+    ("dequantize", "uint8"): (
+        "q equal to the zero point",
+        lambda c: np.asarray(fn._arg(c, 0, "q")).dtype == np.uint8 and zero_point(c) != 0,
+    ),
+    ("dequantize", "zero_point_bounds"): (
+        "In uint8, 0 − 255 wraps around",
+        lambda c: zero_point(c) in qrange(np.asarray(fn._arg(c, 0, "q")).dtype),
+    ),
     ("dequantize", "scalar"): ("a NumPy integer scalar", lambda c: q_shape(c) == ()),
     ("dequantize", "empty"): ("An empty q", lambda c: np.size(fn._arg(c, 0, "q")) == 0),
     ("dequantize", "multi_dim"): ("the result has q's shape", lambda c: len(q_shape(c)) >= 2),
     ("dequantize", "random"): ("Multiply in float32", lambda c: np.size(fn._arg(c, 0, "q")) > 100),
-    ("choose_qparams", "asymmetric_uint8"): ("after widening the range to include 0",
-                                             lambda c: dtype_of(c, np.uint8) == np.uint8 and widened(c)[0] < 0
-                                             < widened(c)[1]),
-    ("choose_qparams", "asymmetric_int8"): ("For int8, qmin = −128", lambda c: dtype_of(c, np.uint8) == np.int8
-                                            and not fn._arg(c, 3, "symmetric", False)),
-    ("choose_qparams", "symmetric_int8"): ("Symmetric means [−absmax, absmax]",
-                                           lambda c: dtype_of(c, np.uint8) == np.int8 and fn._arg(c, 3, "symmetric")),
-    ("choose_qparams", "symmetric_uint8"): ("A symmetric uint8 range",
-                                            lambda c: dtype_of(c, np.uint8) == np.uint8 and fn._arg(c, 3, "symmetric")),
-    ("choose_qparams", "positive_only"): ("a range like [0.5, 2] is treated as [0, 2]",
-                                          lambda c: float(fn._arg(c, 0, "rmin")) > 0),
+    ("choose_qparams", "asymmetric_uint8"): (
+        "after widening the range to include 0",
+        lambda c: dtype_of(c, np.uint8) == np.uint8 and widened(c)[0] < 0 < widened(c)[1],
+    ),
+    ("choose_qparams", "asymmetric_int8"): (
+        "For int8, qmin = −128",
+        lambda c: dtype_of(c, np.uint8) == np.int8 and not fn._arg(c, 3, "symmetric", False),
+    ),
+    ("choose_qparams", "symmetric_int8"): (
+        "Symmetric means [−absmax, absmax]",
+        lambda c: dtype_of(c, np.uint8) == np.int8 and fn._arg(c, 3, "symmetric"),
+    ),
+    ("choose_qparams", "symmetric_uint8"): (
+        "A symmetric uint8 range",
+        lambda c: dtype_of(c, np.uint8) == np.uint8 and fn._arg(c, 3, "symmetric"),
+    ),
+    ("choose_qparams", "positive_only"): (
+        "a range like [0.5, 2] is treated as [0, 2]",
+        lambda c: float(fn._arg(c, 0, "rmin")) > 0,
+    ),
     ("choose_qparams", "negative_only"): ("[−3, −1] is treated as [−3, 0]", lambda c: float(fn._arg(c, 1, "rmax")) < 0),
     # the hint: "[0, 0] has no width, even widened to include 0": so every range is empty once widened
-    ("choose_qparams", "degenerate"): ("has no width, even widened to include 0",
-                                       lambda c: widened(c)[0] == widened(c)[1] == 0.0),
+    ("choose_qparams", "degenerate"): (
+        "has no width, even widened to include 0",
+        lambda c: widened(c)[0] == widened(c)[1] == 0.0,
+    ),
     ("choose_qparams", "tiny"): ("np.finfo(np.float32).tiny", lambda c: 0 < widened(c)[1] - widened(c)[0] < 1e-5),
-    ("choose_qparams", "random"): ("make the range contain 0",
-                                   lambda c: widened(c)[0] < 0 < widened(c)[1]),
-    ("choose_qparams", "defaults"): ("dtype=np.uint8 and symmetric=False",
-                                     lambda c: not c.kwargs and len(c.args) == 2),
+    ("choose_qparams", "random"): ("make the range contain 0", lambda c: widened(c)[0] < 0 < widened(c)[1]),
+    ("choose_qparams", "defaults"): ("dtype=np.uint8 and symmetric=False", lambda c: not c.kwargs and len(c.args) == 2),
 }
 
 
@@ -181,11 +202,14 @@ def test_the_rule_holds_for_every_seed(seed):
     _check(cases_for(seed))
 
 
-@pytest.mark.parametrize("x, scale", [
-    (np.arange(-20, 20, dtype=np.float64) * 0.25, 0.5),                               # every one a tie
-    ((np.arange(-128, 127) + 0.5) * np.float64(np.float32(0.0137)), 0.0137),         # near ties, two exact
-    (np.array([0.0, -0.0, 1e-30, 3.4e38]), 1e-30),
-])
+@pytest.mark.parametrize(
+    "x, scale",
+    [
+        (np.arange(-20, 20, dtype=np.float64) * 0.25, 0.5),  # every one a tie
+        ((np.arange(-128, 127) + 0.5) * np.float64(np.float32(0.0137)), 0.0137),  # near ties, two exact
+        (np.array([0.0, -0.0, 1e-30, 3.4e38]), 1e-30),
+    ],
+)
 def test_without_exact_ties_moves_every_tie_and_only_ties(x, scale):
     before = fn.exact_ties(x, scale)
     moved = fn.without_exact_ties(x, scale)

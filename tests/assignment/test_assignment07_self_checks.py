@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MASTER = ROOT / "reference" / "07-quantization" / "master.ipynb"
 TOLERANCES = tomllib.loads((ROOT / "reference" / "07-quantization" / "tolerances.toml").read_text())
-PUBLISHED = {   # the tolerance each public test quotes, and how the test writes it
+PUBLISHED = {  # the tolerance each public test quotes, and how the test writes it
     "static_model.calibration_coverage_min": r"_covered >= ([0-9.]+)",
     "size.dynamic_ratio_max": r'_ratios\["int8_dynamic"\] <= ([0-9.]+)',
     "size.static_ratio_max": r'_ratios\["int8_qdq"\] <= ([0-9.]+)',
@@ -35,4 +35,6 @@ def test_public_tests_quote_the_published_tolerances():
     for key, pattern in PUBLISHED.items():
         quoted = re.findall(pattern, source)
         assert quoted, f"no public test quotes {key}"
-        assert {float(q) for q in quoted} == {_value(key)}, f"{key}: the master quotes {quoted}, tolerances.toml has {_value(key)}"
+        assert {float(q) for q in quoted} == {_value(key)}, (
+            f"{key}: the master quotes {quoted}, tolerances.toml has {_value(key)}"
+        )

@@ -8,8 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.authoring.build import (INIT_MARKER, build_assignment, build_notebooks, normalize,
-                                       strip_solution_markup)
+from autograder.authoring.build import INIT_MARKER, build_assignment, build_notebooks, normalize, strip_solution_markup
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_SNIPPETS = (  # lines only the solution has (one per graded part)
@@ -101,8 +100,13 @@ def test_built_notebooks_are_normalised(built):
 
 
 def test_normalize_gives_content_ids():
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("x = 1"),
-                                         nbformat.v4.new_markdown_cell("x = 1")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_code_cell("x = 1"),
+            nbformat.v4.new_markdown_cell("x = 1"),
+        ]
+    )
     ids = [c.id for c in normalize(nb).cells]
     assert ids[1] == ids[0] + "-2" and ids[2] != ids[0]
     again = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
@@ -110,14 +114,16 @@ def test_normalize_gives_content_ids():
 
 
 def test_strip_solution_markup_removes_markers_and_prompts():
-    src = ("def f(x):\n"
-           "    # BEGIN SOLUTION NO PROMPT\n"
-           "    return x + 1\n"
-           "    # END SOLUTION\n"
-           '    """ # BEGIN PROMPT\n'
-           "    raise NotImplementedError\n"
-           '    """ # END PROMPT\n'
-           "y = f(1)  # SOLUTION")
+    src = (
+        "def f(x):\n"
+        "    # BEGIN SOLUTION NO PROMPT\n"
+        "    return x + 1\n"
+        "    # END SOLUTION\n"
+        '    """ # BEGIN PROMPT\n'
+        "    raise NotImplementedError\n"
+        '    """ # END PROMPT\n'
+        "y = f(1)  # SOLUTION"
+    )
     assert strip_solution_markup(src) == "def f(x):\n    return x + 1\ny = f(1)"
 
 
@@ -176,8 +182,10 @@ def test_a_path_below_an_errored_section_is_missing_with_its_reason(assignment07
 
     rubric = {"checks": [{"id": "c", "requires": "models.m", "parts": [{"name": "p", "measure": "models.m.valid"}]}]}
     missing = rubric_paths_missing(rubric, {"models": {"m": {"error": "artifacts/m.onnx is missing"}}}, Path("r.toml"))
-    assert [(m.part, m.reason) for m in missing] == [(None, "artifacts/m.onnx is missing"),
-                                                     ("p", "artifacts/m.onnx is missing")]
+    assert [(m.part, m.reason) for m in missing] == [
+        (None, "artifacts/m.onnx is missing"),
+        ("p", "artifacts/m.onnx is missing"),
+    ]
 
 
 def test_cli_build_check_reports_up_to_date_and_names_a_missing_path(monkeypatch, tmp_path):
@@ -195,7 +203,7 @@ def test_cli_build_check_reports_up_to_date_and_names_a_missing_path(monkeypatch
     from autograder.assignment import load_assignment
 
     paths = sorted({path for _, _, path in rubric_paths(load_assignment("07-quantization", ROOT).rubric())})
-    paths.sort(key=lambda p: any(q.startswith(p + ".") for q in paths))   # a leaf first
+    paths.sort(key=lambda p: any(q.startswith(p + ".") for q in paths))  # a leaf first
     monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: measured(paths))
     result = CliRunner().invoke(app, ["build", "07-quantization", "--check"])
     assert result.exit_code == 0, result.output

@@ -48,4 +48,6 @@ def test_the_scan_finds_a_planted_id(tmp_path):
     (package / "sub").mkdir(parents=True)
     (package / "clean.py").write_text('"""QuantizeLinear is an ONNX operator, not an assignment."""\n')
     (package / "sub" / "default.py").write_text(f'DEFAULT = "{IDS[0].upper()}"\n')
-    assert occurrences(package_files(package), {IDS[0]}, tmp_path) == [f'autograder/sub/default.py:1: DEFAULT = "{IDS[0].upper()}"']
+    assert occurrences(package_files(package), {IDS[0]}, tmp_path) == [
+        f'autograder/sub/default.py:1: DEFAULT = "{IDS[0].upper()}"'
+    ]

@@ -14,8 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
 EXPECTED = tomllib.loads((ROOT / "reference" / "07-quantization" / "expected_examples.toml").read_text())
-CHECK_IDS = {"quantize", "dequantize", "choose_qparams", "fp32_model", "dynamic_model", "static_model",
-             "size", "reported_results", "execution"}
+CHECK_IDS = {
+    "quantize",
+    "dequantize",
+    "choose_qparams",
+    "fp32_model",
+    "dynamic_model",
+    "static_model",
+    "size",
+    "reported_results",
+    "execution",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +63,12 @@ def test_every_mistake_scores_100_minus_its_parts(assignment07):
 
 
 def test_the_script_and_the_expectations_agree(make_examples):
-    assert {m.file: m.check for m in make_examples.MISTAKES} == \
-           {k: v["loses"] for k, v in EXPECTED.items() if "loses" in v}
-    assert {v.file for v in make_examples.VARIANTS} == \
-           {k for k, v in EXPECTED.items() if v.get("full_marks")} - {"reference.ipynb"}
+    assert {m.file: m.check for m in make_examples.MISTAKES} == {
+        k: v["loses"] for k, v in EXPECTED.items() if "loses" in v
+    }
+    assert {v.file for v in make_examples.VARIANTS} == {k for k, v in EXPECTED.items() if v.get("full_marks")} - {
+        "reference.ipynb"
+    }
 
 
 VARIANTS = sorted(k for k, v in EXPECTED.items() if v.get("full_marks") and k != "reference.ipynb")

@@ -27,28 +27,34 @@ def make_assignment(root: Path, grading: str, toml: str = "", name: str = "plug-
     return load_assignment(name, root)
 
 
-@pytest.mark.parametrize("grading, message", [
-    ("", "must define probe_cases() and measure()"),
-    ("def probe_cases():\n    return []\n", "must define measure()"),
-    ("probe_cases = []\ndef measure(ctx):\n    return {}\n", "must define probe_cases()"),
-    (VALID + "leaderboard = 3\n", "leaderboard must be a function, not int"),
-])
+@pytest.mark.parametrize(
+    "grading, message",
+    [
+        ("", "must define probe_cases() and measure()"),
+        ("def probe_cases():\n    return []\n", "must define measure()"),
+        ("probe_cases = []\ndef measure(ctx):\n    return {}\n", "must define probe_cases()"),
+        (VALID + "leaderboard = 3\n", "leaderboard must be a function, not int"),
+    ],
+)
 def test_a_package_without_the_interface_is_refused_when_loaded(tmp_path, grading, message):
     a = make_assignment(tmp_path, grading)
     with pytest.raises(AssignmentError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _ = a.grading
 
 
-@pytest.mark.parametrize("sections, message", [
-    ({"execution": {}}, "section 'execution', a name the core writes itself"),
-    ({"schema": {}}, "section 'schema'"),
-    ({"environment": {}}, "section 'environment'"),
-    ({"assignment": {}}, "section 'assignment'"),
-    ({"error": "x"}, "section 'error'"),
-    ({"models.fp32": {}}, "section names are identifiers"),
-    ({"models": 3}, "section 'models' as int"),
-    ([1, 2], "must return a dict of sections, got list"),
-])
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        ({"execution": {}}, "section 'execution', a name the core writes itself"),
+        ({"schema": {}}, "section 'schema'"),
+        ({"environment": {}}, "section 'environment'"),
+        ({"assignment": {}}, "section 'assignment'"),
+        ({"error": "x"}, "section 'error'"),
+        ({"models.fp32": {}}, "section names are identifiers"),
+        ({"models": 3}, "section 'models' as int"),
+        ([1, 2], "must return a dict of sections, got list"),
+    ],
+)
 def test_measure_sections_are_validated(sections, message):
     with pytest.raises(AssignmentError, match=message):
         validate_sections(sections, "x/grading: measure(ctx)")
@@ -59,19 +65,27 @@ def test_reserved_names_are_what_the_pipeline_writes():
 
 
 def test_measure_through_the_plugin_refuses_a_reserved_section(tmp_path):
-    a = make_assignment(tmp_path, "def probe_cases():\n    return []\n\n\n"
-                                  "def measure(ctx):\n    return {'functions': {}, 'execution': {'completed': True}}\n")
+    a = make_assignment(
+        tmp_path,
+        "def probe_cases():\n    return []\n\n\n"
+        "def measure(ctx):\n    return {'functions': {}, 'execution': {'completed': True}}\n",
+    )
     with pytest.raises(AssignmentError, match="plug-01/grading: measure\\(ctx\\) returned a section 'execution'"):
         a.grading.measure(None)
 
 
 def test_probe_cases_must_be_probe_cases_with_unique_ids(tmp_path):
-    bad = make_assignment(tmp_path / "a", "def probe_cases():\n    return ['f(1)']\n\ndef measure(ctx):\n    return {}\n")
+    bad = make_assignment(
+        tmp_path / "a", "def probe_cases():\n    return ['f(1)']\n\ndef measure(ctx):\n    return {}\n"
+    )
     with pytest.raises(AssignmentError, match="must return a list of ProbeCase"):
         bad.grading.probe_cases()
-    dup = make_assignment(tmp_path / "b", "from autograder.probe_format import ProbeCase\n"
-                                          "def probe_cases():\n    return [ProbeCase('f/1', 'f'), ProbeCase('f/1', 'f')]\n"
-                                          "def measure(ctx):\n    return {}\n")
+    dup = make_assignment(
+        tmp_path / "b",
+        "from autograder.probe_format import ProbeCase\n"
+        "def probe_cases():\n    return [ProbeCase('f/1', 'f'), ProbeCase('f/1', 'f')]\n"
+        "def measure(ctx):\n    return {}\n",
+    )
     with pytest.raises(AssignmentError, match=r"repeated: \['f/1'\]"):
         dup.grading.probe_cases()
 
@@ -116,8 +130,9 @@ def test_summary_scatter_comes_from_the_assignment_only(tmp_path, assignment07):
     assert scatter_config(make_assignment(tmp_path / "a", VALID)) is None, "no lesson default in the core"
     cfg = scatter_config(assignment07)
     assert cfg["series"] == {"dynamic": "models.int8_dynamic", "static QDQ": "models.int8_qdq"}
-    minimal = make_assignment(tmp_path / "b", VALID, toml='[summary.scatter]\nx = "a"\ny = "b"\n'
-                                                          '[summary.scatter.series]\ns = "m"\n')
+    minimal = make_assignment(
+        tmp_path / "b", VALID, toml='[summary.scatter]\nx = "a"\ny = "b"\n[summary.scatter.series]\ns = "m"\n'
+    )
     assert scatter_config(minimal)["title"] == "b against a"
     broken = make_assignment(tmp_path / "c", VALID, toml='[summary.scatter]\nx = "a"\n')
     with pytest.raises(AssignmentError, match=r"\[summary.scatter\] needs x, y"):

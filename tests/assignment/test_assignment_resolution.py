@@ -52,6 +52,7 @@ def project(tmp_path) -> Path:
 
 # ── the rules ─────────────────────────────────────────────────────────────────────────────────
 
+
 def test_a_single_assignment_is_the_default(tmp_path):
     root = make_project(tmp_path / "one", ids=("alpha-01",))
     assert resolve_assignment(None, root=root).id == "alpha-01"
@@ -66,38 +67,52 @@ def test_several_assignments_and_nothing_to_go_by_is_an_error_listing_them(proje
         resolve_assignment(None, [facts("x.ipynb", notebook())], root=project)
 
 
-@pytest.mark.parametrize("nb, name, expected", [
-    (notebook(autograder="beta-02"), "x.ipynb", "beta-02"),
-    (notebook(otter="alpha-01"), "x.ipynb", "alpha-01"),
-    (notebook(autograder="beta-02", otter="alpha-01"), "x.ipynb", "beta-02"),   # ours first
-    (notebook(), "beta-02-notebook.ipynb", "beta-02"),                           # the notebook's name
-    (notebook(), "Copy of alpha-01 (final).ipynb", "alpha-01"),                  # a name holding the id
-    (notebook(autograder="gamma-03"), "beta-02-notebook.ipynb", "beta-02"),      # unknown id: the name decides
-])
+@pytest.mark.parametrize(
+    "nb, name, expected",
+    [
+        (notebook(autograder="beta-02"), "x.ipynb", "beta-02"),
+        (notebook(otter="alpha-01"), "x.ipynb", "alpha-01"),
+        (notebook(autograder="beta-02", otter="alpha-01"), "x.ipynb", "beta-02"),  # ours first
+        (notebook(), "beta-02-notebook.ipynb", "beta-02"),  # the notebook's name
+        (notebook(), "Copy of alpha-01 (final).ipynb", "alpha-01"),  # a name holding the id
+        (notebook(autograder="gamma-03"), "beta-02-notebook.ipynb", "beta-02"),  # unknown id: the name decides
+    ],
+)
 def test_metadata_then_name_decide(project, nb, name, expected):
     assert resolve_assignment(None, [facts(name, nb)], root=project).id == expected
 
 
 def test_a_batch_takes_the_assignment_its_notebooks_agree_on(project):
-    agree = [facts("a.ipynb", notebook(autograder="alpha-01")), facts("b.ipynb", notebook()),
-             facts("c.ipynb", notebook(otter="alpha-01"))]
+    agree = [
+        facts("a.ipynb", notebook(autograder="alpha-01")),
+        facts("b.ipynb", notebook()),
+        facts("c.ipynb", notebook(otter="alpha-01")),
+    ]
     assert resolve_assignment(None, agree, root=project).id == "alpha-01"
     mixed = agree + [facts("d.ipynb", notebook(autograder="beta-02"))]
     with pytest.raises(AssignmentError) as e:
         resolve_assignment(None, mixed, root=project, what="the notebooks of subs")
-    assert str(e.value) == ("the notebooks of subs are for different assignments (alpha-01: 2, beta-02: 1); "
-                            "choose one with --assignment: alpha-01, beta-02")
+    assert str(e.value) == (
+        "the notebooks of subs are for different assignments (alpha-01: 2, beta-02: 1); "
+        "choose one with --assignment: alpha-01, beta-02"
+    )
 
 
 def test_an_explicit_assignment_refuses_a_notebook_made_for_another(project):
     with pytest.raises(AssignmentError) as e:
         resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(autograder="beta-02"))], root=project)
-    assert str(e.value) == ("hw.ipynb was made for assignment 'beta-02' (its autograder metadata), not 'alpha-01'; "
-                            "grade it with --assignment beta-02")
+    assert str(e.value) == (
+        "hw.ipynb was made for assignment 'beta-02' (its autograder metadata), not 'alpha-01'; "
+        "grade it with --assignment beta-02"
+    )
     assert "\n" not in str(e.value)
-    assert resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(autograder="alpha-01"))], root=project).id == "alpha-01"
-    assert resolve_assignment("alpha-01", [facts("beta-02.ipynb", notebook())], root=project).id == "alpha-01", \
+    assert (
+        resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(autograder="alpha-01"))], root=project).id
+        == "alpha-01"
+    )
+    assert resolve_assignment("alpha-01", [facts("beta-02.ipynb", notebook())], root=project).id == "alpha-01", (
         "a file name alone never overrides an explicit choice"
+    )
 
 
 def test_unknown_assignment_lists_the_known_ones(project):
@@ -111,18 +126,27 @@ def test_a_notebook_for_another_lesson_gets_a_one_line_reason(project):
     from autograder.assignment import load_assignment
 
     alpha = load_assignment("alpha-01", project)
-    assert mismatch_reason("The notebook", facts("x.ipynb", notebook(otter="lesson-99")), alpha) == \
-        "The notebook was made for assignment 'lesson-99' (its otter-assign metadata), not 'alpha-01'"
+    assert (
+        mismatch_reason("The notebook", facts("x.ipynb", notebook(otter="lesson-99")), alpha)
+        == "The notebook was made for assignment 'lesson-99' (its otter-assign metadata), not 'alpha-01'"
+    )
     assert mismatch_reason("The notebook", facts("x.ipynb", notebook(autograder="alpha-01")), alpha) is None
     assert mismatch_reason("The notebook", facts("x.ipynb", notebook()), alpha) is None
 
 
-@pytest.mark.parametrize("data", [
-    b"not json", b"[1, 2]", json.dumps({"metadata": "x"}).encode(),
-    notebook(autograder="<script>alert(1)</script>"), notebook(autograder="a" * 500),
-    notebook(autograder=["alpha-01"]), json.dumps({"metadata": {"autograder": {"assignment": 7}}}).encode(),
-    b"[" * 100_000 + b"]" * 100_000,
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not json",
+        b"[1, 2]",
+        json.dumps({"metadata": "x"}).encode(),
+        notebook(autograder="<script>alert(1)</script>"),
+        notebook(autograder="a" * 500),
+        notebook(autograder=["alpha-01"]),
+        json.dumps({"metadata": {"autograder": {"assignment": 7}}}).encode(),
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+)
 def test_hostile_or_odd_metadata_declares_nothing(data):
     assert facts("x.ipynb", data).declared is None
 
@@ -148,22 +172,30 @@ def test_source_notebooks_of_a_folder_and_a_zip(tmp_path):
 def test_a_notebook_of_another_course_is_told_which_assignment_it_names(project):
     with pytest.raises(AssignmentError) as e:
         resolve_assignment(None, [facts("hw.ipynb", notebook(otter="hw03-pandas"))], root=project)
-    assert str(e.value) == ("cannot tell which assignment hw.ipynb is for (it names assignment 'hw03-pandas' (its "
-                            "otter-assign metadata), which is not an assignment of this course); choose one with "
-                            "--assignment: alpha-01, beta-02")
+    assert str(e.value) == (
+        "cannot tell which assignment hw.ipynb is for (it names assignment 'hw03-pandas' (its "
+        "otter-assign metadata), which is not an assignment of this course); choose one with "
+        "--assignment: alpha-01, beta-02"
+    )
     with pytest.raises(AssignmentError) as e:
         resolve_assignment("alpha-01", [facts("hw.ipynb", notebook(otter="hw03-pandas"))], root=project)
-    assert str(e.value) == ("hw.ipynb was made for assignment 'hw03-pandas' (its otter-assign metadata), not "
-                            "'alpha-01', and it is not an assignment of this course")
+    assert str(e.value) == (
+        "hw.ipynb was made for assignment 'hw03-pandas' (its otter-assign metadata), not "
+        "'alpha-01', and it is not an assignment of this course"
+    )
     two = [facts("a.ipynb", notebook(otter="hw03-pandas")), facts("b.ipynb", notebook(autograder="hw04"))]
-    with pytest.raises(AssignmentError, match=r"2 of them name assignments this course does not have "
-                                              r"\('hw03-pandas' \(its otter-assign metadata\), 'hw04'"):
+    with pytest.raises(
+        AssignmentError,
+        match=r"2 of them name assignments this course does not have "
+        r"\('hw03-pandas' \(its otter-assign metadata\), 'hw04'",
+    ):
         resolve_assignment(None, two, root=project, what="the notebooks of subs")
     with pytest.raises(AssignmentError, match=r"\(it could not be read\)"):
         resolve_assignment(None, [facts("x.ipynb", b"[" * 600_000)], root=project)
 
 
 # ── the commands: exit 2, one line, nothing written ───────────────────────────────────────────
+
 
 @pytest.fixture
 def cli(project, monkeypatch):
@@ -274,4 +306,6 @@ def test_a_batch_gives_a_notebook_of_another_assignment_its_reason_without_runni
     (row,) = summary.rows
     assert row["score"] == 0.0
     results = json.loads((out / row["name"] / "results.json").read_text())
-    assert "The notebook was made for assignment 'beta-02' (its autograder metadata), not 'alpha-01'" in results["output"]
+    assert (
+        "The notebook was made for assignment 'beta-02' (its autograder metadata), not 'alpha-01'" in results["output"]
+    )

@@ -11,8 +11,17 @@ from autograder.grade_text import placeholders
 from autograder.judge import judge
 from autograder.rubric import validate_rubric
 
-CONTRACT_IDS = ["quantize", "dequantize", "choose_qparams", "fp32_model", "dynamic_model", "static_model",
-                "size", "reported_results", "execution"]
+CONTRACT_IDS = [
+    "quantize",
+    "dequantize",
+    "choose_qparams",
+    "fp32_model",
+    "dynamic_model",
+    "static_model",
+    "size",
+    "reported_results",
+    "execution",
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +56,7 @@ def test_reflection_is_a_manual_item_worth_zero_autograded_points(rubric):
 
 
 def test_the_judge_accepts_the_rubric_with_these_tolerances(rubric, tolerances):
-    validate_rubric(rubric, tolerances)   # raises AssignmentError on any unknown op, key or tolerance
+    validate_rubric(rubric, tolerances)  # raises AssignmentError on any unknown op, key or tolerance
 
 
 def test_template_placeholders_name_tolerances_that_exist(rubric, tolerances):
@@ -55,7 +64,7 @@ def test_template_placeholders_name_tolerances_that_exist(rubric, tolerances):
         for key in ("message", "hint"):
             for name in placeholders(part.get(key, "")):
                 if name.startswith("tolerances."):
-                    assert lookup(tolerances, name[len("tolerances."):])[1] is None, f"{check['id']}: {name}"
+                    assert lookup(tolerances, name[len("tolerances.") :])[1] is None, f"{check['id']}: {name}"
 
 
 def test_every_tolerance_key_exists_and_is_derived(rubric, tolerances):
@@ -64,8 +73,9 @@ def test_every_tolerance_key_exists_and_is_derived(rubric, tolerances):
             continue
         entry, reason = lookup(tolerances, part["tolerance"])
         assert reason is None, f"{check['id']}: tolerance {part['tolerance']} missing from tolerances.toml"
-        assert isinstance(entry, dict) and entry.get("measure") == part["measure"], \
+        assert isinstance(entry, dict) and entry.get("measure") == part["measure"], (
             f"{part['tolerance']} was derived from {entry.get('measure')!r}, the rubric measures {part['measure']!r}"
+        )
 
 
 def test_every_part_has_a_message_and_a_hint_that_does_not_name_the_solution(rubric):

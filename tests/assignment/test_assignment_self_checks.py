@@ -72,19 +72,21 @@ def run_like_a_student(path: Path, workdir: Path, memory_mb: float) -> dict:
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(
+        nb, timeout=180, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(workdir)}}
+    )
 
     async def run() -> None:
         async with client.async_setup_kernel():
-            limit = int(memory_mb) << 20       # the kernel is our child: it gets the grader's memory, no more
+            limit = int(memory_mb) << 20  # the kernel is our child: it gets the grader's memory, no more
             resource.prlimit(client.km.provisioner.process.pid, resource.RLIMIT_AS, (limit, limit))
             for index, cell in enumerate(nb.cells):
                 await client.async_execute_cell(cell, index)
 
     asyncio.run(run())
-    errors = [o.ename for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.output_type == "error"]
+    errors = [
+        o.ename for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"
+    ]
     return {"failed": failed_self_checks(nb), "errors": errors}
 
 
@@ -92,14 +94,26 @@ ROWS = [(a, name) for a in ASSIGNMENTS for name in sorted(table(a))]
 
 
 def test_failed_self_checks_reads_both_forms():
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("grader.check('q1')", outputs=[nbformat.v4.new_output(
-            "stream", text="q1 results: All test cases passed!")]),
-        nbformat.v4.new_code_cell("grader.check('q2')", outputs=[nbformat.v4.new_output(
-            "stream", text="q2 results:\n    q2 - 1 result:\n        ❌ Test case failed")]),
-        nbformat.v4.new_code_cell("self_check(...)", outputs=[nbformat.v4.new_output(
-            "stream", text="✅ a passes\n❌ b: raised ValueError: x")]),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "grader.check('q1')",
+                outputs=[nbformat.v4.new_output("stream", text="q1 results: All test cases passed!")],
+            ),
+            nbformat.v4.new_code_cell(
+                "grader.check('q2')",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "stream", text="q2 results:\n    q2 - 1 result:\n        ❌ Test case failed"
+                    )
+                ],
+            ),
+            nbformat.v4.new_code_cell(
+                "self_check(...)",
+                outputs=[nbformat.v4.new_output("stream", text="✅ a passes\n❌ b: raised ValueError: x")],
+            ),
+        ]
+    )
     assert failed_self_checks(nb) == ["grader.check('q2')", "❌ b: raised ValueError: x"]
 
 
@@ -113,7 +127,7 @@ def self_checks(tmp_path_factory):
         workdir = tmp_path_factory.mktemp(f"{a[:2]}_{name.replace('.', '_')}")
         return run_like_a_student(ROOT / "assignments" / a / "examples" / name, workdir, limits[a])
 
-    with ThreadPoolExecutor(max_workers=2) as pool:   # two kernels at a time: the machine has 2 cores
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels at a time: the machine has 2 cores
         return dict(zip(ROWS, pool.map(one, ROWS)))
 
 

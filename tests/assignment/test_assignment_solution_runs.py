@@ -30,13 +30,20 @@ def test_solution_executes_writes_artifacts_and_passes_its_own_self_checks(tmp_p
     from nbclient import NotebookClient
 
     nb = nbformat.read(SOLUTION, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import json\nwith open('results_dump.json', 'w') as f:\n    json.dump(RESULTS, f)"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell("import json\nwith open('results_dump.json', 'w') as f:\n    json.dump(RESULTS, f)")
+    )
     # no timing asserted here (the machine may be busy): bench/ measures how long the reference takes
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [(i, o.ename, o.evalue) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              for o in c.outputs if o.output_type == "error"]
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [
+        (i, o.ename, o.evalue)
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert not errors, f"the solution raised: {errors}"
     for name in ("fp32", "int8_dynamic", "int8_qdq"):
         assert (tmp_path / "artifacts" / f"{name}.onnx").is_file(), f"artifacts/{name}.onnx was not written"
@@ -56,8 +63,13 @@ def test_setup_cell_does_nothing_when_everything_is_installed(tmp_path):
     nb = nbformat.read(SOLUTION, as_version=4)
     setup = next(c for c in nb.cells if c.cell_type == "code")
     assert "importlib.util.find_spec" in setup.source and "pip" in setup.source
-    proc = subprocess.run([sys.executable, "-c", setup.source + "\nprint('missing:', _missing)"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={**os.environ, "PIP_NO_INDEX": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", setup.source + "\nprint('missing:', _missing)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "PIP_NO_INDEX": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "missing: []", "the grading image has every package: nothing may be installed"

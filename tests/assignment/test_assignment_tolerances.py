@@ -10,8 +10,15 @@ import tomllib
 import nbformat
 import pytest
 
-from autograder.authoring.calibrate import (Spec, derive, inject_parameters, render_tolerances, round_outward, step_of,
-                                  tolerance_specs)
+from autograder.authoring.calibrate import (
+    Spec,
+    derive,
+    inject_parameters,
+    render_tolerances,
+    round_outward,
+    step_of,
+    tolerance_specs,
+)
 from autograder.dotted import lookup
 from autograder.errors import AssignmentError
 
@@ -51,9 +58,13 @@ def test_tolerances_carry_their_provenance(tolerances):
 def test_specs_come_from_the_rubric_and_calibration_toml(assignment07):
     config = tomllib.loads((assignment07.reference_folder / "calibration.toml").read_text())
     specs = {s.key: s for s in tolerance_specs(assignment07.rubric(), config)}
-    assert specs["dynamic_model.accuracy_drop_max"] == Spec("dynamic_model.accuracy_drop_max",
-                                                            "models.int8_dynamic.quality.accuracy_drop", "upper", 2.0,
-                                                            "models.fp32.accuracy")
+    assert specs["dynamic_model.accuracy_drop_max"] == Spec(
+        "dynamic_model.accuracy_drop_max",
+        "models.int8_dynamic.quality.accuracy_drop",
+        "upper",
+        2.0,
+        "models.fp32.accuracy",
+    )
     assert specs["size.static_ratio_max"].margin == 1.25
     assert specs["fp32_model.accuracy_min"].direction == "lower"
 
@@ -89,19 +100,26 @@ def test_step_and_rounding():
 
 
 def test_inject_parameters_follows_the_tagged_cell():
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("import numpy"),
-        nbformat.v4.new_code_cell("MODEL_SEED = 0\nCALIBRATION_SEED = 0", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("train(MODEL_SEED)")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("import numpy"),
+            nbformat.v4.new_code_cell("MODEL_SEED = 0\nCALIBRATION_SEED = 0", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell("train(MODEL_SEED)"),
+        ]
+    )
     out = inject_parameters(nb, {"MODEL_SEED": 3, "CALIBRATION_SEED": 4})
     assert [c.source for c in out.cells][2].endswith("MODEL_SEED = 3\nCALIBRATION_SEED = 4")
     assert len(nb.cells) == 3, "the original notebook is not modified"
 
 
 def test_render_tolerances_is_valid_toml_the_judge_can_read():
-    text = render_tolerances({"size.dynamic_ratio_max": {"value": 0.3367, "worst": 0.27, "rule": "r"},
-                              "quantize.group_agree_min.ties": {"value": 4, "worst": 4, "rule": "worst count"}},
-                             {"command": "autograder calibrate x --runs 1", "margins": {"a.b": 1.25}})
+    text = render_tolerances(
+        {
+            "size.dynamic_ratio_max": {"value": 0.3367, "worst": 0.27, "rule": "r"},
+            "quantize.group_agree_min.ties": {"value": 4, "worst": 4, "rule": "worst count"},
+        },
+        {"command": "autograder calibrate x --runs 1", "margins": {"a.b": 1.25}},
+    )
     data = tomllib.loads(text)
     assert lookup(data, "size.dynamic_ratio_max")[0]["value"] == 0.3367
     assert lookup(data, "quantize.group_agree_min.ties")[0]["value"] == 4

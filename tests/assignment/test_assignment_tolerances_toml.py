@@ -20,15 +20,20 @@ EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "60"))
 names = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
 keys = st.lists(names, min_size=1, max_size=3).map(".".join)
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
-numbers = st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
-entries = st.fixed_dictionaries({"value": numbers, "measure": text, "samples": st.integers(1, 100),
-                                 "worst": numbers, "rule": text})
-provenances = st.fixed_dictionaries({
-    "command": text, "runs": st.integers(1, 50), "margin": st.floats(1, 10),
-    "parameters": st.dictionaries(names, st.lists(st.integers(0, 99), max_size=25), max_size=2),
-    "margins": st.dictionaries(keys, st.floats(1, 10), max_size=3),
-    "reference_scores": st.lists(st.floats(0, 100), max_size=25),
-})
+numbers = st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+entries = st.fixed_dictionaries(
+    {"value": numbers, "measure": text, "samples": st.integers(1, 100), "worst": numbers, "rule": text}
+)
+provenances = st.fixed_dictionaries(
+    {
+        "command": text,
+        "runs": st.integers(1, 50),
+        "margin": st.floats(1, 10),
+        "parameters": st.dictionaries(names, st.lists(st.integers(0, 99), max_size=25), max_size=2),
+        "margins": st.dictionaries(keys, st.floats(1, 10), max_size=3),
+        "reference_scores": st.lists(st.floats(0, 100), max_size=25),
+    }
+)
 
 
 def _nested(derived: dict) -> dict:
@@ -44,7 +49,7 @@ def _nested(derived: dict) -> dict:
 
 def _header(text_: str) -> list[str]:
     lines = text_.splitlines()
-    return lines[:lines.index("")]
+    return lines[: lines.index("")]
 
 
 def _clashing(derived: dict) -> bool:

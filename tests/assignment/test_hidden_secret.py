@@ -45,26 +45,33 @@ def no_deployment_secret(tmp_path, monkeypatch):
 
 # ── the file ──────────────────────────────────────────────────────────────────────────────────
 
-@pytest.mark.parametrize("text, bits", [
-    ("00" * 16, 128),
-    ("ab" * 32 + "\n", 256),
-    ("  AB" + "cd" * 31 + "  \n", 256),
-    ("f" * 33, 132),                  # an odd number of digits: the leading nibble is 0
-])
+
+@pytest.mark.parametrize(
+    "text, bits",
+    [
+        ("00" * 16, 128),
+        ("ab" * 32 + "\n", 256),
+        ("  AB" + "cd" * 31 + "  \n", 256),
+        ("f" * 33, 132),  # an odd number of digits: the leading nibble is 0
+    ],
+)
 def test_a_secret_file_is_one_line_of_at_least_128_bits_of_hex(text, bits):
     secret = HiddenSecret.from_text(text)
     assert len(secret.key) * 8 >= bits >= 128
     assert HiddenSecret.from_text(secret.text()) == secret
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "one line of hex digits"),
-    ("0" * 31, "holds 124 bits"),
-    ("g" * 64, "one line of hex digits"),
-    ("ab" * 16 + "\nab", "one line of hex digits"),
-    ("0x" + "ab" * 32, "one line of hex digits"),
-    ("2718", "holds 16 bits"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "one line of hex digits"),
+        ("0" * 31, "holds 124 bits"),
+        ("g" * 64, "one line of hex digits"),
+        ("ab" * 16 + "\nab", "one line of hex digits"),
+        ("0x" + "ab" * 32, "one line of hex digits"),
+        ("2718", "holds 16 bits"),
+    ],
+)
 def test_a_malformed_or_short_secret_is_refused_with_a_reason(text, message):
     with pytest.raises(AssignmentError, match=message):
         HiddenSecret.from_text(text)
@@ -80,8 +87,12 @@ def test_files_that_are_not_a_small_regular_file_are_refused(tmp_path):
     folder = tmp_path / "folder.secret"
     folder.mkdir()
     assert hidden_secret.load(real) == ONE
-    for path, message in ((link, "not a regular file"), (folder, "not a regular file"), (big, "10000 bytes"),
-                          (tmp_path / "none", "does not exist")):
+    for path, message in (
+        (link, "not a regular file"),
+        (folder, "not a regular file"),
+        (big, "10000 bytes"),
+        (tmp_path / "none", "does not exist"),
+    ):
         with pytest.raises(AssignmentError, match=message):
             hidden_secret.load(path)
 
@@ -95,6 +106,7 @@ def test_the_secret_never_appears_in_its_repr_or_fingerprint():
 
 
 # ── where it lives, first use ─────────────────────────────────────────────────────────────────
+
 
 def test_first_use_creates_one_private_secret_at_the_root_and_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(SECRET_ENV, raising=False)
@@ -151,7 +163,7 @@ def test_a_rotated_file_is_read_again(tmp_path, monkeypatch):
     path.write_text(ONE.text())
     monkeypatch.setenv(SECRET_ENV, str(path))
     assert hidden_secret.current() == ONE
-    path.write_text(TWO.text() + "\n")     # another size and mtime: another content version
+    path.write_text(TWO.text() + "\n")  # another size and mtime: another content version
     assert hidden_secret.current() == TWO
 
 
@@ -175,14 +187,21 @@ def test_using_makes_a_secret_current_in_every_thread_and_restores(no_deployment
 
 # ── streams ───────────────────────────────────────────────────────────────────────────────────
 
+
 def _draw(secret: HiddenSecret, stream: str) -> tuple[bytes, bytes]:
-    return (secret.generator(stream).integers(0, 2**63, 8).tobytes(),
-            secret.random_state(stream).randint(0, 2**31, 8).tobytes())
+    return (
+        secret.generator(stream).integers(0, 2**63, 8).tobytes(),
+        secret.random_state(stream).randint(0, 2**31, 8).tobytes(),
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(key=st.binary(min_size=16, max_size=64), stream=st.text(min_size=1, max_size=40),
-       other=st.text(min_size=1, max_size=40), bit=st.integers(min_value=0))
+@given(
+    key=st.binary(min_size=16, max_size=64),
+    stream=st.text(min_size=1, max_size=40),
+    other=st.text(min_size=1, max_size=40),
+    bit=st.integers(min_value=0),
+)
 def test_a_stream_is_a_function_of_the_secret_and_its_name_only(key, stream, other, bit):
     secret = HiddenSecret(key)
     assert _draw(secret, stream) == _draw(HiddenSecret(bytes(key)), stream)
@@ -203,6 +222,7 @@ def test_short_secrets_cannot_be_made():
 
 
 # ── both lessons: hidden data and probe cases come from the secret ────────────────────────────
+
 
 def _digest(*arrays) -> str:
     h = hashlib.sha256()
@@ -230,8 +250,9 @@ def _cases_digest(assignment) -> str:
 
 
 HIDDEN_DATA = {
-    "07-quantization": lambda a: _digest(*(lambda s: (s.X_train, s.X_test, s.y_test, s.X_edge))(
-        a.grading.data.hidden_split(a))),
+    "07-quantization": lambda a: _digest(
+        *(lambda s: (s.X_train, s.X_test, s.y_test, s.X_edge))(a.grading.data.hidden_split(a))
+    ),
     "03-export-parity": lambda a: _digest(*(lambda h: (h.X, h.X_edge))(a.grading.data.hidden_sets())),
     "05-graph-optimization": lambda a: _digest(a.grading.data.hidden_rows()),
 }
@@ -263,22 +284,32 @@ def _randomness_outside_the_secret(source: str) -> list[str]:
     """Calls that draw random numbers from something other than autograder.hidden_secret."""
     found = []
     tree = ast.parse(source)
-    public = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call) and not node.keywords
-              and [ast.unparse(a) for a in node.args] == ["CONTRACT_SEED"]}   # np.random.default_rng(CONTRACT_SEED)
+    public = {
+        id(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and not node.keywords and [ast.unparse(a) for a in node.args] == ["CONTRACT_SEED"]
+    }  # np.random.default_rng(CONTRACT_SEED)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            names = [a.name for a in node.names] + (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            )
             if any(n == "random" or n.startswith("numpy.random") for n in names):
                 found.append(f"line {node.lineno}: imports {', '.join(names)}")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "random" \
-                and id(node) not in public:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "random"
+            and id(node) not in public
+        ):
             found.append(f"line {node.lineno}: np.random.{node.attr}")
         if isinstance(node, ast.Name) and node.id in RNG_CONSTRUCTORS:
             found.append(f"line {node.lineno}: {node.id}")
         if isinstance(node, ast.keyword) and node.arg in ("random_state", "seed"):
             value = node.value
-            if isinstance(value, ast.Constant) or (isinstance(value, ast.Name) and value.id.endswith("SEED")
-                                                   and value.id != "CONTRACT_SEED"):
+            if isinstance(value, ast.Constant) or (
+                isinstance(value, ast.Name) and value.id.endswith("SEED") and value.id != "CONTRACT_SEED"
+            ):
                 found.append(f"line {node.lineno}: {node.arg}={ast.unparse(value)}")
     return found
 
@@ -311,27 +342,33 @@ def _strip_annotations(source: str) -> str:
 
 
 def test_the_scan_finds_what_it_must():
-    for bad in ("import numpy as np\nrng = np.random.default_rng(3141)\n",
-                "from numpy.random import default_rng\n",
-                "import random\n",
-                "x = make_moons(random_state=2718)\n",
-                "x = make_moons(random_state=HIDDEN_SEED)\n",
-                "np.random.seed(5)\n",
-                "x = np.random.normal(size=3)\n",
-                "rng = np.random.default_rng(HIDDEN_SEED)\n",
-                "rng = np.random.default_rng(CONTRACT_SEED, 1)\n"):
+    for bad in (
+        "import numpy as np\nrng = np.random.default_rng(3141)\n",
+        "from numpy.random import default_rng\n",
+        "import random\n",
+        "x = make_moons(random_state=2718)\n",
+        "x = make_moons(random_state=HIDDEN_SEED)\n",
+        "np.random.seed(5)\n",
+        "x = np.random.normal(size=3)\n",
+        "rng = np.random.default_rng(HIDDEN_SEED)\n",
+        "rng = np.random.default_rng(CONTRACT_SEED, 1)\n",
+    ):
         assert _randomness_outside_the_secret(bad), bad
-    for good in ("rng = hidden_secret.generator(PROBE_STREAM)\n",
-                 "split = train_test_split(X, y, random_state=CONTRACT_SEED)\n",
-                 "weights = build(np.random.default_rng(CONTRACT_SEED))\n",
-                 "x = make_moons(random_state=secret.random_state(HIDDEN_STREAM))\n"):
+    for good in (
+        "rng = hidden_secret.generator(PROBE_STREAM)\n",
+        "split = train_test_split(X, y, random_state=CONTRACT_SEED)\n",
+        "weights = build(np.random.default_rng(CONTRACT_SEED))\n",
+        "x = make_moons(random_state=secret.random_state(HIDDEN_STREAM))\n",
+    ):
         assert not _randomness_outside_the_secret(good), good
 
 
 # ── the assignment fingerprint: cache key and Dask check ──────────────────────────────────────
 
-def test_a_rotated_secret_changes_the_assignment_fingerprint_not_the_code_fingerprint(assignment07,
-                                                                                     no_deployment_secret):
+
+def test_a_rotated_secret_changes_the_assignment_fingerprint_not_the_code_fingerprint(
+    assignment07, no_deployment_secret
+):
     with hidden_secret.using(ONE):
         one = assignment07.fingerprint()
     with hidden_secret.using(TWO):
@@ -345,7 +382,7 @@ def test_a_rotated_secret_changes_the_assignment_fingerprint_not_the_code_finger
 
 # ── calibration never reads it ────────────────────────────────────────────────────────────────
 
-CALIB_RUBRIC = '''assignment = "cal-01"
+CALIB_RUBRIC = """assignment = "cal-01"
 [[checks]]
 id = "c"
 title = "c"
@@ -356,8 +393,8 @@ points = 1
   op = "<="
   tolerance = "c.v_max"
   points = 1
-'''
-CALIB_GRADING = '''from autograder import hidden_secret
+"""
+CALIB_GRADING = """from autograder import hidden_secret
 SEEN = []
 def probe_cases():
     SEEN.append(("cases", hidden_secret.fingerprint()))
@@ -367,11 +404,10 @@ def measure(ctx):
 def calibration_samples(ctx):
     SEEN.append(("hook", hidden_secret.fingerprint()))
     return [{"s": {"v": hidden_secret.generator("cal-01/v").random()}}]
-'''
+"""
 
 
-def test_calibration_runs_on_fresh_secrets_and_never_reads_the_deployments(tmp_path, monkeypatch,
-                                                                           no_deployment_secret):
+def test_calibration_runs_on_fresh_secrets_and_never_reads_the_deployments(tmp_path, monkeypatch, no_deployment_secret):
     """A small fake of the pipeline (the real one runs in the slow calibrate tests) that records
     which secret is current while the reference runs; the deployment's secret file does not exist."""
     from autograder import pipeline
@@ -383,8 +419,10 @@ def test_calibration_runs_on_fresh_secrets_and_never_reads_the_deployments(tmp_p
     (folder / "rubric.toml").write_text(CALIB_RUBRIC)
     (folder / "grading" / "__init__.py").write_text(CALIB_GRADING)
     (tmp_path / "reference" / "cal-01").mkdir(parents=True)
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]),
-                   tmp_path / "reference" / "cal-01" / "solution.ipynb")
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]),
+        tmp_path / "reference" / "cal-01" / "solution.ipynb",
+    )
     a = load_assignment("cal-01", tmp_path)
 
     def fake_execute_and_measure(notebook, assignment, out, workspace, **_kw):
@@ -402,10 +440,11 @@ def test_calibration_runs_on_fresh_secrets_and_never_reads_the_deployments(tmp_p
     assert prov["assignment_fingerprint"] == a.code_fingerprint()
     assert not no_deployment_secret.exists()
     with pytest.raises(AssignmentError):
-        hidden_secret.current()     # nothing was left current
+        hidden_secret.current()  # nothing was left current
 
 
 # ── the repository never holds it; the Gradescope zip does ────────────────────────────────────
+
 
 def _git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
@@ -415,7 +454,7 @@ def test_the_repository_ignores_the_secret_and_holds_none(monkeypatch):
     if shutil.which("git") is None or _git("rev-parse", "--git-dir").returncode != 0:
         pytest.skip("not a git checkout")
     monkeypatch.delenv(SECRET_ENV, raising=False)
-    secret = hidden_secret.deployment(ROOT)        # this checkout's (created here if missing)
+    secret = hidden_secret.deployment(ROOT)  # this checkout's (created here if missing)
     path = hidden_secret.secret_path(ROOT)
     assert _git("check-ignore", "-q", str(path)).returncode == 0, f"{path.name} is not git-ignored"
     assert path.name not in _git("ls-files").stdout.split("\n")
@@ -440,9 +479,10 @@ def test_the_gradescope_zip_carries_the_secret_the_checkout_grades_with(tmp_path
         others = [n for n in zf.namelist() if n != SECRET_FILE and TWO.key.hex().encode() in zf.read(n)]
     assert manifest["hidden_secret"] == TWO.fingerprint() == report.secret_fingerprint
     assert not others, f"the secret is also in {others}"
-    assert build_zip("07-quantization", tmp_path / "b.zip", root=ROOT).zip_path.read_bytes() == \
-        report.zip_path.read_bytes(), "the same tree and secret build the same bytes"
+    assert (
+        build_zip("07-quantization", tmp_path / "b.zip", root=ROOT).zip_path.read_bytes()
+        == report.zip_path.read_bytes()
+    ), "the same tree and secret build the same bytes"
     named.write_text(ONE.text() + "\n")
     rotated = build_zip("07-quantization", tmp_path / "c.zip", root=ROOT)
     assert rotated.secret_fingerprint == ONE.fingerprint(), "a rotated secret goes into the next zip"
-

@@ -65,8 +65,9 @@ def test_probe_groups_named_in_paths_are_probe_groups_of_that_function(assignmen
     for where, path in rubric_paths(assignment.rubric()):
         segments = path.split(".")
         if segments[0] == "functions" and len(segments) > 3 and segments[2] == "groups":
-            assert segments[3] in groups.get(segments[1], set()), \
+            assert segments[3] in groups.get(segments[1], set()), (
                 f"{where}: {path}: {segments[3]} is not a probe group of {segments[1]}"
+            )
 
 
 def test_the_core_sections_are_closed_so_a_misspelt_path_is_caught():

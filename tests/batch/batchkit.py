@@ -130,9 +130,14 @@ def make_assignment_tree(root: Path) -> Path:
 
 def notebook_json(**fake: Any) -> str:
     """A minimal nbformat-4 notebook whose metadata tells the fake stages what to pretend."""
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"fake": fake},
-          "cells": [{"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None,
-                     "id": "c1"}]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"fake": fake},
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None, "id": "c1"}
+        ],
+    }
     return json.dumps(nb, indent=1, sort_keys=True)
 
 
@@ -148,8 +153,9 @@ GOOD = dict(agree=1.0, dyn=(0.27, 0.04), qdq=(0.30, 0.05))
 def fake_stages(log: Path):
     """A stand-in for ``pipeline.execute_and_measure`` driven by the notebook's metadata."""
 
-    def execute_and_measure(notebook, assignment, out_dir, workspace, *, unsafe_no_sandbox=False,
-                            slot=0, on_stage=None, timings=None):
+    def execute_and_measure(
+        notebook, assignment, out_dir, workspace, *, unsafe_no_sandbox=False, slot=0, on_stage=None, timings=None
+    ):
         from autograder.errors import SandboxUnavailableError
         from autograder.safe_files import write_json_atomic
 
@@ -179,26 +185,36 @@ def fake_stages(log: Path):
                 marker.write_text("1")
                 status = "timeout"
         first_error = fake.get("first_error")
-        execution = {"status": status, "reason": fake.get("reason"), "cells_total": 1, "cells_run": 1,
-                     # the cell that hung or died counts as errored, as a raising one does
-                     "cells_errored": 1 if first_error or status != "completed" else 0,
-                     "cells": [], "first_error": first_error,
-                     "probe": "completed" if status == "completed" else "not_run",
-                     "duration_s": float(fake.get("duration", 1.0)), "output_truncated": False,
-                     "isolation": {"mode": "bwrap", "layers": ["fake"], "warnings": []}}
+        execution = {
+            "status": status,
+            "reason": fake.get("reason"),
+            "cells_total": 1,
+            "cells_run": 1,
+            # the cell that hung or died counts as errored, as a raising one does
+            "cells_errored": 1 if first_error or status != "completed" else 0,
+            "cells": [],
+            "first_error": first_error,
+            "probe": "completed" if status == "completed" else "not_run",
+            "duration_s": float(fake.get("duration", 1.0)),
+            "output_truncated": False,
+            "isolation": {"mode": "bwrap", "layers": ["fake"], "warnings": []},
+        }
         write_json_atomic(Path(out_dir) / "execution.json", execution)
         from autograder.environment import environment_versions
 
         measurements: dict[str, Any] = {
-            "schema": 1, "environment": environment_versions(),
+            "schema": 1,
+            "environment": environment_versions(),
             "assignment": {"id": assignment.id, "version": assignment.version, "fingerprint": "fake"},
             "execution": {**{k: v for k, v in execution.items() if k != "cells"}, "completed": status == "completed"},
         }
         if status == "completed":
             dyn, qdq = fake.get("dyn", GOOD["dyn"]), fake.get("qdq", GOOD["qdq"])
             measurements["functions"] = {"quantize": {"agree_share": fake.get("agree", 1.0)}}
-            measurements["models"] = {"int8_dynamic": {"size_ratio": dyn[0], "max_abs_dp": dyn[1]},
-                                      "int8_qdq": {"size_ratio": qdq[0], "max_abs_dp": qdq[1]}}
+            measurements["models"] = {
+                "int8_dynamic": {"size_ratio": dyn[0], "max_abs_dp": dyn[1]},
+                "int8_qdq": {"size_ratio": qdq[0], "max_abs_dp": qdq[1]},
+            }
         else:
             reason = fake.get("reason") or status
             measurements["functions"] = {"error": reason}
@@ -220,8 +236,13 @@ def read_gradebook(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def make_export_zip(path: Path, folders: dict[str, dict[str, str | bytes]], metadata: str | None,
-                    extra: list[tuple[zipfile.ZipInfo | str, bytes]] = (), top: str = "assignment_1_export") -> Path:
+def make_export_zip(
+    path: Path,
+    folders: dict[str, dict[str, str | bytes]],
+    metadata: str | None,
+    extra: list[tuple[zipfile.ZipInfo | str, bytes]] = (),
+    top: str = "assignment_1_export",
+) -> Path:
     """A Gradescope-style export: ``top/submission_metadata.yml`` + ``top/submission_<id>/<files>``."""
     with zipfile.ZipFile(path, "w") as zf:
         if metadata is not None:

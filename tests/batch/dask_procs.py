@@ -38,19 +38,48 @@ class DaskProcs:
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, **(env or {})}
         self.procs: list[subprocess.Popen] = []
-        self.known: set[int] = set()      # every pid seen under our processes (nanny children, kernels)
+        self.known: set[int] = set()  # every pid seen under our processes (nanny children, kernels)
         self.logs: list[Path] = []
         file = self.tmp / "scheduler.json"
-        self._spawn("scheduler", [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(file),
-                                  "--idle-timeout", "900"],
-                    {**self.env, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(allowed_failures)})
+        self._spawn(
+            "scheduler",
+            [
+                str(DASK),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--dashboard-address",
+                "127.0.0.1:0",
+                "--scheduler-file",
+                str(file),
+                "--idle-timeout",
+                "900",
+            ],
+            {**self.env, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(allowed_failures)},
+        )
         self.address = self._wait_for_file(file)
 
     def add_worker(self, name: str, *, preload: Path | None = None, env: dict[str, str] | None = None) -> None:
-        argv = [str(DASK), "worker", self.address, "--nthreads", "1", "--nworkers", "1", "--host", "127.0.0.1",
-                "--no-dashboard", "--name", name, "--local-directory", str(self.tmp / f"worker-{name}"),
-                "--death-timeout", "60"]
+        argv = [
+            str(DASK),
+            "worker",
+            self.address,
+            "--nthreads",
+            "1",
+            "--nworkers",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--no-dashboard",
+            "--name",
+            name,
+            "--local-directory",
+            str(self.tmp / f"worker-{name}"),
+            "--death-timeout",
+            "60",
+        ]
         if preload is not None:
             argv += ["--preload", str(preload)]
         self._spawn(f"worker-{name}", argv, {**self.env, **(env or {})})
@@ -112,8 +141,9 @@ class DaskProcs:
         log = self.tmp / f"{name}.log"
         self.logs.append(log)
         with open(log, "ab") as f:
-            proc = subprocess.Popen(argv, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                argv, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         self.procs.append(proc)
         self.known.add(proc.pid)
 

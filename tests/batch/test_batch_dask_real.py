@@ -45,9 +45,24 @@ for _ in range(5):
 
 
 def notebook(*sources: str) -> str:
-    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                       "cells": [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [],
-                                  "execution_count": None, "id": f"c{i}"} for i, s in enumerate(sources)]})
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {},
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "source": s,
+                    "outputs": [],
+                    "execution_count": None,
+                    "id": f"c{i}",
+                }
+                for i, s in enumerate(sources)
+            ],
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +108,32 @@ def test_real_class_on_dask_equals_the_local_pool(tmp_path, cluster, assignment)
     assert comparable(tmp_path / "dask") == comparable(tmp_path / "local"), "row for row, score for score"
     book = {r["name"]: r for r in read_gradebook(tmp_path / "dask")}
     assert [(n, book[n]["status"]) for n in sorted(book)] == [
-        ("error_in_last_cell", "ok"), ("garbage", "unreadable"), ("hostile_kill_kernel", "kernel_died"),
-        ("hostile_snoop", "ok"), ("reference", "ok"), ("reference_copy", "ok"), ("untouched", "ok")]
+        ("error_in_last_cell", "ok"),
+        ("garbage", "unreadable"),
+        ("hostile_kill_kernel", "kernel_died"),
+        ("hostile_snoop", "ok"),
+        ("reference", "ok"),
+        ("reference_copy", "ok"),
+        ("untouched", "ok"),
+    ]
     assert book["reference"]["score"] == book["reference_copy"]["score"] == "100"
     assert (book["reference_copy"]["cached"], dask.cache_hits, local.cache_hits) == ("yes", 1, 1)
     killer = json.loads((tmp_path / "dask" / "hostile_kill_kernel" / "submission.json").read_text())
-    assert killer["alone"] is True and killer["first_attempt"]["status"] == "kernel_died", \
+    assert killer["alone"] is True and killer["first_attempt"]["status"] == "kernel_died", (
         "a kernel death beside a neighbour is regraded alone before it is recorded"
+    )
     snoop = (tmp_path / "dask" / "hostile_snoop" / "results.json").read_text()
-    secrets = [line.strip() for line in assignment.tolerances_path.read_text().splitlines()
-               if "=" in line and not line.lstrip().startswith("#")]
+    secrets = [
+        line.strip()
+        for line in assignment.tolerances_path.read_text().splitlines()
+        if "=" in line and not line.lstrip().startswith("#")
+    ]
     assert secrets and not [line for line in secrets if line in snoop], "no line of tolerances.toml came back"
-    workers = {json.loads((tmp_path / "dask" / n / "submission.json").read_text()).get("worker")
-               for n in book if book[n]["cached"] == "no" and n != "garbage"}
+    workers = {
+        json.loads((tmp_path / "dask" / n / "submission.json").read_text()).get("worker")
+        for n in book
+        if book[n]["cached"] == "no" and n != "garbage"
+    }
     assert len(workers) == 2, "both Dask workers graded"
 
 
@@ -114,8 +142,11 @@ def test_real_grade_survives_its_worker_killed_mid_notebook(tmp_path, cluster, a
     src = tmp_path / "src"
     src.mkdir()
     for i in range(3):  # distinct bytes: no cache hit
-        nb = {**reference, "cells": reference["cells"] + [{"cell_type": "markdown", "metadata": {}, "id": f"m{i}",
-                                                           "source": f"copy {i}"}]}
+        nb = {
+            **reference,
+            "cells": reference["cells"]
+            + [{"cell_type": "markdown", "metadata": {}, "id": f"m{i}", "source": f"copy {i}"}],
+        }
         (src / f"victim{i}.ipynb").write_text(json.dumps(nb))
     pids = cluster.wait_for_workers(2)
     killed: list[tuple[str, int]] = []
@@ -139,15 +170,17 @@ def test_real_grade_survives_its_worker_killed_mid_notebook(tmp_path, cluster, a
     thread = threading.Thread(target=kill_the_worker_grading_victim0)
     thread.start()
     try:
-        summary = run_batch(src, tmp_path / "out", assignment=assignment, scheduler=cluster.address,
-                            progress=False, use_cache=False)
+        summary = run_batch(
+            src, tmp_path / "out", assignment=assignment, scheduler=cluster.address, progress=False, use_cache=False
+        )
     finally:
         thread.join()
     assert killed, "the worker grading victim0 was killed mid-grade"
     cluster.known.update(cluster.wait_for_workers(2).values())
     book = read_gradebook(tmp_path / "out")
-    assert [(r["name"], r["status"], r["score"]) for r in book] == [
-        (f"victim{i}", "ok", "100") for i in range(3)], "nothing lost, nothing duplicated"
+    assert [(r["name"], r["status"], r["score"]) for r in book] == [(f"victim{i}", "ok", "100") for i in range(3)], (
+        "nothing lost, nothing duplicated"
+    )
     record = json.loads((tmp_path / "out" / "victim0" / "submission.json").read_text())
     assert not record["worker"].endswith(f":{killed[0][1]}"), "regraded by another worker process"
     assert summary.executed == 3

@@ -45,14 +45,17 @@ def test_losing_every_worker_is_said_and_ends_as_worker_lost(tmp_path, monkeypat
     assignment = load_assignment(ASSIGNMENT_ID, project)
     log = tmp_path / "executions.log"
     log.touch()
-    procs = DaskProcs(tmp_path / "cluster", env={"AUTOGRADER_ROOT": str(project),
-                                                 "AUTOGRADER_FAKE_STAGES_LOG": str(log)}, allowed_failures=3)
+    procs = DaskProcs(
+        tmp_path / "cluster",
+        env={"AUTOGRADER_ROOT": str(project), "AUTOGRADER_FAKE_STAGES_LOG": str(log)},
+        allowed_failures=3,
+    )
     try:
         procs.add_worker("0", preload=FAKE_PRELOAD)
         procs.wait_for_workers(1)
         worker = procs.procs[-1]
         src = tmp_path / "src"
-        write_notebook(src / "a_stuck.ipynb", **GOOD, sleep=300, tag="stuck")    # first in line
+        write_notebook(src / "a_stuck.ipynb", **GOOD, sleep=300, tag="stuck")  # first in line
         for name in ("b_later", "c_later"):
             write_notebook(src / f"{name}.ipynb", **GOOD, tag=name)
         killed: list[bool] = []
@@ -73,18 +76,24 @@ def test_losing_every_worker_is_said_and_ends_as_worker_lost(tmp_path, monkeypat
             killer.join()
         assert killed
         assert {r["name"]: r["status"] for r in summary.rows} == {
-            "a_stuck": "worker_lost", "b_later": "worker_lost", "c_later": "worker_lost"}
+            "a_stuck": "worker_lost",
+            "b_later": "worker_lost",
+            "c_later": "worker_lost",
+        }
         assert all("no Dask worker was left" in r["reason"] for r in summary.rows)
         err = capsys.readouterr().err
         assert "left the cluster" in err and "none left" in err, err
         assert err.count("no Dask worker is left: waiting 3 s") == 1, err
 
-        procs.add_worker("1", preload=FAKE_PRELOAD)          # a worker again: the re-run grades them
+        procs.add_worker("1", preload=FAKE_PRELOAD)  # a worker again: the re-run grades them
         procs.wait_for_workers(1)
         write_notebook(src / "a_stuck.ipynb", **GOOD, tag="stuck")
         again = run_batch(src, tmp_path / "out", assignment=assignment, scheduler=procs.address, progress=False)
         assert [(r["name"], r["status"]) for r in again.rows] == [
-            ("a_stuck", "ok"), ("b_later", "ok"), ("c_later", "ok")] and again.skipped == 0
+            ("a_stuck", "ok"),
+            ("b_later", "ok"),
+            ("c_later", "ok"),
+        ] and again.skipped == 0
     finally:
         procs.close()
     assert procs.alive() == []

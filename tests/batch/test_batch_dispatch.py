@@ -21,12 +21,16 @@ from autograder.grade_options import GradeOptions
 
 
 def cache_entries(cache: Path) -> dict[str, dict[str, Any]]:
-    return {json.loads((e / "entry.json").read_text())["name"]: json.loads((e / "entry.json").read_text())
-            for e in cache.iterdir() if (e / "entry.json").is_file()}
+    return {
+        json.loads((e / "entry.json").read_text())["name"]: json.loads((e / "entry.json").read_text())
+        for e in cache.iterdir()
+        if (e / "entry.json").is_file()
+    }
 
 
 def test_timeout_with_a_neighbour_is_regraded_alone_before_it_is_recorded_or_cached(
-        tmp_path, fake_assignment, exec_log):
+    tmp_path, fake_assignment, exec_log
+):
     src = tmp_path / "src"
     write_notebook(src / "slowpoke.ipynb", **GOOD, timeout_once=True, sleep=0.3)
     write_notebook(src / "hang.ipynb", status="timeout", reason="stopped after 10 s", sleep=0.3)
@@ -60,10 +64,11 @@ class InlineEngine:
     """A third engine in a few lines: grades each job at once, in this process; it can also pretend
     that the worker of a named job died (``lose``: name → (how many times, final?))."""
 
-    def __init__(self, assignment, lose: dict[str, tuple[int, bool]] | None = None,
-                 machines: tuple[str, ...] = ("here",)) -> None:
+    def __init__(
+        self, assignment, lose: dict[str, tuple[int, bool]] | None = None, machines: tuple[str, ...] = ("here",)
+    ) -> None:
         self.assignment, self.lose, self.machines = assignment, dict(lose or {}), list(machines)
-        self.hosts_asked: list[tuple[str, str | None, int]] = []   # (job, host, jobs in flight)
+        self.hosts_asked: list[tuple[str, str | None, int]] = []  # (job, host, jobs in flight)
         self.ready: list[tuple[int, Reply | BaseException]] = []
         self.submitted: list[str] = []
         self.closed = self.stopped = False
@@ -142,14 +147,24 @@ def test_grade_job_refuses_a_client_with_other_versions(tmp_path, fake_assignmen
     nb = write_notebook(tmp_path / "a.ipynb", **GOOD)
     from autograder.environment import environment_versions
 
-    job = Job(name="a", notebook=nb.read_bytes(), assignment=fake_assignment.id,
-              fingerprint=fake_assignment.fingerprint(), versions={**environment_versions(), "onnxruntime": "0.9"})
+    job = Job(
+        name="a",
+        notebook=nb.read_bytes(),
+        assignment=fake_assignment.id,
+        fingerprint=fake_assignment.fingerprint(),
+        versions={**environment_versions(), "onnxruntime": "0.9"},
+    )
     reply = grade_job(job, fake_assignment)
     assert reply.fatal_kind == "mismatch" and reply.files == {}
     assert f"onnxruntime {environment_versions()['onnxruntime']} here, 0.9 on the client" in reply.fatal
     assert executions(exec_log) == [], "nothing was executed"
-    other = Job(name="a", notebook=nb.read_bytes(), assignment=fake_assignment.id, fingerprint="0" * 16,
-                versions=dict(environment_versions()))
+    other = Job(
+        name="a",
+        notebook=nb.read_bytes(),
+        assignment=fake_assignment.id,
+        fingerprint="0" * 16,
+        versions=dict(environment_versions()),
+    )
     assert "fingerprint" in grade_job(other, fake_assignment).fatal
 
 

@@ -25,8 +25,11 @@ from autograder.grade_options import GradeOptions
 
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "60"))
 
-paths = st.none() | st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00/"),
-                                     min_size=1, max_size=12), min_size=1, max_size=4).map(lambda p: Path("/", *p))
+paths = st.none() | st.lists(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00/"), min_size=1, max_size=12),
+    min_size=1,
+    max_size=4,
+).map(lambda p: Path("/", *p))
 options = st.builds(GradeOptions, tolerances=paths, rubric=paths, unsafe_no_sandbox=st.booleans())
 
 
@@ -38,19 +41,25 @@ def test_options_pickle_and_survive_batch_json(o):
     assert set(o.to_json()) == {f.name for f in dataclasses.fields(GradeOptions)}, "every option is recorded"
     task = Task(name="a", notebook="/x/a.ipynb", problem=None, sha256="0", key="k", out_dir="/x/out/a", options=o)
     record = json.loads(json.dumps(task_to_json(task)))
-    assert "options" not in record and record["unsafe_no_sandbox"] is o.unsafe_no_sandbox, \
+    assert "options" not in record and record["unsafe_no_sandbox"] is o.unsafe_no_sandbox, (
         "batch.json keeps a task's options flat, as before they were one value"
+    )
     assert task_from_json(record) == task
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.unsafe_no_sandbox = not o.unsafe_no_sandbox  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("record, expected", [
-    ({"tolerances": "/o/t.toml", "rubric": None, "unsafe_no_sandbox": True},
-     GradeOptions(tolerances=Path("/o/t.toml"), unsafe_no_sandbox=True)),
-    ({"tolerances": "", "rubric": "/o/r.toml"}, GradeOptions(rubric=Path("/o/r.toml"))),   # empty: none
-    ({}, GradeOptions()),                                                                  # a minimal record
-])
+@pytest.mark.parametrize(
+    "record, expected",
+    [
+        (
+            {"tolerances": "/o/t.toml", "rubric": None, "unsafe_no_sandbox": True},
+            GradeOptions(tolerances=Path("/o/t.toml"), unsafe_no_sandbox=True),
+        ),
+        ({"tolerances": "", "rubric": "/o/r.toml"}, GradeOptions(rubric=Path("/o/r.toml"))),  # empty: none
+        ({}, GradeOptions()),  # a minimal record
+    ],
+)
 def test_a_stored_task_record_gives_its_options(record, expected):
     base = {"name": "a", "notebook": None, "problem": "none", "sha256": "0", "key": "none", "out_dir": "/o/a"}
     assert task_from_json({**base, **record}).options == expected
@@ -61,8 +70,15 @@ def test_a_job_carries_the_options_and_the_files_bytes_but_no_client_path(tmp_pa
     tolerances, rubric = tmp_path / "client" / "t.toml", tmp_path / "client" / "r.toml"
     tolerances.write_text("[functions]\nagree_share_min = 0.5\n")
     rubric.write_text("# another rubric\n")
-    task = Task(name="a", notebook=str(notebook), problem=None, sha256="0", key="k", out_dir=str(tmp_path / "out"),
-                options=GradeOptions(tolerances=tolerances, rubric=rubric, unsafe_no_sandbox=True))
+    task = Task(
+        name="a",
+        notebook=str(notebook),
+        problem=None,
+        sha256="0",
+        key="k",
+        out_dir=str(tmp_path / "out"),
+        options=GradeOptions(tolerances=tolerances, rubric=rubric, unsafe_no_sandbox=True),
+    )
     job = make_job(task, "fake-07", "f" * 16)
     assert job.options == GradeOptions(unsafe_no_sandbox=True)
     assert (job.tolerances, job.rubric) == (tolerances.read_bytes(), rubric.read_bytes())
@@ -70,8 +86,9 @@ def test_a_job_carries_the_options_and_the_files_bytes_but_no_client_path(tmp_pa
 
 
 @pytest.mark.parametrize("unsafe, override", [(True, True), (False, False)])
-def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(tmp_path, fake_assignment, monkeypatch,
-                                                                   unsafe, override):
+def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(
+    tmp_path, fake_assignment, monkeypatch, unsafe, override
+):
     """Through the local pool (forked workers, pickled jobs): the jail's flag reaches
     execute_and_measure and the override reaches the judge, for every submission."""
     import autograder.pipeline
@@ -100,4 +117,6 @@ def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(tmp_path, fak
         changed = (grade["tolerances"]["override"] or {}).get("changed")
         assert changed == ({"functions.agree_share_min": {"calibrated": 1.0, "value": 0.5}} if override else None)
     stored = json.loads((out / "batch.json").read_text())["submissions"]
-    assert {(s["tolerances"], s["unsafe_no_sandbox"]) for s in stored} == {(str(file.resolve()) if override else None, unsafe)}
+    assert {(s["tolerances"], s["unsafe_no_sandbox"]) for s in stored} == {
+        (str(file.resolve()) if override else None, unsafe)
+    }

@@ -19,17 +19,27 @@ from autograder.notebook_choice import choose_notebook
 
 PREFERRED = "hw.ipynb"
 NB = '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}'
-LINK = object()          # a symbolic link to a notebook file outside the folder
+LINK = object()  # a symbolic link to a notebook file outside the folder
 
 # files of one submission folder -> (the chosen path or None, a fragment of the message)
 SHAPES = {
     "one notebook": ({"work.ipynb": NB}, "work.ipynb", ""),
     "the assignment's name": ({PREFERRED: NB}, PREFERRED, ""),
-    "assignment's name and a second notebook": ({PREFERRED: NB, "my_work.ipynb": NB}, PREFERRED,
-                                                "Your submission has 2 notebooks; graded hw.ipynb, ignored my_work.ipynb."),
-    "assignment's name in a subfolder": ({"sub/hw.ipynb": NB, "scratch.ipynb": NB}, "sub/hw.ipynb", "ignored scratch.ipynb"),
-    "two notebooks, neither named": ({"a.ipynb": NB, "b.ipynb": NB}, None,
-                                     "2 notebooks (a.ipynb, b.ipynb), and the grader cannot tell which one"),
+    "assignment's name and a second notebook": (
+        {PREFERRED: NB, "my_work.ipynb": NB},
+        PREFERRED,
+        "Your submission has 2 notebooks; graded hw.ipynb, ignored my_work.ipynb.",
+    ),
+    "assignment's name in a subfolder": (
+        {"sub/hw.ipynb": NB, "scratch.ipynb": NB},
+        "sub/hw.ipynb",
+        "ignored scratch.ipynb",
+    ),
+    "two notebooks, neither named": (
+        {"a.ipynb": NB, "b.ipynb": NB},
+        None,
+        "2 notebooks (a.ipynb, b.ipynb), and the grader cannot tell which one",
+    ),
     "the assignment's name twice": ({PREFERRED: NB, "sub/hw.ipynb": NB}, None, "2 notebooks (hw.ipynb, sub/hw.ipynb)"),
     "the name in another case": ({"HW.ipynb": NB, "x.ipynb": NB}, None, "name the one to grade hw.ipynb."),
     "an upper-case suffix": ({"WORK.IPYNB": NB}, "WORK.IPYNB", ""),
@@ -90,20 +100,29 @@ def test_every_front_end_picks_the_same_notebook_with_the_same_reason(tmp_path, 
     _folder(tmp_path / "unpacked" / "export" / "submission_1", files, outside)
     (tmp_path / "unpacked" / "export" / "submission_metadata.yml").write_text("submission_1:\n  :submitters: []\n")
     unpacked = _export_choice(tmp_path / "unpacked", tmp_path / "staging-dir")
-    assert (gradescope.chosen, gradescope.message if chosen is None else "") == (rule.chosen, "" if chosen else rule.message)
+    assert (gradescope.chosen, gradescope.message if chosen is None else "") == (
+        rule.chosen,
+        "" if chosen else rule.message,
+    )
     assert zipped == unpacked == (rule.chosen, "" if chosen else rule.message), (zipped, unpacked)
     assert "`" not in rule.message, "plain text: each front end escapes it for its output"
 
 
 def test_an_export_with_a_second_notebook_stages_the_assignments_one_and_says_so(tmp_path):
-    archive = _zip(tmp_path / "export.zip", {PREFERRED: NB.replace("[]}", '[{"cell_type": "markdown", "source": "the one", '
-                                                                          '"metadata": {}}]}'),
-                                             "my_work.ipynb": NB})
+    archive = _zip(
+        tmp_path / "export.zip",
+        {
+            PREFERRED: NB.replace("[]}", '[{"cell_type": "markdown", "source": "the one", "metadata": {}}]}'),
+            "my_work.ipynb": NB,
+        },
+    )
     found = discover(archive, tmp_path / "staging", PREFERRED)
     (sub,) = found.submissions
     assert sub.problem is None and "the one" in sub.notebook.read_text()
-    assert any(w == "submission_1: Your submission has 2 notebooks; graded hw.ipynb, ignored my_work.ipynb."
-               for w in found.warnings), found.warnings
+    assert any(
+        w == "submission_1: Your submission has 2 notebooks; graded hw.ipynb, ignored my_work.ipynb."
+        for w in found.warnings
+    ), found.warnings
 
 
 def test_a_folder_of_plain_notebooks_is_still_one_submission_each(tmp_path):

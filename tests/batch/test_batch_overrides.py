@@ -17,7 +17,7 @@ from autograder.tolerances import file_sha256, merge_tolerances
 @pytest.fixture
 def graded(tmp_path, fake_assignment, exec_log):
     src = tmp_path / "src"
-    write_notebook(src / "alice.ipynb", **GOOD)                                     # static size 0.30
+    write_notebook(src / "alice.ipynb", **GOOD)  # static size 0.30
     write_notebook(src / "bob.ipynb", agree=0.5, dyn=(0.25, 0.02), qdq=(0.26, 0.02))
     write_notebook(src / "carol.ipynb", **{**GOOD, "qdq": (0.33, 0.05)})
     out = tmp_path / "out"
@@ -32,17 +32,23 @@ def diff_rows(out):
 
 def test_a_partial_override_changes_only_its_keys_and_is_recorded_everywhere(tmp_path, graded):
     override = tmp_path / "size-only.toml"
-    override.write_text("[size]\nratio_max = 0.28\n")             # drift and functions keep their values
+    override.write_text("[size]\nratio_max = 0.28\n")  # drift and functions keep their values
     summary = rescore(graded, options=GradeOptions(tolerances=override))
 
     changed = {"size.ratio_max": {"calibrated": 0.35, "value": 0.28}}
     grade = json.loads((graded / "alice" / "grade.json").read_text())
-    assert grade["tolerances"]["override"] == {"path": str(override), "sha256": file_sha256(override),
-                                               "changed": changed}
-    assert grade["tolerances"]["values"] == {"functions.agree_share_min": 1.0, "size.ratio_max": 0.28,
-                                             "drift.max_abs_dp_max": 0.10}
+    assert grade["tolerances"]["override"] == {
+        "path": str(override),
+        "sha256": file_sha256(override),
+        "changed": changed,
+    }
+    assert grade["tolerances"]["values"] == {
+        "functions.agree_share_min": 1.0,
+        "size.ratio_max": 0.28,
+        "drift.max_abs_dp_max": 0.10,
+    }
     results = json.loads((graded / "alice" / "results.json").read_text())
-    shown = results["extra_data"]["tolerances"]   # the student's copy: file names, not the grader's paths
+    shown = results["extra_data"]["tolerances"]  # the student's copy: file names, not the grader's paths
     assert shown["values"] == grade["tolerances"]["values"]
     assert shown["override"] == {**grade["tolerances"]["override"], "path": override.name}
     assert shown["calibrated"]["path"] == "tolerances.toml" and str(graded.parent) not in json.dumps(results)
@@ -60,28 +66,36 @@ def test_rescore_writes_the_scores_that_changed_with_the_checks_that_moved(tmp_p
     rescore(graded, options=GradeOptions(tolerances=override))
     rows = diff_rows(graded)
     assert [(r["name"], r["old_score"], r["new_score"], r["change"]) for r in rows] == [
-        ("alice", "35", "20", "-15"), ("carol", "35", "20", "-15")]
+        ("alice", "35", "20", "-15"),
+        ("carol", "35", "20", "-15"),
+    ]
     assert rows[0]["checks_moved"] == "size 10 → 5; drift 10 → 0"
-    rescore(graded)                                                  # the override is kept: nothing changes
+    rescore(graded)  # the override is kept: nothing changes
     assert diff_rows(graded) == [] and (graded / "rescore-diff.csv").read_text().startswith("name,")
-    rescore(graded, calibrated=True)                                 # back: the same changes, reversed
+    rescore(graded, calibrated=True)  # back: the same changes, reversed
     assert [(r["name"], r["change"]) for r in diff_rows(graded)] == [("alice", "15"), ("carol", "15")]
 
 
-@pytest.mark.parametrize("steps", [
-    # (tolerances given, calibrated) per rescore → the override expected to judge afterwards
-    [("strict", False), (None, False), (None, False)],
-    [("strict", False), ("loose", False), (None, False)],
-    [("strict", False), (None, True), (None, False)],
-    [(None, False), ("loose", False), (None, False), (None, True)],
-], ids=["kept-twice", "replaced-then-kept", "calibrated-then-kept", "given-late-then-back"])
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # (tolerances given, calibrated) per rescore → the override expected to judge afterwards
+        [("strict", False), (None, False), (None, False)],
+        [("strict", False), ("loose", False), (None, False)],
+        [("strict", False), (None, True), (None, False)],
+        [(None, False), ("loose", False), (None, False), (None, True)],
+    ],
+    ids=["kept-twice", "replaced-then-kept", "calibrated-then-kept", "given-late-then-back"],
+)
 def test_a_plain_rescore_keeps_the_last_override_until_told_to_go_back(tmp_path, graded, steps):
     files = {"strict": tmp_path / "strict.toml", "loose": tmp_path / "loose.toml"}
     files["strict"].write_text("[size]\nratio_max = 0.28\n")
     files["loose"].write_text("[size]\nratio_max = 0.40\n")
     expected = None
     for given, calibrated in steps:
-        summary = rescore(graded, options=GradeOptions(tolerances=files[given] if given else None), calibrated=calibrated)
+        summary = rescore(
+            graded, options=GradeOptions(tolerances=files[given] if given else None), calibrated=calibrated
+        )
         expected = files[given] if given else None if calibrated else expected
         how = "given" if given else "calibrated" if expected is None else "kept"
         batch = json.loads((graded / "batch.json").read_text())
@@ -105,8 +119,10 @@ def test_a_kept_override_that_is_gone_is_an_error_not_a_silent_return(tmp_path, 
     rescore(graded, options=GradeOptions(tolerances=strict))
     strict.unlink()
     before = (graded / "gradebook.csv").read_bytes()
-    for again in (lambda: rescore(graded), lambda: run_batch(tmp_path / "src", graded, assignment=fake_assignment,
-                                                             jobs=1, progress=False)):
+    for again in (
+        lambda: rescore(graded),
+        lambda: run_batch(tmp_path / "src", graded, assignment=fake_assignment, jobs=1, progress=False),
+    ):
         with pytest.raises(GradingFilesError, match=r"strict.toml.*is gone.*--tolerances.*--calibrated"):
             again()
     assert (graded / "gradebook.csv").read_bytes() == before
@@ -116,7 +132,7 @@ def test_a_kept_override_that_is_gone_is_an_error_not_a_silent_return(tmp_path, 
 
 
 def test_rescore_of_an_unfinished_batch_refuses_unless_partial(tmp_path, graded):
-    for name in ("bob", "carol"):                                    # as if the batch was stopped before them
+    for name in ("bob", "carol"):  # as if the batch was stopped before them
         (graded / name / "submission.json").unlink()
     before = (graded / "gradebook.csv").read_bytes()
     with pytest.raises(PartialBatchError, match=r"2 of 3 submissions .* are not graded yet.*--partial"):
@@ -128,8 +144,9 @@ def test_rescore_of_an_unfinished_batch_refuses_unless_partial(tmp_path, graded)
     assert statuses == {"alice": "ok", "bob": "not_graded", "carol": "not_graded"}
 
 
-def test_version_drift_is_a_warning_everywhere_and_never_changes_a_score(tmp_path, fake_root, fake_assignment,
-                                                                          exec_log):
+def test_version_drift_is_a_warning_everywhere_and_never_changes_a_score(
+    tmp_path, fake_root, fake_assignment, exec_log
+):
     from autograder.environment import environment_versions
 
     src = tmp_path / "src"
@@ -137,8 +154,10 @@ def test_version_drift_is_a_warning_everywhere_and_never_changes_a_score(tmp_pat
     plain = run_batch(src, tmp_path / "plain", assignment=fake_assignment, jobs=1, progress=False)
     assert plain.version_drift == []
     tolerances = fake_assignment.tolerances_path
-    tolerances.write_text('[provenance]\nversions = {onnxruntime = "0.0.1", numpy = "%s"}\n' % environment_versions()["numpy"]
-                          + tolerances.read_text())
+    tolerances.write_text(
+        '[provenance]\nversions = {onnxruntime = "0.0.1", numpy = "%s"}\n' % environment_versions()["numpy"]
+        + tolerances.read_text()
+    )
     drifted = run_batch(src, tmp_path / "drift", assignment=fake_assignment, jobs=1, progress=False)
     assert len(drifted.version_drift) == 1 and "onnxruntime" in drifted.version_drift[0]
     assert "0.0.1" in drifted.version_drift[0] and "numpy" not in drifted.version_drift[0]
@@ -150,14 +169,22 @@ def test_version_drift_is_a_warning_everywhere_and_never_changes_a_score(tmp_pat
 
 
 def test_merge_refuses_unknown_keys_and_keeps_the_calibration_fields():
-    calibrated = {"provenance": {"versions": {}}, "size": {"a_max": {"value": 0.3, "worst": 0.2, "rule": "r"},
-                                                           "b_max": 0.4}}
+    calibrated = {
+        "provenance": {"versions": {}},
+        "size": {"a_max": {"value": 0.3, "worst": 0.2, "rule": "r"}, "b_max": 0.4},
+    }
     merged = merge_tolerances(calibrated, {"size": {"a_max": 0.5}, "provenance": {"ignored": 1}}, source="o.toml")
-    assert merged["size"]["a_max"] == {"value": 0.5, "worst": 0.2, "rule": "r", "calibrated_value": 0.3,
-                                       "overridden": True}
+    assert merged["size"]["a_max"] == {
+        "value": 0.5,
+        "worst": 0.2,
+        "rule": "r",
+        "calibrated_value": 0.3,
+        "overridden": True,
+    }
     assert merged["size"]["b_max"] == 0.4 and "ignored" not in merged["provenance"]
     assert calibrated["size"]["a_max"]["value"] == 0.3, "the calibrated dict is not mutated"
     from autograder.errors import AssignmentError
+
     with pytest.raises(AssignmentError, match="'size.c_max' is not a tolerance"):
         merge_tolerances(calibrated, {"size": {"c_max": 1.0}})
 

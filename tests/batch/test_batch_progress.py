@@ -46,10 +46,10 @@ def test_the_eta_follows_the_pace_and_a_late_submission_is_named_once():
         bar.started("bob.ipynb")
         clock.now += 10
         bar.done({"name": "alice", "status": "ok"})
-        assert bar.expected_s() == progress_mod.MIN_EXPECTED_S       # 2 × 10 s, but at least the floor
-        assert bar.eta() == "0:30"                                   # 3 left at 10 s each
+        assert bar.expected_s() == progress_mod.MIN_EXPECTED_S  # 2 × 10 s, but at least the floor
+        assert bar.eta() == "0:30"  # 3 left at 10 s each
         assert bar.late() == []
-        clock.now += 90                                              # bob runs on: a long timeout
+        clock.now += 90  # bob runs on: a long timeout
         bar.tick()
         assert bar.late() == [("bob.ipynb", 100.0)]
         assert bar.description() == "still running: bob.ipynb 1:40, expected ≤ 0:30"
@@ -86,17 +86,18 @@ def test_a_batch_names_the_submission_past_its_expected_time(tmp_path, fake_assi
     assert err.count("still running: slowpoke for") == 1, err
 
 
-def test_a_resumed_batch_on_a_terminal_counts_from_the_finished_ones(tmp_path, fake_assignment, exec_log,
-                                                                     monkeypatch, capsys):
+def test_a_resumed_batch_on_a_terminal_counts_from_the_finished_ones(
+    tmp_path, fake_assignment, exec_log, monkeypatch, capsys
+):
     src = tmp_path / "src"
     for name in ("a", "b", "c", "d", "e"):
         write_notebook(src / f"{name}.ipynb", **GOOD, tag=name)
     out = tmp_path / "out"
     run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False)
-    for name in ("d", "e"):                       # as if the batch was stopped before them
+    for name in ("d", "e"):  # as if the batch was stopped before them
         (out / name / "submission.json").unlink()
     capsys.readouterr()
-    monkeypatch.setenv("TTY_COMPATIBLE", "1")     # rich draws the bar as on a terminal
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich draws the bar as on a terminal
     monkeypatch.setenv("COLUMNS", "140")
     summary = run_batch(src, out, assignment=fake_assignment, jobs=2, progress=True)
     assert summary.skipped == 3

@@ -17,7 +17,7 @@ STRICT = "[functions]\nagree_share_min = 1.0\n[size]\nratio_max = 0.28\n[drift]\
 @pytest.fixture
 def graded(tmp_path, fake_assignment, exec_log):
     src = tmp_path / "src"
-    write_notebook(src / "alice.ipynb", **GOOD)                                   # qdq size 0.30, drift .04/.05
+    write_notebook(src / "alice.ipynb", **GOOD)  # qdq size 0.30, drift .04/.05
     write_notebook(src / "bob.ipynb", agree=0.5, dyn=(0.25, 0.02), qdq=(0.26, 0.02))
     write_notebook(src / "carol.ipynb", status="kernel_died", reason="the kernel died (out of memory?)")
     write_notebook(src / "dave.ipynb", **{"raise": "bug in the grader"})
@@ -49,16 +49,24 @@ def scores(out):
 def test_rescore_with_stricter_tolerances_changes_scores_without_executing(tmp_path, graded, monkeypatch):
     forbid_execution(monkeypatch)
     before = scores(graded)
-    assert before == {"alice": ("35", "10", "10", "ok"), "bob": ("25", "10", "10", "ok"),
-                      "carol": ("0", "0", "0", "kernel_died"), "dave": ("0", "", "", "grader_error")}
+    assert before == {
+        "alice": ("35", "10", "10", "ok"),
+        "bob": ("25", "10", "10", "ok"),
+        "carol": ("0", "0", "0", "kernel_died"),
+        "dave": ("0", "", "", "grader_error"),
+    }
     measurements = (graded / "alice" / "measurements.json").read_bytes()
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
 
     summary = rescore(graded, options=GradeOptions(tolerances=strict))
 
-    assert scores(graded) == {"alice": ("20", "5", "0", "ok"), "bob": ("25", "10", "10", "ok"),
-                              "carol": ("0", "0", "0", "kernel_died"), "dave": ("0", "", "", "grader_error")}
+    assert scores(graded) == {
+        "alice": ("20", "5", "0", "ok"),
+        "bob": ("25", "10", "10", "ok"),
+        "carol": ("0", "0", "0", "kernel_died"),
+        "dave": ("0", "", "", "grader_error"),
+    }
     assert summary.graded == 3, "dave has no measurements: nothing to re-judge"
     results = json.loads((graded / "alice" / "results.json").read_text())
     assert results["score"] == 20.0
@@ -93,8 +101,12 @@ def test_rescore_with_another_rubric(tmp_path, graded, monkeypatch):
 def test_rescore_refuses_a_broken_tolerances_file_before_touching_anything(tmp_path, graded, monkeypatch):
     forbid_execution(monkeypatch)
     grade = (graded / "alice" / "grade.json").read_bytes()
-    for text, why in [("[size\n", "not valid TOML"), ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
-                      ("[size]\nratio_max = 'small'\n", "not of the kind"), ("size = 0.3\n", "a table of tolerances")]:
+    for text, why in [
+        ("[size\n", "not valid TOML"),
+        ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
+        ("[size]\nratio_max = 'small'\n", "not of the kind"),
+        ("size = 0.3\n", "a table of tolerances"),
+    ]:
         bad = tmp_path / "bad.toml"
         bad.write_text(text)
         with pytest.raises(AssignmentError, match=why):
@@ -111,9 +123,12 @@ def test_rescore_needs_a_batch_folder(tmp_path):
 
 
 def test_rescore_keeps_unreadable_zeros_and_export_metadata(tmp_path, fake_assignment, exec_log, monkeypatch):
-    meta = "submission_1:\n  :submitters:\n  - :name: Ada\n    :sid: '1'\nsubmission_2:\n  :submitters:\n  - :name: Bo\n"
-    src = make_export_zip(tmp_path / "e.zip", {"submission_1": {"x.ipynb": notebook_json(**GOOD)},
-                                               "submission_2": {}}, meta)
+    meta = (
+        "submission_1:\n  :submitters:\n  - :name: Ada\n    :sid: '1'\nsubmission_2:\n  :submitters:\n  - :name: Bo\n"
+    )
+    src = make_export_zip(
+        tmp_path / "e.zip", {"submission_1": {"x.ipynb": notebook_json(**GOOD)}, "submission_2": {}}, meta
+    )
     out = tmp_path / "out"
     run_batch(src, out, assignment=fake_assignment, jobs=1, progress=False)
     strict = tmp_path / "strict.toml"
@@ -122,7 +137,9 @@ def test_rescore_keeps_unreadable_zeros_and_export_metadata(tmp_path, fake_assig
     rescore(out, options=GradeOptions(tolerances=strict))
     book = read_gradebook(out)
     assert [(r["name"], r["submitters"], r["sids"], r["score"], r["status"]) for r in book] == [
-        ("submission_1", "Ada", "1", "20", "ok"), ("submission_2", "Bo", "", "0", "unreadable")]
+        ("submission_1", "Ada", "1", "20", "ok"),
+        ("submission_2", "Bo", "", "0", "unreadable"),
+    ]
     assert "No notebook (.ipynb) found" in book[1]["reason"]
 
 
@@ -130,16 +147,18 @@ def test_a_later_run_judges_new_submissions_with_the_rescored_tolerances(tmp_pat
     strict = tmp_path / "strict.toml"
     strict.write_text(STRICT)
     rescore(graded, options=GradeOptions(tolerances=strict))
-    write_notebook(tmp_path / "src" / "late.ipynb", **GOOD)   # submitted after the rescore
+    write_notebook(tmp_path / "src" / "late.ipynb", **GOOD)  # submitted after the rescore
     run_batch(tmp_path / "src", graded, assignment=fake_assignment, jobs=1, progress=False)
     book = scores(graded)
     assert book["late"] == book["alice"] == ("20", "5", "0", "ok")
 
 
 def test_rescore_recomputes_the_integrity_report_without_executing(tmp_path, fake_assignment, exec_log, monkeypatch):
-    code = ("def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
-            "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
-            "    total = sum(v * v for v in range(k)) + k\n    print(k, total, quantize(total, 0.5, 0))\n")
+    code = (
+        "def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
+        "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
+        "    total = sum(v * v for v in range(k)) + k\n    print(k, total, quantize(total, 0.5, 0))\n"
+    )
     src = tmp_path / "src"
     for name, text in (("ann", code), ("ben", code.replace("total", "acc")), ("cy", "print('hello')\n")):
         path = write_notebook(src / f"{name}.ipynb", **GOOD)
@@ -160,16 +179,28 @@ def test_rescore_recomputes_the_integrity_report_without_executing(tmp_path, fak
 
 # (file, how it is spoiled, the words of the reason): stored files a rescore cannot trust
 SPOILED = [
-    ("measurements.json", lambda m: {**m, "execution": {**m["execution"], "status": "exploded"}},
-     ["alice/measurements.json", "$.execution.status", "unknown status 'exploded'"]),
-    ("measurements.json", lambda m: {k: v for k, v in m.items() if k != "assignment"},
-     ["alice/measurements.json", "$:", "needs assignment"]),
+    (
+        "measurements.json",
+        lambda m: {**m, "execution": {**m["execution"], "status": "exploded"}},
+        ["alice/measurements.json", "$.execution.status", "unknown status 'exploded'"],
+    ),
+    (
+        "measurements.json",
+        lambda m: {k: v for k, v in m.items() if k != "assignment"},
+        ["alice/measurements.json", "$:", "needs assignment"],
+    ),
     ("measurements.json", lambda m: {**m, "models": "fast"}, ["alice/measurements.json", "$.models", "a table"]),
     ("measurements.json", lambda m: [m], ["alice/measurements.json", "must be a table"]),
-    ("execution.json", lambda e: {**e, "cells": [{"index": -1, "status": "ok", "duration_s": 0}]},
-     ["alice/execution.json", "$.cells[0].index", ">= 0"]),
-    ("execution.json", lambda e: {**e, "isolation": {**e["isolation"], "mode": "vm"}},
-     ["alice/execution.json", "$.isolation.mode"]),
+    (
+        "execution.json",
+        lambda e: {**e, "cells": [{"index": -1, "status": "ok", "duration_s": 0}]},
+        ["alice/execution.json", "$.cells[0].index", ">= 0"],
+    ),
+    (
+        "execution.json",
+        lambda e: {**e, "isolation": {**e["isolation"], "mode": "vm"}},
+        ["alice/execution.json", "$.isolation.mode"],
+    ),
     ("execution.json", None, ["alice/execution.json", "not JSON"]),
 ]
 
@@ -183,7 +214,7 @@ def test_rescore_reports_a_submission_whose_stored_files_break_their_schema(grad
     else:
         path.write_text(json.dumps(spoil(json.loads(path.read_text()))))
 
-    summary = rescore(graded)   # the batch goes on: bob and carol are re-judged
+    summary = rescore(graded)  # the batch goes on: bob and carol are re-judged
 
     rows = {r["name"]: r for r in summary.rows}
     assert rows["alice"]["status"] == "grader_error" and rows["alice"]["score"] == 0
@@ -195,13 +226,18 @@ def test_rescore_reports_a_submission_whose_stored_files_break_their_schema(grad
     assert book["alice"]["status"] == "grader_error" and book["bob"]["score"] == "25"
 
 
-@pytest.mark.parametrize("spoil, words", [
-    (lambda b: {**b, "submissions": {"alice": {}}}, ["$.submissions", "must be a list"]),
-    (lambda b: {**b, "submissions": [{**b["submissions"][0], "name": ""}]}, ["$.submissions[0].name"]),
-    (lambda b: {**b, "state": "paused"}, ["$.state", "unknown state 'paused'"]),
-    (lambda b: {k: v for k, v in b.items() if k != "assignment"}, ["needs assignment"]),
-])
-def test_rescore_refuses_a_batch_file_that_breaks_its_schema_before_touching_anything(graded, monkeypatch, spoil, words):
+@pytest.mark.parametrize(
+    "spoil, words",
+    [
+        (lambda b: {**b, "submissions": {"alice": {}}}, ["$.submissions", "must be a list"]),
+        (lambda b: {**b, "submissions": [{**b["submissions"][0], "name": ""}]}, ["$.submissions[0].name"]),
+        (lambda b: {**b, "state": "paused"}, ["$.state", "unknown state 'paused'"]),
+        (lambda b: {k: v for k, v in b.items() if k != "assignment"}, ["needs assignment"]),
+    ],
+)
+def test_rescore_refuses_a_batch_file_that_breaks_its_schema_before_touching_anything(
+    graded, monkeypatch, spoil, words
+):
     forbid_execution(monkeypatch)
     batch_file = graded / "batch.json"
     batch_file.write_text(json.dumps(spoil(json.loads(batch_file.read_text()))))

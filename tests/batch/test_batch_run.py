@@ -13,8 +13,15 @@ from batchkit import GOOD, executions, make_export_zip, notebook_json, read_grad
 from autograder.batch import BatchError, run_batch
 from autograder.errors import SandboxUnavailableError
 
-STAGE_FILES = ["execution.json", "feedback.html", "feedback.md", "grade.json", "measurements.json", "results.json",
-               "submission.json"]
+STAGE_FILES = [
+    "execution.json",
+    "feedback.html",
+    "feedback.md",
+    "grade.json",
+    "measurements.json",
+    "results.json",
+    "submission.json",
+]
 
 
 def mixed_class(src: Path, sleep: float = 0.0) -> Path:
@@ -22,14 +29,29 @@ def mixed_class(src: Path, sleep: float = 0.0) -> Path:
     write_notebook(src / "bob.ipynb", agree=0.5, dyn=(0.5, 0.2), qdq=(0.30, 0.05), sleep=sleep)
     write_notebook(src / "carol.ipynb", status="timeout", reason="stopped after 10 s", sleep=sleep)
     write_notebook(src / "dave.ipynb", **{"raise": "grader bug", "sleep": sleep})
-    write_notebook(src / "erin.ipynb", **{**GOOD, "qdq": (0.30, 0.5)}, sleep=sleep,
-                   first_error={"cell": 3, "ename": "ValueError", "evalue": "bad shape"})
+    write_notebook(
+        src / "erin.ipynb",
+        **{**GOOD, "qdq": (0.30, 0.5)},
+        sleep=sleep,
+        first_error={"cell": 3, "ename": "ValueError", "evalue": "bad shape"},
+    )
     return src
 
 
 def row(name, score, status, checks, cells_errored="0", cached="no", reason="", **extra):
-    r = {"name": name, "submitters": "", "sids": "", "emails": "", "score": score, "max_score": "35",
-         "status": status, "cells_errored": cells_errored, "execution_s": "1", "cached": cached, "reason": reason}
+    r = {
+        "name": name,
+        "submitters": "",
+        "sids": "",
+        "emails": "",
+        "score": score,
+        "max_score": "35",
+        "status": status,
+        "cells_errored": cells_errored,
+        "execution_s": "1",
+        "cached": cached,
+        "reason": reason,
+    }
     r.update(zip(["quantize", "size", "drift", "execution"], checks))
     r.update(extra)
     return r
@@ -44,12 +66,21 @@ def test_batch_folder_gradebook_row_by_row(tmp_path, fake_assignment, exec_log, 
         row("alice", "35", "ok", ["10", "10", "10", "5"]),
         row("bob", "15", "ok", ["0", "5", "5", "5"]),
         row("carol", "0", "timeout", ["0", "0", "0", "0"], cells_errored="1", reason="stopped after 10 s"),
-        row("dave", "0", "grader_error", ["", "", "", ""], cells_errored="", reason="RuntimeError: grader bug",
-            execution_s=""),
+        row(
+            "dave",
+            "0",
+            "grader_error",
+            ["", "", "", ""],
+            cells_errored="",
+            reason="RuntimeError: grader bug",
+            execution_s="",
+        ),
         row("erin", "28", "ok", ["10", "10", "5", "3"], cells_errored="1"),
     ]
     assert [(r["name"], r["score"], r["max"], r["checks"].get("size")) for r in summary.rows][:2] == [
-        ("alice", 35.0, 35.0, 10.0), ("bob", 15.0, 35.0, 5.0)]
+        ("alice", 35.0, 35.0, 10.0),
+        ("bob", 15.0, 35.0, 5.0),
+    ]
     for name in ["alice", "bob", "carol", "erin"]:
         assert sorted(p.name for p in (out / name).iterdir()) == STAGE_FILES
         results_validator(json.loads((out / name / "results.json").read_text()))
@@ -64,15 +95,21 @@ def test_batch_folder_gradebook_row_by_row(tmp_path, fake_assignment, exec_log, 
 
 
 def test_batch_export_zip_names_sids_emails(tmp_path, fake_assignment, exec_log):
-    meta = ("submission_11:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n    :email: ada@x.edu\n"
-            "submission_12:\n  :submitters:\n  - :name: '=cmd|calc'\n    :sid: '2'\n    :email: c@x.edu\n"
-            "  - :name: Grace Hopper\n    :sid: '1906'\n    :email: g@x.edu\n"
-            "submission_13:\n  :submitters:\n  - :name: Two Books\n")
-    src = make_export_zip(tmp_path / "export.zip", {
-        "submission_11": {"hw.ipynb": notebook_json(**GOOD)},
-        "submission_12": {"hw.ipynb": notebook_json(agree=0.5)},
-        "submission_13": {"a.ipynb": notebook_json(), "b.ipynb": notebook_json()},
-    }, meta)
+    meta = (
+        "submission_11:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '1815'\n    :email: ada@x.edu\n"
+        "submission_12:\n  :submitters:\n  - :name: '=cmd|calc'\n    :sid: '2'\n    :email: c@x.edu\n"
+        "  - :name: Grace Hopper\n    :sid: '1906'\n    :email: g@x.edu\n"
+        "submission_13:\n  :submitters:\n  - :name: Two Books\n"
+    )
+    src = make_export_zip(
+        tmp_path / "export.zip",
+        {
+            "submission_11": {"hw.ipynb": notebook_json(**GOOD)},
+            "submission_12": {"hw.ipynb": notebook_json(agree=0.5)},
+            "submission_13": {"a.ipynb": notebook_json(), "b.ipynb": notebook_json()},
+        },
+        meta,
+    )
     out = tmp_path / "out"
     run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False)
     book = read_gradebook(out)
@@ -98,7 +135,11 @@ def test_identical_notebooks_run_once_within_and_across_batches(tmp_path, fake_a
     assert sorted(executions(exec_log)) == ["a", "d"], "the two copies of a.ipynb were not executed"
     assert (first.executed, first.cache_hits) == (2, 2)
     assert [(r["name"], r["score"], r["cached"]) for r in first.rows] == [
-        ("a", 35.0, False), ("b_copy", 35.0, True), ("c_copy", 35.0, True), ("d", 25.0, False)]
+        ("a", 35.0, False),
+        ("b_copy", 35.0, True),
+        ("c_copy", 35.0, True),
+        ("d", 25.0, False),
+    ]
     second = run_batch(src, tmp_path / "out2", assignment=fake_assignment, jobs=2, progress=False, cache_dir=cache)
     assert len(executions(exec_log)) == 2, "a second batch with the same cache executes nothing"
     assert (second.executed, second.cache_hits) == (0, 4)
@@ -110,14 +151,16 @@ def test_rerun_skips_finished_and_regrades_changed_or_unstamped(tmp_path, fake_a
     write_notebook(src / "frank.ipynb", status="sandbox_error", reason="bwrap could not start")
     out = tmp_path / "out"
     run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False, use_cache=False)
-    assert sorted(executions(exec_log)) == ["alice", "bob", "carol", "carol", "dave", "erin", "frank"], \
+    assert sorted(executions(exec_log)) == ["alice", "bob", "carol", "carol", "dave", "erin", "frank"], (
         "carol's timeout had a neighbour running: regraded once alone"
+    )
     exec_log.write_text("")
-    (out / "bob" / "submission.json").unlink()              # stopped before its stamp was written
-    write_notebook(src / "erin.ipynb", **GOOD)               # resubmitted: another hash
+    (out / "bob" / "submission.json").unlink()  # stopped before its stamp was written
+    write_notebook(src / "erin.ipynb", **GOOD)  # resubmitted: another hash
     again = run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False, use_cache=False)
-    assert sorted(executions(exec_log)) == ["bob", "dave", "erin", "frank"], \
+    assert sorted(executions(exec_log)) == ["bob", "dave", "erin", "frank"], (
         "dave (grader_error) and frank (sandbox_error) failed on our side: retried"
+    )
     assert (again.skipped, again.graded) == (2, 4)
     assert [r["score"] for r in again.rows] == [35.0, 15.0, 0.0, 0.0, 35.0, 0.0], "erin's new notebook has no error"
 
@@ -139,10 +182,12 @@ def test_ctrl_c_stops_workers_and_a_rerun_resumes(tmp_path, fake_assignment, exe
     exec_log.write_text("")
     summary = run_batch(src, out, assignment=fake_assignment, jobs=2, progress=False)
     executed, cached = set(executions(exec_log)), {r["name"] for r in summary.rows if r["cached"]}
-    assert "c" in executed and not executed & cached and executed | cached == {"a", "b", "c", "d"} - finished, \
+    assert "c" in executed and not executed & cached and executed | cached == {"a", "b", "c", "d"} - finished, (
         "finished ones skipped; the rest run, or judged from measurements stored before the interrupt"
+    )
     assert [(r["name"], r["status"], r["score"]) for r in summary.rows] == [
-        (n, "ok", 35.0) for n in ["a", "b", "c", "d"]]
+        (n, "ok", 35.0) for n in ["a", "b", "c", "d"]
+    ]
     assert summary.skipped == len(finished)
 
 
@@ -154,7 +199,11 @@ def test_a_worker_that_dies_is_retried_alone_then_worker_lost(tmp_path, fake_ass
     summary = run_batch(src, tmp_path / "out", assignment=fake_assignment, jobs=2, progress=False)
     assert executions(exec_log).count("crash") == 2
     assert [(r["name"], r["status"]) for r in summary.rows] == [
-        ("crash", "worker_lost"), ("ok1", "ok"), ("ok2", "ok"), ("ok3", "ok")]
+        ("crash", "worker_lost"),
+        ("ok1", "ok"),
+        ("ok2", "ok"),
+        ("ok3", "ok"),
+    ]
     assert "retried alone" in summary.rows[0]["reason"]
     assert capsys.readouterr().err.count("a worker process of the local pool died") == 2, "said each time"
     assert json.loads((tmp_path / "out" / "crash" / "results.json").read_text())["score"] == 0
@@ -199,7 +248,7 @@ def test_cli_batch_then_rescore(tmp_path, fake_root, exec_log):
     assert read_gradebook(out)[0]["score"] == "30"
     note = [line for line in result.output.splitlines() if line.startswith("tolerances: ")]
     assert len(note) == 1 and f"override {strict} (given)" in note[0]
-    result = CliRunner().invoke(app, ["rescore", str(out)])                 # plain: the override is kept
+    result = CliRunner().invoke(app, ["rescore", str(out)])  # plain: the override is kept
     assert result.exit_code == 0 and "no score changed" in result.output, result.output
     assert "kept from the last run of this batch; --calibrated goes back" in result.output
     assert read_gradebook(out)[0]["score"] == "30"

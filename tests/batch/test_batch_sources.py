@@ -51,9 +51,11 @@ def test_parse_metadata_strips_ruby_symbol_colons():
 
 
 def test_parse_metadata_loads_ruby_tags_as_plain_data():
-    text = ("submission_5: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"
-            "  :submitters:\n  - !ruby/object:User\n    :name: Tagged Person\n    :sid: '5'\n"
-            "  :created_at: !ruby/object:ActiveSupport::TimeWithZone 2024-01-01\n")
+    text = (
+        "submission_5: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"
+        "  :submitters:\n  - !ruby/object:User\n    :name: Tagged Person\n    :sid: '5'\n"
+        "  :created_at: !ruby/object:ActiveSupport::TimeWithZone 2024-01-01\n"
+    )
     assert parse_metadata(text) == {"submission_5": [{"name": "Tagged Person", "sid": "5", "email": ""}]}
 
 
@@ -63,10 +65,17 @@ def test_parse_metadata_rejects_what_is_not_a_mapping_of_submissions(text):
         parse_metadata(text)
 
 
-@pytest.mark.parametrize("stem,expected", [
-    ("alice", "alice"), ("Ada Lovelace (final)", "Ada_Lovelace_final"), ("../../etc/passwd", "etc_passwd"),
-    ("...", "submission"), ("gradebook.csv", "submission_gradebook.csv"), ("ünïcode名", "n_code"),
-])
+@pytest.mark.parametrize(
+    "stem,expected",
+    [
+        ("alice", "alice"),
+        ("Ada Lovelace (final)", "Ada_Lovelace_final"),
+        ("../../etc/passwd", "etc_passwd"),
+        ("...", "submission"),
+        ("gradebook.csv", "submission_gradebook.csv"),
+        ("ünïcode名", "n_code"),
+    ],
+)
 def test_sanitize_name(stem, expected):
     assert sanitize_name(stem) == expected
 
@@ -91,12 +100,16 @@ def test_folder_each_top_level_notebook_is_one_submission(tmp_path):
 
 def test_export_zip_submitters_and_notebook_count_rules(tmp_path):
     nb = notebook_json(ok=True)
-    src = make_export_zip(tmp_path / "export.zip", {
-        "submission_101": {"quantization.ipynb": nb, ".ipynb_checkpoints/quantization-checkpoint.ipynb": nb},
-        "submission_102": {"a.ipynb": nb, "b.ipynb": nb},
-        "submission_103": {"notes.txt": "hi"},
-        "submission_9": {"deep/down/work.ipynb": nb},
-    }, METADATA)
+    src = make_export_zip(
+        tmp_path / "export.zip",
+        {
+            "submission_101": {"quantization.ipynb": nb, ".ipynb_checkpoints/quantization-checkpoint.ipynb": nb},
+            "submission_102": {"a.ipynb": nb, "b.ipynb": nb},
+            "submission_103": {"notes.txt": "hi"},
+            "submission_9": {"deep/down/work.ipynb": nb},
+        },
+        METADATA,
+    )
     found = discover(src, tmp_path / "staging")
     assert found.kind == "gradescope_export"
     subs = {s.name: s for s in found.submissions}
@@ -106,7 +119,9 @@ def test_export_zip_submitters_and_notebook_count_rules(tmp_path):
     assert subs["submission_101"].notebook.read_text() == nb
     assert "2 notebooks (a.ipynb, b.ipynb)" in subs["submission_102"].problem
     assert len(subs["submission_102"].submitters) == 2
-    assert "No notebook (.ipynb) found" in subs["submission_103"].problem and "notes.txt" in subs["submission_103"].problem
+    assert (
+        "No notebook (.ipynb) found" in subs["submission_103"].problem and "notes.txt" in subs["submission_103"].problem
+    )
     assert subs["submission_9"].notebook is not None and subs["submission_9"].submitters == []
 
 
@@ -114,13 +129,17 @@ def test_export_zip_rejects_traversal_absolute_and_symlink_entries(tmp_path):
     nb = notebook_json()
     link = zipfile.ZipInfo("assignment_1_export/submission_2/evil.ipynb")
     link.external_attr = (stat.S_IFLNK | 0o777) << 16
-    src = make_export_zip(tmp_path / "export.zip", {"submission_1": {"ok.ipynb": nb}, "submission_2": {}},
-                          "submission_1: {}\n", extra=[
-                              ("../escaped.ipynb", nb.encode()),
-                              ("assignment_1_export/submission_1/../../../up.ipynb", nb.encode()),
-                              ("/tmp/absolute.ipynb", nb.encode()),
-                              (link, b"/etc/passwd"),
-                          ])
+    src = make_export_zip(
+        tmp_path / "export.zip",
+        {"submission_1": {"ok.ipynb": nb}, "submission_2": {}},
+        "submission_1: {}\n",
+        extra=[
+            ("../escaped.ipynb", nb.encode()),
+            ("assignment_1_export/submission_1/../../../up.ipynb", nb.encode()),
+            ("/tmp/absolute.ipynb", nb.encode()),
+            (link, b"/etc/passwd"),
+        ],
+    )
     staging = tmp_path / "out" / ".sources"
     found = discover(src, staging)
     assert len([w for w in found.warnings if "rejected" in w]) == 4, found.warnings
@@ -137,8 +156,9 @@ def test_export_zip_without_or_with_broken_metadata_still_grades(tmp_path):
     missing = discover(make_export_zip(tmp_path / "a.zip", {"submission_1": {"x.ipynb": nb}}, None), tmp_path / "s1")
     assert [s.name for s in missing.submissions] == ["submission_1"]
     assert any("no submission_metadata.yml" in w for w in missing.warnings)
-    broken = discover(make_export_zip(tmp_path / "b.zip", {"submission_1": {"x.ipynb": nb}}, ":submitters: [\n"),
-                      tmp_path / "s2")
+    broken = discover(
+        make_export_zip(tmp_path / "b.zip", {"submission_1": {"x.ipynb": nb}}, ":submitters: [\n"), tmp_path / "s2"
+    )
     assert broken.submissions[0].notebook is not None
     assert any("could not be read" in w for w in broken.warnings)
 

@@ -23,9 +23,11 @@ from autograder.report.summary_style import CSP, SCRIPT_HASH
 
 pytestmark = pytest.mark.skipif(chromium_binary() is None, reason=SKIP_REASON)
 
-COPIED = ("def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
-          "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
-          "    total = sum(v * v for v in range(k)) + k  # running total\n    print(k, total, quantize(total, 0.5, 0))\n")
+COPIED = (
+    "def quantize(x, s, z):\n    q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(s)) + z\n"
+    "    return np.clip(q, -128, 127).astype(np.int8)\n\nfor k in range(10):\n"
+    "    total = sum(v * v for v in range(k)) + k  # running total\n    print(k, total, quantize(total, 0.5, 0))\n"
+)
 
 # Opens every <details>, then reports: the charts' widths, whether the page scrolls sideways, each
 # link (href, clickable = the element at its centre is the link or inside it), and the order of
@@ -76,8 +78,9 @@ def summary_page(tmp_path_factory):
     assignment = load_assignment(ASSIGNMENT_ID, make_assignment_tree(tmp / "project"))
     src = tmp / "src"
     for i, (ratio, drift) in enumerate([(0.27, 0.04), (0.3, 0.2), (0.5, 0.05), (0.25, 0.01), (0.27, 0.04)]):
-        write_notebook(src / f"student_with_a_long_name_{i}.ipynb", **{**GOOD, "qdq": (ratio, drift),
-                                                                      "agree": 1.0 - i * 0.2})
+        write_notebook(
+            src / f"student_with_a_long_name_{i}.ipynb", **{**GOOD, "qdq": (ratio, drift), "agree": 1.0 - i * 0.2}
+        )
     for name, code in (("alice", COPIED), ("bob", COPIED.replace("total", "acc").replace("# running total", ""))):
         nb_path = write_notebook(src / f"{name}.ipynb", **GOOD)
         nb = json.loads(nb_path.read_text())
@@ -116,7 +119,8 @@ def probed(summary_page, tmp_path_factory):
 def test_charts_render_and_the_page_fits_1280_px(probed):
     assert len(probed["charts"]) == 3 and min(probed["charts"]) > 600, probed["charts"]
     assert probed["scrollWidth"] <= probed["clientWidth"], (
-        f"the page scrolls sideways at 1280 px: {probed['scrollWidth']} > {probed['clientWidth']}")
+        f"the page scrolls sideways at 1280 px: {probed['scrollWidth']} > {probed['clientWidth']}"
+    )
     assert probed["overflowing"] == [], "text runs out of its table cell"
 
 
@@ -124,7 +128,9 @@ def test_every_link_is_clickable_and_leads_to_a_file_or_a_section(probed, summar
     links = probed["links"]
     feedback = [link for link in links if link["raw"].endswith(("/feedback.md", "/feedback.html"))]
     assert len({link["raw"] for link in feedback}) == 8, "each submission links to its feedback"
-    assert all(link["raw"].endswith("/feedback.html") for link in feedback), "the page, where it sits beside feedback.md"
+    assert all(link["raw"].endswith("/feedback.html") for link in feedback), (
+        "the page, where it sits beside feedback.md"
+    )
     assert any(link["raw"].startswith("#check-") for link in links), "pass-rate bars link to their check"
     for link in links:
         assert link["clickable"], f"{link['raw']} in {link['where']} is covered or off the page: {link['at']}"

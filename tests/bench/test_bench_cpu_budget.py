@@ -26,28 +26,39 @@ ALL_ROWS = [k for k, _ in budget.KERNEL_ROWS + budget.GRADER_ROWS + budget.TOTAL
 EPSILON_S = 0.05
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("import numpy as np", True),
-    ("import numpy as np\nfrom onnx import helper\n", True),
-    ('"""The imports."""\n# comment\nimport os, sys', True),
-    ("import numpy as np\nx = np.zeros(3)", False),
-    ("x = 1", False),
-    ("", False),
-    ("# only a comment", False),
-    ("def f(:\n  import os", False),          # a syntax error is not an import cell
-    ("%matplotlib inline\nimport numpy", False),
-    ("if True:\n    import numpy", False),   # an import under a condition runs other code first
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import numpy as np", True),
+        ("import numpy as np\nfrom onnx import helper\n", True),
+        ('"""The imports."""\n# comment\nimport os, sys', True),
+        ("import numpy as np\nx = np.zeros(3)", False),
+        ("x = 1", False),
+        ("", False),
+        ("# only a comment", False),
+        ("def f(:\n  import os", False),  # a syntax error is not an import cell
+        ("%matplotlib inline\nimport numpy", False),
+        ("if True:\n    import numpy", False),  # an import under a condition runs other code first
+    ],
+)
 def test_import_only_cells_are_told_apart(source, expected):
     assert budget.is_import_only(source) is expected
 
 
 def fake_result(examples=("reference", "untouched")) -> dict:
     rows = {k: spread([0.5, 0.6, 0.7]) for k in ALL_ROWS}
-    return {"rounds": 3, "examples": list(examples),
-            "per_example": {e: {**rows, "children": [[0.2, 0.2, True]]} for e in examples}, "overall": rows,
-            "batch": {k: spread([1.0]) for k, _ in budget.BATCH_ROWS}, "statuses": [{"ok": 2}],
-            "hooks_missing": [], "cgroup_version": 1, "isolation": "bwrap", "children_per_submission": 3}
+    return {
+        "rounds": 3,
+        "examples": list(examples),
+        "per_example": {e: {**rows, "children": [[0.2, 0.2, True]]} for e in examples},
+        "overall": rows,
+        "batch": {k: spread([1.0]) for k, _ in budget.BATCH_ROWS},
+        "statuses": [{"ok": 2}],
+        "hooks_missing": [],
+        "cgroup_version": 1,
+        "isolation": "bwrap",
+        "children_per_submission": 3,
+    }
 
 
 def test_section_has_every_stage_and_every_example():
@@ -78,8 +89,12 @@ def test_dominant_is_the_largest_grader_row():
 
 
 def test_results_md_gets_the_section_and_splice_replaces_only_it():
-    data = {"config": {"mode": "full", "only": ["cpu"]}, "machine": {"date": "2026-01-01", "git": "abc"},
-            "cpu": fake_result(), "goals": []}
+    data = {
+        "config": {"mode": "full", "only": ["cpu"]},
+        "machine": {"date": "2026-01-01", "git": "abc"},
+        "cpu": fake_result(),
+        "goals": [],
+    }
     text = report_md.render(data)
     assert budget.TITLE in text
     before = "## 1 · Overhead of grading vs bare execution\n\nold numbers\n\n## Notes\n\n- a note\n"
@@ -94,10 +109,23 @@ def test_summarize_takes_medians_per_example():
     def sub(example, value):
         return {"example": example, "rows": {k: value for k in ALL_ROWS}, "children": []}
 
-    runs = [{"submissions": [sub("a", 1.0), sub("b", 10.0)], "batch": {k: 1.0 for k, _ in budget.BATCH_ROWS},
-             "statuses": {}, "hooks_missing": []} for _ in range(2)]
-    runs.append({"submissions": [sub("a", 4.0), sub("b", 10.0)], "batch": {k: 3.0 for k, _ in budget.BATCH_ROWS},
-                 "statuses": {}, "hooks_missing": []})
+    runs = [
+        {
+            "submissions": [sub("a", 1.0), sub("b", 10.0)],
+            "batch": {k: 1.0 for k, _ in budget.BATCH_ROWS},
+            "statuses": {},
+            "hooks_missing": [],
+        }
+        for _ in range(2)
+    ]
+    runs.append(
+        {
+            "submissions": [sub("a", 4.0), sub("b", 10.0)],
+            "batch": {k: 3.0 for k, _ in budget.BATCH_ROWS},
+            "statuses": {},
+            "hooks_missing": [],
+        }
+    )
     result = budget.summarize(runs, ["a", "b"])
     assert result["per_example"]["a"]["kernel_start"]["median"] == 1.0
     assert result["per_example"]["b"]["total"]["median"] == 10.0

@@ -21,52 +21,121 @@ from bench.common import paired_diffs, paired_ratios, round_order, spread  # noq
 
 def fake_results() -> dict:
     overhead_nb = {
-        "bare_s": spread([20.0, 21.0, 22.0]), "bare_1t_s": spread([10.0, 11.0, 12.0]),
-        "grade_s": spread([12.0, 12.5, 14.0]), "ratio_plain": spread([0.6, 0.6, 0.64]),
-        "overhead_s": spread([2.0, 1.5, 2.0]), "ratio": spread([1.2, 1.14, 1.17]),
-        "cli_s": spread([13.0, 13.5, 15.0]), "cli_overhead_s": spread([3.0, 2.5, 3.0]),
+        "bare_s": spread([20.0, 21.0, 22.0]),
+        "bare_1t_s": spread([10.0, 11.0, 12.0]),
+        "grade_s": spread([12.0, 12.5, 14.0]),
+        "ratio_plain": spread([0.6, 0.6, 0.64]),
+        "overhead_s": spread([2.0, 1.5, 2.0]),
+        "ratio": spread([1.2, 1.14, 1.17]),
+        "cli_s": spread([13.0, 13.5, 15.0]),
+        "cli_overhead_s": spread([3.0, 2.5, 3.0]),
         "cli_ratio": spread([1.3, 1.23, 1.25]),
-        "stages_s": {"setup": 0.01, "execute": 11.0, "measure": 1.2, "judge": 0.1}, "execution_s": 10.5,
-        "status": ["completed"], "isolation": ["bwrap"], "score": [100.0], "max_score": 100.0,
+        "stages_s": {"setup": 0.01, "execute": 11.0, "measure": 1.2, "judge": 0.1},
+        "execution_s": 10.5,
+        "status": ["completed"],
+        "isolation": ["bwrap"],
+        "score": [100.0],
+        "max_score": 100.0,
         "bare_cells_errored": [0],
     }
-    memory_summary = {"total_mb": 900.0, "grader_mb": 450.0, "kernel_mb": 446.0, "pss_total_mb": 700.0,
-                      "pss_grader_mb": 250.0, "pss_kernel_mb": 440.0, "kernel_hwm_mb": 450.0,
-                      "grader_hwm_mb": 200.0, "kernel_users": ["autograder-sb0"], "rounds": 2}
-    batch_cfg = {"wall_s": spread([300.0]), "per_submission_s": 15.0, "throughput_per_min": 4.0,
-                 "runs": [{"executed": 20, "cached": 0, "statuses": {"graded": 20}, "with_results": 20,
-                           "submissions": 20}]}
+    memory_summary = {
+        "total_mb": 900.0,
+        "grader_mb": 450.0,
+        "kernel_mb": 446.0,
+        "pss_total_mb": 700.0,
+        "pss_grader_mb": 250.0,
+        "pss_kernel_mb": 440.0,
+        "kernel_hwm_mb": 450.0,
+        "grader_hwm_mb": 200.0,
+        "kernel_users": ["autograder-sb0"],
+        "rounds": 2,
+    }
+    batch_cfg = {
+        "wall_s": spread([300.0]),
+        "per_submission_s": 15.0,
+        "throughput_per_min": 4.0,
+        "runs": [{"executed": 20, "cached": 0, "statuses": {"graded": 20}, "with_results": 20, "submissions": 20}],
+    }
     return {
         "config": {"mode": "full", "only": ["overhead", "batch", "rescore", "memory"]},
-        "machine": {"date": "2026-01-01 00:00:00 UTC", "cores": 2, "cores_usable": 2, "cpu_model": "Fake CPU",
-                    "memory_bytes": 8 * 2**30, "os": "Linux 6", "python": "3.11.7", "uid": 0, "git": "abc1234",
-                    "versions": {"onnxruntime": "1.32.0", "otter-grader": "7.0.0"},
-                    "load_average_start": [0.1, 0.1, 0.1], "load_average_end": [1.0, 1.0, 1.0]},
+        "machine": {
+            "date": "2026-01-01 00:00:00 UTC",
+            "cores": 2,
+            "cores_usable": 2,
+            "cpu_model": "Fake CPU",
+            "memory_bytes": 8 * 2**30,
+            "os": "Linux 6",
+            "python": "3.11.7",
+            "uid": 0,
+            "git": "abc1234",
+            "versions": {"onnxruntime": "1.32.0", "otter-grader": "7.0.0"},
+            "load_average_start": [0.1, 0.1, 0.1],
+            "load_average_end": [1.0, 1.0, 1.0],
+        },
         "isolation": {"mode": "bwrap", "layers": ["bwrap", "netns"], "warnings": []},
-        "overhead": {"rounds": 3, "variants": ["bare", "bare_1t", "grade", "cli"], "cell_timeout_s": 120,
-                     "notebooks": {"reference": overhead_nb}, "cli_startup_s": spread([0.5, 0.6, 0.55])},
-        "batch": {"size": 20, "rounds": 1, "examples": ["reference", "untouched"], "last_out": "/nowhere",
-                  "otter": {"zip": "x.zip", "seconds": 2.0, "change": "generate: false → generate: true",
-                            "tests": ["q1", "q2"]},
-                  "configs": {"autograder -j 1": batch_cfg, "otter ×1": batch_cfg,
-                              "autograder -j 2": batch_cfg, "otter ×2": batch_cfg},
-                  "ratios": {"otter ×2 / autograder -j 2": spread([1.6]),
-                             "autograder -j 1 / autograder -j 2": spread([1.5])},
-                  "memory_per_in_flight": {"autograder -j 2": {"total_mb": 520.0, "grader_mb": 120.0,
-                                                               "kernel_mb": 400.0, "kernel_hwm_mb": 430.0,
-                                                               "grader_hwm_mb": 150.0, "pss_total_mb": None}}},
-        "rescore": {"size": 100, "rounds": 5, "source": "/nowhere", "cli_available": True, "gradebook_rows": 100,
-                    "seconds": {"cli": spread([3.0, 3.1]), "in-process": spread([2.0, 2.1])}},
-        "memory": {"notebook": "reference.ipynb", "rounds": 2, "class_size": 4, "class_rounds": 1,
-                   "variants": {"autograder grade": memory_summary,
-                                "autograder batch -j 2": {**memory_summary, "pss_total_mb": 650.0}}},
-        "elapsed_s": 1200.0, "notes": ["a note"],
+        "overhead": {
+            "rounds": 3,
+            "variants": ["bare", "bare_1t", "grade", "cli"],
+            "cell_timeout_s": 120,
+            "notebooks": {"reference": overhead_nb},
+            "cli_startup_s": spread([0.5, 0.6, 0.55]),
+        },
+        "batch": {
+            "size": 20,
+            "rounds": 1,
+            "examples": ["reference", "untouched"],
+            "last_out": "/nowhere",
+            "otter": {
+                "zip": "x.zip",
+                "seconds": 2.0,
+                "change": "generate: false → generate: true",
+                "tests": ["q1", "q2"],
+            },
+            "configs": {
+                "autograder -j 1": batch_cfg,
+                "otter ×1": batch_cfg,
+                "autograder -j 2": batch_cfg,
+                "otter ×2": batch_cfg,
+            },
+            "ratios": {"otter ×2 / autograder -j 2": spread([1.6]), "autograder -j 1 / autograder -j 2": spread([1.5])},
+            "memory_per_in_flight": {
+                "autograder -j 2": {
+                    "total_mb": 520.0,
+                    "grader_mb": 120.0,
+                    "kernel_mb": 400.0,
+                    "kernel_hwm_mb": 430.0,
+                    "grader_hwm_mb": 150.0,
+                    "pss_total_mb": None,
+                }
+            },
+        },
+        "rescore": {
+            "size": 100,
+            "rounds": 5,
+            "source": "/nowhere",
+            "cli_available": True,
+            "gradebook_rows": 100,
+            "seconds": {"cli": spread([3.0, 3.1]), "in-process": spread([2.0, 2.1])},
+        },
+        "memory": {
+            "notebook": "reference.ipynb",
+            "rounds": 2,
+            "class_size": 4,
+            "class_rounds": 1,
+            "variants": {
+                "autograder grade": memory_summary,
+                "autograder batch -j 2": {**memory_summary, "pss_total_mb": 650.0},
+            },
+        },
+        "elapsed_s": 1200.0,
+        "notes": ["a note"],
     }
 
 
 def test_run_py_help_works():
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--help"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--help"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     for option in ("--quick", "--only", "--rounds", "--batch-rounds", "--render-only"):
         assert option in proc.stdout, f"bench/run.py --help does not mention {option}"
@@ -90,13 +159,13 @@ def test_goal_verdicts_follow_the_fake_numbers():
     data = fake_results()
     goals = {g["subject"]: g for g in report_md.all_goals(data)}
     by_prefix = lambda p: next(g for s, g in goals.items() if s.startswith(p))  # noqa: E731
-    assert by_prefix("grade (in-process) overhead ≤ 10 %")["met"] is False       # 1.17 > 1.10
-    assert by_prefix("grade (in-process) overhead ≤ 1 s")["met"] is False        # 2.0 s
-    assert by_prefix("`batch -j 2` vs otter")["met"] is True                     # 1.6 ≥ 1.5
-    assert by_prefix("`batch -j 2` vs `-j 1`")["met"] is False                   # 1.5 < 1.8
-    assert by_prefix("`autograder rescore`")["met"] is True                      # 3.0 < 5
+    assert by_prefix("grade (in-process) overhead ≤ 10 %")["met"] is False  # 1.17 > 1.10
+    assert by_prefix("grade (in-process) overhead ≤ 1 s")["met"] is False  # 2.0 s
+    assert by_prefix("`batch -j 2` vs otter")["met"] is True  # 1.6 ≥ 1.5
+    assert by_prefix("`batch -j 2` vs `-j 1`")["met"] is False  # 1.5 < 1.8
+    assert by_prefix("`autograder rescore`")["met"] is True  # 3.0 < 5
     mem = by_prefix("peak memory")
-    assert mem["measured"] == pytest.approx(700.0) and mem["met"] is False       # the worst run's PSS counts
+    assert mem["measured"] == pytest.approx(700.0) and mem["met"] is False  # the worst run's PSS counts
     assert "PSS" in mem["subject"]
     text = report_md.render({**data, "goals": list(goals.values())})
     assert "missed** by 7.0 percentage points" in text
@@ -119,21 +188,38 @@ def test_pairing_and_order_helpers():
 def test_dask_section_goals_and_splice_into_an_existing_results_md():
     from bench import bench_dask
 
-    dask = {"class": {"size": 12, "rounds": 2, "local_s": spread([60.0, 62.0]), "dask_s": spread([64.0, 66.0]),
-                      "ratio": spread([1.07, 1.06]), "same_scores": True, "statuses": {"ok": 12}},
-            "overhead": {"tasks": 1000, "rounds": 3, "dask_ms": spread([30.0, 31.0, 29.0]),
-                         "local_ms": spread([20.0, 19.0, 21.0]), "diff_ms": spread([10.0, 12.0, 8.0]),
-                         "client_cpu_ms": spread([9.0, 9.5, 10.0])}}
+    dask = {
+        "class": {
+            "size": 12,
+            "rounds": 2,
+            "local_s": spread([60.0, 62.0]),
+            "dask_s": spread([64.0, 66.0]),
+            "ratio": spread([1.07, 1.06]),
+            "same_scores": True,
+            "statuses": {"ok": 12},
+        },
+        "overhead": {
+            "tasks": 1000,
+            "rounds": 3,
+            "dask_ms": spread([30.0, 31.0, 29.0]),
+            "local_ms": spread([20.0, 19.0, 21.0]),
+            "diff_ms": spread([10.0, 12.0, 8.0]),
+            "client_cpu_ms": spread([9.0, 9.5, 10.0]),
+        },
+    }
     goals = bench_dask.goals(dask)
-    assert [g["met"] for g in goals] == [True, True]                               # 1.065 ≤ 1.10; 10 ms ≤ 20
+    assert [g["met"] for g in goals] == [True, True]  # 1.065 ≤ 1.10; 10 ms ≤ 20
     assert "10,000 submissions on 50 workers" in "\n".join(bench_dask.estimate(dask))
     full = report_md.render(fake_results())
     data = {"config": {"only": ["dask"]}, "machine": {"date": "2026-02-02", "git": "def5678"}, "dask": dask}
     spliced = report_md.splice(full, data)
     assert spliced.count(bench_dask.TITLE) == 1 and "Measured on its own" in spliced and "2026-02-02" in spliced
     assert spliced.count("Dask scheduler path: overhead per task") == 2, "one goal row and one verdict line"
-    before = [line for line in spliced.split(bench_dask.TITLE)[0].split("\n")
-              if not line.startswith(("| `batch --scheduler", "| Dask scheduler path"))]
+    before = [
+        line
+        for line in spliced.split(bench_dask.TITLE)[0].split("\n")
+        if not line.startswith(("| `batch --scheduler", "| Dask scheduler path"))
+    ]
     assert before == full.split(bench_dask.TITLE)[0].split("\n"), "nothing else changed but the two goal rows"
     again = report_md.splice(spliced, {**data, "dask": {**dask, "class": {**dask["class"], "ratio": spread([1.5])}}})
     assert again.count("Dask scheduler path: overhead per task") == 2 and "1.500×" in again, "replaced, not added"
@@ -144,7 +230,7 @@ def test_batch_splice_replaces_its_section_and_goal_rows_even_when_a_target_chan
     from bench.format import SECTION_TITLES
 
     full = report_md.render(fake_results())
-    older = full.replace(f"speed-up ≥ {bench_otter.GOAL_VS_OTTER}×", "speed-up ≥ 1.5×")   # an older goal's rows
+    older = full.replace(f"speed-up ≥ {bench_otter.GOAL_VS_OTTER}×", "speed-up ≥ 1.5×")  # an older goal's rows
     assert "speed-up ≥ 1.5×" in older
     batch = fake_results()["batch"]
     batch = {**batch, "ratios": {**batch["ratios"], "autograder -j 1 / autograder -j 2": spread([1.95])}}
@@ -153,6 +239,8 @@ def test_batch_splice_replaces_its_section_and_goal_rows_even_when_a_target_chan
     table = spliced.split("## Goals")[1].split("\n## ")[0]
     assert "speed-up ≥ 1.5×" not in table, "the older target's row is replaced"
     assert table.count("| `batch -j 2` vs `-j 1`") == 1 and "1.95×" in table
-    assert spliced.count(SECTION_TITLES[1]) == 1 and "Measured on its own (batch benchmark only) on 2026-03-03" in spliced
+    assert (
+        spliced.count(SECTION_TITLES[1]) == 1 and "Measured on its own (batch benchmark only) on 2026-03-03" in spliced
+    )
     assert spliced.split(SECTION_TITLES[1])[1].split("\n## ")[0].count("1.95×") >= 1, "the section is the new one"
     assert spliced.split(SECTION_TITLES[2])[1] == older.split(SECTION_TITLES[2])[1], "later sections are kept"

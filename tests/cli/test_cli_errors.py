@@ -41,12 +41,17 @@ def listing(folder: Path) -> list[str]:
 
 # ── grade ─────────────────────────────────────────────────────────────────────────────────────
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: d / "missing.ipynb", "does not exist"),
-    (lambda d: (d / "folder").mkdir() or d / "folder", "is a folder, not a notebook"),
-    (lambda d: (d / "notes.txt").write_text("{}") and d / "notes.txt", "expected a .ipynb file, got '.txt'"),
-    (lambda d: (d / "empty.ipynb").touch() or d / "empty.ipynb", "is empty (0 bytes)"),
-], ids=["missing", "folder", "txt", "empty"])
+
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda d: d / "missing.ipynb", "does not exist"),
+        (lambda d: (d / "folder").mkdir() or d / "folder", "is a folder, not a notebook"),
+        (lambda d: (d / "notes.txt").write_text("{}") and d / "notes.txt", "expected a .ipynb file, got '.txt'"),
+        (lambda d: (d / "empty.ipynb").touch() or d / "empty.ipynb", "is empty (0 bytes)"),
+    ],
+    ids=["missing", "folder", "txt", "empty"],
+)
 def test_grade_refuses_a_path_that_is_not_a_notebook(tmp_path, fake_root, exec_log, make, fragment):
     target = make(tmp_path)
     result = run("grade", target, "--assignment", "fake-07", "--out", tmp_path / "out")
@@ -61,15 +66,20 @@ def test_grade_refuses_an_out_that_is_a_file(tmp_path, fake_root, exec_log):
     assert (tmp_path / "out").read_text() == "a file" and exec_log.read_text() == ""
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("[size\n", "is not valid TOML"),
-    ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
-], ids=["syntax", "unknown-key"])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[size\n", "is not valid TOML"),
+        ("[size]\nratio_mx = 0.3\n", "'size.ratio_mx' is not a tolerance"),
+    ],
+    ids=["syntax", "unknown-key"],
+)
 def test_grade_checks_the_tolerances_before_running_anything(tmp_path, fake_root, exec_log, text, fragment):
     nb = write_notebook(tmp_path / "nb.ipynb", **GOOD)
     (tmp_path / "t.toml").write_text(text)
-    assert_usage_error(run("grade", nb, "-a", "fake-07", "--out", tmp_path / "out", "--tolerances",
-                           tmp_path / "t.toml"), fragment)
+    assert_usage_error(
+        run("grade", nb, "-a", "fake-07", "--out", tmp_path / "out", "--tolerances", tmp_path / "t.toml"), fragment
+    )
     assert not (tmp_path / "out").exists() and exec_log.read_text() == ""
     assert_usage_error(run("grade", nb, "-a", "fake-07", "--tolerances", tmp_path / "none.toml"), "does not exist")
 
@@ -92,9 +102,13 @@ def test_grade_refuses_an_out_in_or_at_a_read_only_folder(tmp_path, fake_root, w
     readonly = tmp_path / "ro"
     prefix = _readonly(readonly)
     out = readonly / "out" if where == "inside" else readonly
-    proc = subprocess.run([*prefix, sys.executable, "-m", "autograder.cli", "grade", str(nb), "-a", "fake-07",
-                           "--out", str(out)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "AUTOGRADER_ROOT": str(fake_root)})
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "autograder.cli", "grade", str(nb), "-a", "fake-07", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "AUTOGRADER_ROOT": str(fake_root)},
+    )
     assert proc.returncode == EXIT_USAGE, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: --out ") and "not writable" in proc.stderr
     assert listing(readonly) == []
@@ -102,7 +116,7 @@ def test_grade_refuses_an_out_in_or_at_a_read_only_folder(tmp_path, fake_root, w
 
 def test_a_broken_notebook_is_a_graded_zero_with_its_reason_above_the_table(tmp_path):
     nb = tmp_path / "broken.ipynb"
-    nb.write_text('{"cells": [')                                   # a student's truncated upload
+    nb.write_text('{"cells": [')  # a student's truncated upload
     result = run("grade", nb, "-a", "07-quantization", "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output
     first = result.stdout.splitlines()[0]
@@ -114,11 +128,13 @@ def test_a_broken_notebook_is_a_graded_zero_with_its_reason_above_the_table(tmp_
 
 # ── batch ─────────────────────────────────────────────────────────────────────────────────────
 
+
 def test_batch_refuses_a_missing_or_non_zip_source(tmp_path, fake_root, exec_log):
     assert_usage_error(run("batch", tmp_path / "nope", "-o", tmp_path / "out", "-a", "fake-07"), "does not exist")
     (tmp_path / "notes.txt").write_text("x")
-    assert_usage_error(run("batch", tmp_path / "notes.txt", "-o", tmp_path / "out", "-a", "fake-07"),
-                       "neither a folder nor a zip")
+    assert_usage_error(
+        run("batch", tmp_path / "notes.txt", "-o", tmp_path / "out", "-a", "fake-07"), "neither a folder nor a zip"
+    )
     (tmp_path / "file").write_text("x")
     (tmp_path / "src").mkdir()
     assert_usage_error(run("batch", tmp_path / "src", "-o", tmp_path / "file", "-a", "fake-07"), "is an existing file")
@@ -146,7 +162,7 @@ def test_an_empty_batch_is_an_error_unless_allowed(tmp_path, fake_root, exec_log
 
 def test_a_failed_batch_leaves_no_stray_folders(tmp_path, fake_root, exec_log):
     src = tmp_path / "src"
-    write_notebook(src / "a.ipynb", no_sandbox=True)               # no isolation: every submission would fail
+    write_notebook(src / "a.ipynb", no_sandbox=True)  # no isolation: every submission would fail
     out = tmp_path / "out"
     result = run("batch", src, "-o", out, "-a", "fake-07", "--no-progress", "-j", "1")
     assert_usage_error(result, "no isolation")
@@ -158,12 +174,15 @@ def test_batch_checks_tolerances_before_writing(tmp_path, fake_root, exec_log):
     src = tmp_path / "src"
     write_notebook(src / "a.ipynb", **GOOD)
     (tmp_path / "t.toml").write_text("[drift]\nmax_abs_dp = 0.2\n")
-    assert_usage_error(run("batch", src, "-o", tmp_path / "out", "-a", "fake-07", "--tolerances", tmp_path / "t.toml"),
-                       "'drift.max_abs_dp' is not a tolerance")
+    assert_usage_error(
+        run("batch", src, "-o", tmp_path / "out", "-a", "fake-07", "--tolerances", tmp_path / "t.toml"),
+        "'drift.max_abs_dp' is not a tolerance",
+    )
     assert not (tmp_path / "out").exists() and exec_log.read_text() == ""
 
 
 # ── rescore ───────────────────────────────────────────────────────────────────────────────────
+
 
 def test_rescore_exit_codes_partial_batch_and_diff(tmp_path, fake_root, exec_log):
     src = tmp_path / "src"
@@ -186,6 +205,7 @@ def test_rescore_exit_codes_partial_batch_and_diff(tmp_path, fake_root, exec_log
 
 
 # ── help and flags ────────────────────────────────────────────────────────────────────────────
+
 
 @pytest.mark.parametrize("command", ["grade", "batch", "rescore", "demo", "build", "calibrate"])
 def test_help_shows_flags_without_a_value_placeholder(command):

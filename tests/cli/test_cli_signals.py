@@ -42,8 +42,14 @@ def _start(tmp_path: Path, fake_root: Path, *args: object) -> tuple[subprocess.P
     log = tmp_path / "executions.log"
     log.touch()
     env = {**os.environ, "AUTOGRADER_ROOT": str(fake_root)}
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(log), *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(log), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     return proc, log
 
 
@@ -84,7 +90,7 @@ def _alive(pids: list[int]) -> list[int]:
 def test_an_interrupted_grade_leaves_no_results(tmp_path, fake_root, sig, out_exists):
     nb = write_notebook(tmp_path / "nb.ipynb", **GOOD, sleep=300)
     out = tmp_path / "out"
-    if out_exists:   # an earlier grade's files, and a file of the instructor's that is not the grade's
+    if out_exists:  # an earlier grade's files, and a file of the instructor's that is not the grade's
         out.mkdir()
         (out / "results.json").write_text('{"score": 35}')
         (out / "notes.txt").write_text("mine")
@@ -109,8 +115,11 @@ def test_an_interrupted_batch_cleans_up_and_resumes(tmp_path, fake_root, sig):
     write_notebook(src / "slow.ipynb", **GOOD, sleep=300, tag="slow")
     out = tmp_path / "class"
     proc, log = _start(tmp_path, fake_root, "batch", src, "-o", out, "-a", "fake-07", "-j", "2", "--no-progress")
-    _wait_for(lambda: "slow" in log.read_text() and (out / "quick" / "submission.json").is_file(), proc,
-              "the slow notebook running beside a finished one")
+    _wait_for(
+        lambda: "slow" in log.read_text() and (out / "quick" / "submission.json").is_file(),
+        proc,
+        "the slow notebook running beside a finished one",
+    )
     workers = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
     assert workers and (out / ".sources").is_dir()
     proc.send_signal(sig)
@@ -125,7 +134,7 @@ def test_an_interrupted_batch_cleans_up_and_resumes(tmp_path, fake_root, sig):
     while _alive(workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive(workers) == [], "every worker the batch started is gone"
-    write_notebook(src / "slow.ipynb", **GOOD, tag="slow")      # resubmitted quicker: the re-run resumes
+    write_notebook(src / "slow.ipynb", **GOOD, tag="slow")  # resubmitted quicker: the re-run resumes
     proc, log = _start(tmp_path, fake_root, "batch", src, "-o", out, "-a", "fake-07", "-j", "2", "--no-progress")
     code, stdout, stderr = _finish(proc)
     assert code == 0, stderr
@@ -143,9 +152,13 @@ def test_sigterm_during_a_real_kernel_leaves_no_results_and_no_process(tmp_path)
     notebook.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(600)")]
     nb.write_text(nbformat.writes(notebook))
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "autograder.cli", "grade", str(nb), "-a", "07-quantization",
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "autograder.cli", "grade", str(nb), "-a", "07-quantization", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     seen: list[int] = []
 
     def kernel_runs() -> bool:

@@ -25,8 +25,11 @@ def _commands(command, path=()):
 
 COMMANDS = [path for path, _ in _commands(typer.main.get_command(app))]
 # the commands with a required argument or option
-NEEDY = [path for path, command in _commands(typer.main.get_command(app))
-         if not getattr(command, "commands", None) and any(p.required for p in command.params)]
+NEEDY = [
+    path
+    for path, command in _commands(typer.main.get_command(app))
+    if not getattr(command, "commands", None) and any(p.required for p in command.params)
+]
 
 
 def _one_line(args):
@@ -54,20 +57,30 @@ def test_a_missing_argument_or_option_is_one_line(path):
     assert "Missing" in _one_line(list(path))
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["no-such-command"], "No such command"),
-    (["gradescope", "no-such-command"], "No such command"),
-    (["batch", "src", "-o", "out", "-j", "-1"], "--jobs"),
-    (["batch", "src", "-o", "out", "--no-cache", "true"], "unexpected extra argument"),
-], ids=["command", "subcommand", "bad-value", "flag-value"])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["no-such-command"], "No such command"),
+        (["gradescope", "no-such-command"], "No such command"),
+        (["batch", "src", "-o", "out", "-j", "-1"], "--jobs"),
+        (["batch", "src", "-o", "out", "--no-cache", "true"], "unexpected extra argument"),
+    ],
+    ids=["command", "subcommand", "bad-value", "flag-value"],
+)
 def test_other_usage_mistakes_are_one_line(args, fragment):
     assert fragment in _one_line(args)
 
 
 def test_the_console_script_prints_one_line_too(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    proc = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", "--bogus"], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "grade", "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == EXIT_USAGE and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: No such option: --bogus"), proc.stderr
 

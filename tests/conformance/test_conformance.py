@@ -25,7 +25,7 @@ def test_the_suite_covers_every_folder_with_an_assignment_toml(tmp_path):
     (tmp_path / "assignments" / "b-two" / "assignment.toml").write_text('id = "b-two"\n')
     (tmp_path / "assignments" / "a-one").mkdir()
     (tmp_path / "assignments" / "a-one" / "assignment.toml").write_text('id = "a-one"\n')
-    (tmp_path / "assignments" / "notes").mkdir()          # no assignment.toml: not a lesson
+    (tmp_path / "assignments" / "notes").mkdir()  # no assignment.toml: not a lesson
     assert assignment_ids(tmp_path) == ["a-one", "b-two"]
     assert len(assignment_ids(ROOT)) >= 2
     mark = parametrize_with_checks(tmp_path)
@@ -43,9 +43,24 @@ def test_a_lesson_without_its_table_fails_with_the_path(tmp_path):
 
 
 def test_problems_sees_a_point_lost_outside_the_mistakes_check():
-    grade = {"score": 97, "max_score": 100, "checks": [
-        {"id": "a", "score": 8, "max_score": 10, "parts": [{"name": "p", "passed": False, "message": "m", "reason": None}]},
-        {"id": "b", "score": 4, "max_score": 5, "parts": [{"name": "q", "passed": False, "message": "n", "reason": None}]}]}
+    grade = {
+        "score": 97,
+        "max_score": 100,
+        "checks": [
+            {
+                "id": "a",
+                "score": 8,
+                "max_score": 10,
+                "parts": [{"name": "p", "passed": False, "message": "m", "reason": None}],
+            },
+            {
+                "id": "b",
+                "score": 4,
+                "max_score": 5,
+                "parts": [{"name": "q", "passed": False, "message": "n", "reason": None}],
+            },
+        ],
+    }
     assert problems({"loses": "a", "parts": ["p"]}, grade)
     assert problems({"loses": "a", "scores": {"a": 8, "b": 5}}, grade)
     assert problems({"full_marks": True}, grade)

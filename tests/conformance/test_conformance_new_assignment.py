@@ -20,7 +20,7 @@ from conformancekit import CHECKS, GRADED, failures
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "09-softmax"
-CODE = ("autograder", "gradescope", "pyproject.toml", "README.md", "constraints.txt")   # what the zip packs
+CODE = ("autograder", "gradescope", "pyproject.toml", "README.md", "constraints.txt")  # what the zip packs
 
 
 def project(tmp: Path) -> Path:
@@ -42,10 +42,20 @@ def test_it_writes_the_lesson_the_docs_describe(scaffolded):
     files = {p.relative_to(scaffolded).as_posix() for p in (scaffolded / "assignments").rglob("*") if p.is_file()}
     files |= {p.relative_to(scaffolded).as_posix() for p in (scaffolded / "reference").rglob("*") if p.is_file()}
     a, r = f"assignments/{ID}", f"reference/{ID}"
-    assert files == {f"{a}/assignment.toml", f"{a}/rubric.toml", f"{a}/README.md", f"{a}/{ID}.ipynb",
-                     f"{a}/grading/__init__.py", f"{a}/examples/reference.ipynb", f"{a}/examples/untouched.ipynb",
-                     f"{a}/examples/softmax_without_max_shift.ipynb", f"{r}/solution.ipynb", f"{r}/make_examples.py",
-                     f"{r}/expected_examples.toml", f"{r}/tolerances.toml"}
+    assert files == {
+        f"{a}/assignment.toml",
+        f"{a}/rubric.toml",
+        f"{a}/README.md",
+        f"{a}/{ID}.ipynb",
+        f"{a}/grading/__init__.py",
+        f"{a}/examples/reference.ipynb",
+        f"{a}/examples/untouched.ipynb",
+        f"{a}/examples/softmax_without_max_shift.ipynb",
+        f"{r}/solution.ipynb",
+        f"{r}/make_examples.py",
+        f"{r}/expected_examples.toml",
+        f"{r}/tolerances.toml",
+    }
 
 
 @pytest.mark.parametrize("check", [c for c in CHECKS if c.__name__ not in GRADED], ids=lambda c: c.__name__)
@@ -72,19 +82,39 @@ def test_build_check_names_a_rubric_path_the_reference_does_not_produce(tmp_path
     assert ok.exit_code == 0, ok.output
     assert "every rubric path is in the reference run's measurements" in ok.output
     rubric = root / "assignments" / ID / "rubric.toml"
-    rubric.write_text(rubric.read_text().replace('measure = "models.model.max_abs_diff"',
-                                                 'measure = "models.model.max_abs_dif"'))
+    rubric.write_text(
+        rubric.read_text().replace('measure = "models.model.max_abs_diff"', 'measure = "models.model.max_abs_dif"')
+    )
     typo = CliRunner().invoke(app, ["build", ID, "--check"])
     assert typo.exit_code == 1, typo.output
-    assert (f"{rubric}: check 'model', part 'computes softmax on hidden rows' measure "
-            "'models.model.max_abs_dif' is not produced by the reference run") in typo.output
+    assert (
+        f"{rubric}: check 'model', part 'computes softmax on hidden rows' measure "
+        "'models.model.max_abs_dif' is not produced by the reference run"
+    ) in typo.output
     assert "models.model has: interface_ok, max_abs_diff" in typo.output, "the neighbours of the typo are named"
 
 
 # ── refusals ──────────────────────────────────────────────────────────────────────────────────
 
-@pytest.mark.parametrize("bad", ["", "Bad", "a_b", "-a", "a-", "a--b", "../x", "a/b", ".x", "x" * (ID_MAX + 1),
-                                 "é-lesson", "05 graph", "05-graph\n"])
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "Bad",
+        "a_b",
+        "-a",
+        "a-",
+        "a--b",
+        "../x",
+        "a/b",
+        ".x",
+        "x" * (ID_MAX + 1),
+        "é-lesson",
+        "05 graph",
+        "05-graph\n",
+    ],
+)
 def test_a_malformed_id_is_refused_and_nothing_is_written(tmp_path, bad):
     root = project(tmp_path)
     result = CliRunner().invoke(app, ["new-assignment", "--", bad], env={"AUTOGRADER_ROOT": str(root)})
@@ -112,7 +142,9 @@ def test_every_accepted_id_is_one_plain_folder_name(tmp_path_factory, candidate)
     try:
         check_new_id(candidate, root)
     except AssignmentError as e:
-        assert "is not an assignment id" in str(e) and not (ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX)
+        assert "is not an assignment id" in str(e) and not (
+            ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX
+        )
         return
     assert ID_PATTERN.fullmatch(candidate) and len(candidate) <= ID_MAX
     assert Path(candidate).name == candidate and candidate not in (".", "..") and candidate == candidate.lower()
@@ -146,12 +178,15 @@ def test_every_accepted_title_renders_into_files_that_parse_and_keep_it(title):
 
 def test_a_title_that_cannot_be_quoted_is_refused_and_nothing_is_written(tmp_path):
     root = project(tmp_path)
-    result = CliRunner().invoke(app, ["new-assignment", ID, "--title", "two\nlines"], env={"AUTOGRADER_ROOT": str(root)})
+    result = CliRunner().invoke(
+        app, ["new-assignment", ID, "--title", "two\nlines"], env={"AUTOGRADER_ROOT": str(root)}
+    )
     assert result.exit_code == 2 and "give one printable line" in result.output
     assert list((root / "assignments").iterdir()) == [] and not (root / "reference").exists()
 
 
 # ── each check catches its kind of broken lesson ─────────────────────────────────────────────
+
 
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
@@ -159,29 +194,48 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-BREAKS = {   # what breaks the scaffolded lesson → the checks (needing no kernel) that must fail, and only they
+BREAKS = {  # what breaks the scaffolded lesson → the checks (needing no kernel) that must fail, and only they
     "solution edited, not rebuilt": (
-        lambda r: _edit(r / "reference" / ID / "solution.ipynb", "e / e.sum(axis=-1, keepdims=True)",
-                        "e / np.sum(e, axis=-1, keepdims=True)"),
-        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"}),
+        lambda r: _edit(
+            r / "reference" / ID / "solution.ipynb",
+            "e / e.sum(axis=-1, keepdims=True)",
+            "e / np.sum(e, axis=-1, keepdims=True)",
+        ),
+        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"},
+    ),
     "the untouched example edited by hand": (
-        lambda r: _edit(r / "assignments" / ID / "examples" / "untouched.ipynb", 'raise NotImplementedError(\\"softmax\\")',
-                        'return x'),
-        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"}),
+        lambda r: _edit(
+            r / "assignments" / ID / "examples" / "untouched.ipynb",
+            'raise NotImplementedError(\\"softmax\\")',
+            "return x",
+        ),
+        {"check_built_files_are_up_to_date", "check_reference_and_untouched_are_the_shipped_notebooks"},
+    ),
     "an example missing from the table": (
-        lambda r: _edit(r / "reference" / ID / "expected_examples.toml",
-                        '["softmax_without_max_shift.ipynb"]\nloses = "softmax"\nparts = ["large values"]\nscore = 80\n', ""),
-        {"check_table_lists_exactly_the_examples"}),
+        lambda r: _edit(
+            r / "reference" / ID / "expected_examples.toml",
+            '["softmax_without_max_shift.ipynb"]\nloses = "softmax"\nparts = ["large values"]\nscore = 80\n',
+            "",
+        ),
+        {"check_table_lists_exactly_the_examples"},
+    ),
     "a mistake losing at a check the rubric lacks": (
         lambda r: _edit(r / "reference" / ID / "expected_examples.toml", 'loses = "softmax"', 'loses = "softmx"'),
-        {"check_table_lists_exactly_the_examples"}),
+        {"check_table_lists_exactly_the_examples"},
+    ),
     "a tolerance the rubric names, never calibrated": (
-        lambda r: _edit(r / "assignments" / ID / "rubric.toml", "  value = 1e-5\n", '  tolerance = "model.max_abs_diff_max"\n'),
-        {"check_tolerances_are_calibrated_and_current"}),
+        lambda r: _edit(
+            r / "assignments" / ID / "rubric.toml", "  value = 1e-5\n", '  tolerance = "model.max_abs_diff_max"\n'
+        ),
+        {"check_tolerances_are_calibrated_and_current"},
+    ),
     "a calibrated tolerance the rubric no longer names": (
         lambda r: (r / "reference" / ID / "tolerances.toml").write_text(
             '[model]\nmax_abs_diff_max = {value = 1e-5, measure = "models.model.max_abs_diff", worst = 4e-6, '
-            'rule = "(worst + step 1e-06) × 2"}\n'), {"check_tolerances_are_calibrated_and_current"}),
+            'rule = "(worst + step 1e-06) × 2"}\n'
+        ),
+        {"check_tolerances_are_calibrated_and_current"},
+    ),
 }
 
 

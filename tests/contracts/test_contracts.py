@@ -32,20 +32,34 @@ ISOLATION = {"mode": "bwrap", "layers": ["bwrap", "netns"], "warnings": []}
 
 
 def record(status="completed", cells=None, **kw):
-    cells = cells if cells is not None else [
-        CellRecord(0, "ok", 0.1, number=1),
-        CellRecord(2, "error", 0.2, "ValueError", "bad", "Traceback…", number=2, line=3),
-        CellRecord(3, "not_run", 0.0, number=3)]
-    return build_record(Outcome(status, None if status == "completed" else "why"), cells, copy.deepcopy(ISOLATION),
-                        time.monotonic(), probe="completed" if status == "completed" else "not_run", **kw)
+    cells = (
+        cells
+        if cells is not None
+        else [
+            CellRecord(0, "ok", 0.1, number=1),
+            CellRecord(2, "error", 0.2, "ValueError", "bad", "Traceback…", number=2, line=3),
+            CellRecord(3, "not_run", 0.0, number=3),
+        ]
+    )
+    return build_record(
+        Outcome(status, None if status == "completed" else "why"),
+        cells,
+        copy.deepcopy(ISOLATION),
+        time.monotonic(),
+        probe="completed" if status == "completed" else "not_run",
+        **kw,
+    )
 
 
 def measurements(execution):
-    return {"schema": 1, "assignment": {"id": "07-quantization", "version": "1", "fingerprint": "ab12",
-                                        "hidden_secret": "3f9a"},
-            "environment": {"python": "3.11.7", "autograder": "0.1.0", "onnxruntime": "1.32.0"},
-            "execution": _execution_summary(execution),
-            "functions": {"quantize": {"defined": True, "agree_share": 1.0}}, "models": {"error": "no file"}}
+    return {
+        "schema": 1,
+        "assignment": {"id": "07-quantization", "version": "1", "fingerprint": "ab12", "hidden_secret": "3f9a"},
+        "environment": {"python": "3.11.7", "autograder": "0.1.0", "onnxruntime": "1.32.0"},
+        "execution": _execution_summary(execution),
+        "functions": {"quantize": {"defined": True, "agree_share": 1.0}},
+        "models": {"error": "no file"},
+    }
 
 
 def test_every_schema_is_a_valid_draft_2020_12_schema_shipped_as_package_data():
@@ -61,8 +75,13 @@ def test_every_schema_is_a_valid_draft_2020_12_schema_shipped_as_package_data():
 
 @pytest.mark.parametrize("status", ["completed", "timeout", "kernel_died", "startup_failed", "unreadable"])
 def test_the_sandbox_record_and_the_pipeline_summary_fit(status):
-    execution = record(status, sources=["import numpy", "", "x = 1\nraise ValueError('bad')", "y"],
-                       names=["quantize"], cells_in_notebook=5, language=None)
+    execution = record(
+        status,
+        sources=["import numpy", "", "x = 1\nraise ValueError('bad')", "y"],
+        names=["quantize"],
+        cells_in_notebook=5,
+        language=None,
+    )
     validate("execution", execution)
     validate("measurements", measurements(execution))
 
@@ -113,9 +132,11 @@ def test_messages_say_what_is_wrong_in_words():
         validate("execution", execution)
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                    max_leaves=20)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -143,7 +164,7 @@ def test_any_value_at_any_place_of_a_real_record_fits_or_is_named_at_its_path(da
     problem = contracts.first_problem("execution", execution)
     if problem is not None:
         where, _ = problem
-        assert where == path[:len(where)] or path == where[:len(path)], (where, path)
+        assert where == path[: len(where)] or path == where[: len(path)], (where, path)
 
 
 def _places(node, prefix=()):

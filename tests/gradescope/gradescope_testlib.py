@@ -16,7 +16,7 @@ def unpack_root(zip_path: Path, parent: Path) -> Path:
     (root / "results").mkdir()
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(root / "source")
-        for info in zf.infolist():           # extractall drops mode bits; Gradescope's unzip keeps them
+        for info in zf.infolist():  # extractall drops mode bits; Gradescope's unzip keeps them
             mode = (info.external_attr >> 16) & 0o777
             if mode:
                 (root / "source" / info.filename).chmod(mode)

@@ -21,9 +21,13 @@ def test_the_timeout_covers_every_limit_of_the_worst_legal_notebook(assignment07
     b = budget(assignment07)
     limits = assignment07.limits
     # every part of one execution's hard bound, one measuring child per artifact, the grader's own work
-    assert b.execution_s == (execute.STARTUP_TIMEOUT_S + limits.notebook_timeout_s
-                             + probe_budget_s(limits, len(assignment07.grading.probe_cases()))
-                             + execute.RECOVER_GRACE_S + 10)
+    assert b.execution_s == (
+        execute.STARTUP_TIMEOUT_S
+        + limits.notebook_timeout_s
+        + probe_budget_s(limits, len(assignment07.grading.probe_cases()))
+        + execute.RECOVER_GRACE_S
+        + 10
+    )
     assert b.measuring_s == len(assignment07.artifacts) * LoadLimits().timeout_s
     assert b.timeout_s >= b.ceiling_s * (1 + budget_mod.TIME_MARGIN) and b.timeout_s % 60 == 0
     assert b.timeout_s - 60 < b.ceiling_s * (1 + budget_mod.TIME_MARGIN), "rounded up to the next minute only"
@@ -34,8 +38,10 @@ def test_the_timeout_covers_every_limit_of_the_worst_legal_notebook(assignment07
 def test_a_longer_notebook_deadline_raises_the_timeout(assignment07):
     from dataclasses import replace
 
-    longer = replace(assignment07, config={**assignment07.config,
-                                           "execution": {**assignment07.config["execution"], "notebook_timeout_s": 900}})
+    longer = replace(
+        assignment07,
+        config={**assignment07.config, "execution": {**assignment07.config["execution"], "notebook_timeout_s": 900}},
+    )
     assert budget(longer).timeout_s > budget(assignment07).timeout_s
 
 
@@ -45,8 +51,9 @@ def test_build_prints_the_settings_and_the_readme_shows_the_same(assignment07, t
     assert result.exit_code == 0, result.output
     assert line in result.output
     readme = (ROOT / "docs" / "GRADESCOPE.md").read_text()
-    assert f"- **Settings:** {line}." in readme, ("docs/GRADESCOPE.md's \"Settings\" must be what "
-                                                 f"`gradescope build` prints:\n{line}")
+    assert f"- **Settings:** {line}." in readme, (
+        f'docs/GRADESCOPE.md\'s "Settings" must be what `gradescope build` prints:\n{line}'
+    )
 
 
 def test_no_lesson_is_told_that_its_reference_fits_without_a_measurement_of_it(project_root):

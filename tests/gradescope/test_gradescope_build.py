@@ -49,9 +49,15 @@ def fake_checkout(tmp_path) -> Path:
     (pkg / "sub" / "schema.json").write_text("{}")
     (pkg / "sub" / "notes.txt").write_text("not package data")
     (pkg / "sub" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
-    (pkg / "gradescope" / "sim" / "deep").mkdir(parents=True)        # the instructor's tools
-    for name in ("gradescope/__init__.py", "gradescope/run.py", "gradescope/sim/__init__.py",
-                 "gradescope/sim/container.py", "gradescope/sim/profile.json", "gradescope/sim/deep/__init__.py"):
+    (pkg / "gradescope" / "sim" / "deep").mkdir(parents=True)  # the instructor's tools
+    for name in (
+        "gradescope/__init__.py",
+        "gradescope/run.py",
+        "gradescope/sim/__init__.py",
+        "gradescope/sim/container.py",
+        "gradescope/sim/profile.json",
+        "gradescope/sim/deep/__init__.py",
+    ):
         (pkg / name).write_text("{}" if name.endswith(".json") else "")
     (root / "tests").mkdir()
     (root / "tests" / "test_x.py").write_text("def test(): pass\n")
@@ -74,13 +80,25 @@ def fake_checkout(tmp_path) -> Path:
 
 # ------------------------------------------------------------------------------ the zip's content
 
+
 def test_zip_holds_exactly_the_grader_side_files(fake_checkout, tmp_path):
     report = build_zip("demo", tmp_path / "a.zip", root=fake_checkout)
-    assert names(report.zip_path) == sorted([
-        "assignments/demo/assignment.toml", "assignments/demo/demo.ipynb",
-        "assignments/demo/grading/__init__.py", "assignments/demo/grading/hidden_cases.npz",
-        "assignments/demo/rubric.toml", "autograder-0.1.0-py3-none-any.whl", "constraints.txt",
-        "gradescope.json", "hidden-data.secret", "reference/demo/tolerances.toml", "run_autograder", "setup.sh"])
+    assert names(report.zip_path) == sorted(
+        [
+            "assignments/demo/assignment.toml",
+            "assignments/demo/demo.ipynb",
+            "assignments/demo/grading/__init__.py",
+            "assignments/demo/grading/hidden_cases.npz",
+            "assignments/demo/rubric.toml",
+            "autograder-0.1.0-py3-none-any.whl",
+            "constraints.txt",
+            "gradescope.json",
+            "hidden-data.secret",
+            "reference/demo/tolerances.toml",
+            "run_autograder",
+            "setup.sh",
+        ]
+    )
 
 
 def test_wheel_holds_modules_and_package_data_only_and_no_instructor_tool(fake_checkout):
@@ -89,8 +107,12 @@ def test_wheel_holds_modules_and_package_data_only_and_no_instructor_tool(fake_c
     wheel = tmp_wheel = fake_checkout / name
     tmp_wheel.write_bytes(data)
     assert sorted(n for n in names(wheel) if not n.startswith("autograder-0.1.0.dist-info/")) == [
-        "autograder/__init__.py", "autograder/gradescope/__init__.py", "autograder/gradescope/run.py",
-        "autograder/sub/__init__.py", "autograder/sub/schema.json"]
+        "autograder/__init__.py",
+        "autograder/gradescope/__init__.py",
+        "autograder/gradescope/run.py",
+        "autograder/sub/__init__.py",
+        "autograder/sub/schema.json",
+    ]
 
 
 def _scramble(tree: Path, seed: int) -> None:
@@ -117,9 +139,9 @@ def test_wheel_bytes_depend_on_the_content_alone(fake_checkout, tmp_path):
     wheel = tmp_path / name
     wheel.write_bytes(first)
     with zipfile.ZipFile(wheel) as zf:
-        assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}   # SOURCE_DATE_EPOCH
+        assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}  # SOURCE_DATE_EPOCH
         modes = {(i.external_attr >> 16) & 0o777 for i in zf.infolist() if not i.filename.endswith("/RECORD")}
-    assert modes == {0o644}        # whatever the checkout's modes and the caller's umask
+    assert modes == {0o644}  # whatever the checkout's modes and the caller's umask
 
 
 def test_a_missing_build_backend_is_one_clear_error(fake_checkout):
@@ -137,10 +159,16 @@ def test_a_missing_build_backend_is_one_clear_error(fake_checkout):
 
 def test_real_zip_has_scripts_wheel_pins_and_assignment(gradescope_zip):
     entries = names(gradescope_zip)
-    assert {"setup.sh", "run_autograder", "constraints.txt", "gradescope.json",
-            f"assignments/{ASSIGNMENT}/assignment.toml", f"assignments/{ASSIGNMENT}/rubric.toml",
-            f"assignments/{ASSIGNMENT}/grading/__init__.py",
-            f"reference/{ASSIGNMENT}/tolerances.toml"} <= set(entries)
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "constraints.txt",
+        "gradescope.json",
+        f"assignments/{ASSIGNMENT}/assignment.toml",
+        f"assignments/{ASSIGNMENT}/rubric.toml",
+        f"assignments/{ASSIGNMENT}/grading/__init__.py",
+        f"reference/{ASSIGNMENT}/tolerances.toml",
+    } <= set(entries)
     assert entries == sorted(entries)
     assert not [e for e in entries if e.startswith(f"reference/{ASSIGNMENT}/") and not e.endswith("tolerances.toml")]
     assert not [e for e in entries if "/examples/" in e or "__pycache__" in e or e.startswith("tests/")]
@@ -162,6 +190,7 @@ def test_build_is_byte_for_byte_reproducible(gradescope_zip, tmp_path):
 
 # ------------------------------------------------------------------------------------ the wheel
 
+
 def test_wheel_metadata_matches_pyproject(gradescope_zip):
     project = PYPROJECT["project"]
     with zipfile.ZipFile(gradescope_zip) as outer:
@@ -180,7 +209,9 @@ def test_wheel_metadata_matches_pyproject(gradescope_zip):
     assert plain == [Requirement(d) for d in project["dependencies"]]
     assert "autograder = autograder.cli:main" in entry_points
     instructor_only = tuple(f"{folder}/" for folder in INSTRUCTOR_ONLY)
-    every = {p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py") if "__pycache__" not in p.parts}
+    every = {
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "autograder").rglob("*.py") if "__pycache__" not in p.parts
+    }
     left_out = {m for m in every if m.startswith(instructor_only)}
     assert "autograder/gradescope/sim/container.py" in left_out and "autograder/gradescope/run.py" not in left_out
     assert modules == every - left_out
@@ -202,19 +233,39 @@ def test_wheel_installs_with_pip_and_imports(gradescope_zip, tmp_path):
         wheel_name = json.loads(outer.read("gradescope.json"))["wheel"]
         (tmp_path / wheel_name).write_bytes(outer.read(wheel_name))
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--target", str(target), str(tmp_path / wheel_name)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(tmp_path / wheel_name),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert (target / "bin" / "autograder").is_file()
-    probe = ("import autograder, importlib.metadata as m; "
-             "print(autograder.__file__); print(m.version('autograder'))")
-    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {probe}"],
-                          check=True, capture_output=True, text=True, cwd=tmp_path)
+    probe = "import autograder, importlib.metadata as m; print(autograder.__file__); print(m.version('autograder'))"
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {probe}"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     file_, version = done.stdout.split()
     assert Path(file_).is_relative_to(target) and version == PYPROJECT["project"]["version"]
 
 
 # ------------------------------------------------------------------------- scripts and commands
+
 
 @pytest.mark.parametrize("script", ["setup.sh", "run_autograder"])
 def test_shell_scripts_are_shellcheck_clean(script):
@@ -244,7 +295,6 @@ def test_cli_build_writes_the_zip_and_rejects_unknown_assignments(tmp_path):
     bad = CliRunner().invoke(app, ["gradescope", "build", "no-such-assignment", "-o", str(tmp_path / "n.zip")])
     assert bad.exit_code == 2 and "no assignment 'no-such-assignment'" in bad.output
     assert not (tmp_path / "n.zip").exists()
-
 
 
 def _imports(path: Path, package: str) -> list[tuple[str, bool]]:

@@ -17,7 +17,7 @@ from autograder.gradescope.container_limits import own_limits
 from autograder.gradescope.sim.container import ContainerSpec, run_container
 from needs import needs
 
-PROBE = r'''
+PROBE = r"""
 import ctypes, errno, json, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -49,17 +49,21 @@ out["root_listing"] = sorted(os.listdir("/root"))
 out["host_paths"] = {p: os.path.exists(p) for p in ("/root/.pyenv", "/work", SECRET_PATH)}
 out["env"] = sorted(os.environ)
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 @needs("container")
 def inside():
     require_container()
-    secret = Path(__file__).resolve()         # a host file the container must not see
+    secret = Path(__file__).resolve()  # a host file the container must not see
     spec = ContainerSpec(memory_mb=300, cpus=0.5)
-    run = run_container(spec, ["/usr/bin/python3", "-I", "-c", f"SECRET_PATH = {str(secret)!r}\n" + PROBE],
-                        timeout_s=120, env={"AUTOGRADER_JAIL_TEST": "x"})
+    run = run_container(
+        spec,
+        ["/usr/bin/python3", "-I", "-c", f"SECRET_PATH = {str(secret)!r}\n" + PROBE],
+        timeout_s=120,
+        env={"AUTOGRADER_JAIL_TEST": "x"},
+    )
     assert run.returncode == 0, run.log[-3000:]
     return json.loads(run.log.strip().splitlines()[-1]), run
 
@@ -77,8 +81,10 @@ def test_root_holds_exactly_dockers_14_capabilities(inside):
 
 def test_dockers_seccomp_profile_denies_namespaces_mounts_and_the_rest(inside):
     out, _ = inside
-    denied = {k: out[k] for k in ("unshare_user", "unshare_mount", "setns", "mount", "clone_newpid",
-                                  "socket_vsock", "bpf", "keyctl")}
+    denied = {
+        k: out[k]
+        for k in ("unshare_user", "unshare_mount", "setns", "mount", "clone_newpid", "socket_vsock", "bpf", "keyctl")
+    }
     assert set(denied.values()) == {"EPERM"}, denied
     assert out["clone3"] == "ENOSYS", "Docker answers clone3 with ENOSYS so that glibc falls back to clone"
 
@@ -103,8 +109,11 @@ def test_own_pid_namespace_hostname_and_no_view_of_the_hosts_private_folders(ins
 def test_the_container_is_killed_at_its_timeout_and_leaves_no_process(tmp_path):
     require_container()
     marker = "autograder-container-sleeper-" + os.urandom(4).hex()
-    run = run_container(ContainerSpec(memory_mb=64, cpus=0.5),
-                        ["/bin/bash", "-c", f"(exec -a {marker} sleep 300 &) ; exec -a {marker} sleep 300"], timeout_s=3)
+    run = run_container(
+        ContainerSpec(memory_mb=64, cpus=0.5),
+        ["/bin/bash", "-c", f"(exec -a {marker} sleep 300 &) ; exec -a {marker} sleep 300"],
+        timeout_s=3,
+    )
     assert run.timed_out, "the container's command outlived its timeout"
     left = [p for p in os.listdir("/proc") if p.isdigit() and marker in _cmdline(p)]
     assert not left, f"processes of the killed container are still running: {left}"
@@ -127,6 +136,7 @@ def _cmdline(pid: str) -> str:
 
 
 # ------------------------------------------------------------------- own_limits (unit, no container)
+
 
 def test_own_limits_reads_v1_and_v2_and_nothing(tmp_path):
     v1 = tmp_path / "v1"

@@ -58,9 +58,23 @@ def testtools(gradescope_image) -> Path:
         if not (target / ".done").is_file():
             shutil.rmtree(target, ignore_errors=True)
             python = gradescope_image.opt / "venv" / "bin" / "python"
-            done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--target", str(target),
-                                   "-c", str(ROOT / "constraints.txt"), *TESTTOOLS],
-                                  capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--target",
+                    str(target),
+                    "-c",
+                    str(ROOT / "constraints.txt"),
+                    *TESTTOOLS,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, f"cannot install {TESTTOOLS} for the container:\n{done.stderr[-2000:]}"
             os.chmod(target, 0o755)
             (target / ".done").write_text("ok\n")
@@ -73,19 +87,42 @@ def test_adversarial_suite_holds_in_gradescopes_container(gradescope_image, test
     out = Path(tempfile.mkdtemp(prefix="autograder-container-adv-", dir=STATE_PARENT))
     try:
         spec = gradescope_image.container_spec(memory_mb, INNER_WORKERS * CPUS_PER_WORKER)
-        spec.binds += [(str(ROOT), str(ROOT), "ro"), (str(testtools), "/opt/autograder-testtools", "ro"),
-                       (str(out), "/var/tmp/adv-report", "rw")]
-        env = {"PYTHONPATH": f"/opt/autograder/grader:/opt/autograder-testtools:{ROOT / 'tests' / 'gradescope'}",
-               "PYTHONDONTWRITEBYTECODE": "1", "AUTOGRADER_CONTAINER_REPORT": "/var/tmp/adv-report/jail.json"}
-        argv = ["/opt/autograder/venv/bin/python", "-m", "pytest", str(ADVERSARIAL / test_file),
-                "-p", "no:cacheprovider", "-p", "container_plugin", "-o", "addopts=", "-q", "-rfEs",
-                "-n", str(INNER_WORKERS), "--dist", "loadfile", "--junitxml=/var/tmp/adv-report/junit.xml"]
+        spec.binds += [
+            (str(ROOT), str(ROOT), "ro"),
+            (str(testtools), "/opt/autograder-testtools", "ro"),
+            (str(out), "/var/tmp/adv-report", "rw"),
+        ]
+        env = {
+            "PYTHONPATH": f"/opt/autograder/grader:/opt/autograder-testtools:{ROOT / 'tests' / 'gradescope'}",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "AUTOGRADER_CONTAINER_REPORT": "/var/tmp/adv-report/jail.json",
+        }
+        argv = [
+            "/opt/autograder/venv/bin/python",
+            "-m",
+            "pytest",
+            str(ADVERSARIAL / test_file),
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "container_plugin",
+            "-o",
+            "addopts=",
+            "-q",
+            "-rfEs",
+            "-n",
+            str(INNER_WORKERS),
+            "--dist",
+            "loadfile",
+            "--junitxml=/var/tmp/adv-report/junit.xml",
+        ]
         run = run_container(spec, argv, env=env, cwd="/var/tmp", timeout_s=FILE_TIMEOUT_S)
         tail = run.log[-6000:]
         assert not run.timed_out, f"{test_file} ran past {FILE_TIMEOUT_S} s in the container:\n{tail}"
         jail = json.loads((out / "jail.json").read_text())
-        assert jail.get("mode") == "fallback" and FALLBACK_LAYERS <= set(jail.get("layers", [])), \
+        assert jail.get("mode") == "fallback" and FALLBACK_LAYERS <= set(jail.get("layers", [])), (
             f"inside the container the grader chose {jail}"
+        )
         suite = ET.parse(out / "junit.xml").getroot()
         cases = suite.iter("testcase")
         failed, skipped, xfailed, passed = [], [], [], 0

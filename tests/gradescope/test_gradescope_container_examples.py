@@ -37,8 +37,9 @@ def assert_fallback_held(results: dict) -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_gets_its_demo_grade_in_gradescopes_container(gradescope_image, results_validator, name, timeout_s):
-    sim = run_in_image(gradescope_image, EXAMPLES / name, memory_mb=GRADESCOPE_MEMORY_MB, cpus=GRADESCOPE_CPUS,
-                       timeout_s=timeout_s)
+    sim = run_in_image(
+        gradescope_image, EXAMPLES / name, memory_mb=GRADESCOPE_MEMORY_MB, cpus=GRADESCOPE_CPUS, timeout_s=timeout_s
+    )
     assert sim.results is not None, f"no results.json; exit {sim.returncode}:\n{sim.stdout[-3000:]}"
     results_validator(sim.results)
     assert_fallback_held(sim.results)
@@ -79,7 +80,8 @@ print(outcome)
 
 
 def test_hostile_notebook_cannot_forge_results_or_touch_the_grader_in_the_container(
-        gradescope_image, results_validator, tmp_path, timeout_s):
+    gradescope_image, results_validator, tmp_path, timeout_s
+):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HOSTILE % {"protected": list(PROTECTED)})])
     path = tmp_path / "attack.ipynb"
     nbformat.write(nb, path)
@@ -89,8 +91,13 @@ def test_hostile_notebook_cannot_forge_results_or_touch_the_grader_in_the_contai
         seen["results"] = sorted(p.name for p in (root / "results").iterdir())
         seen["protected"] = {p: (root / "source" / p).read_bytes() for p in PROTECTED}
 
-    sim = run_in_image(gradescope_image, path, timeout_s=timeout_s, inspect=inspect,
-                       env={"GRADESCOPE_SECRET_TOKEN": "token-the-kernel-must-not-see"})
+    sim = run_in_image(
+        gradescope_image,
+        path,
+        timeout_s=timeout_s,
+        inspect=inspect,
+        env={"GRADESCOPE_SECRET_TOKEN": "token-the-kernel-must-not-see"},
+    )
     results_validator(sim.results)
     assert_fallback_held(sim.results)
     assert sim.results["extra_data"]["execution"]["status"] == "completed", sim.summary()

@@ -60,18 +60,23 @@ def _nested_lists(path: Path, size: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize("size, reason", [
-    (60 * 1024 * 1024, f"more than the {MAX_NOTEBOOK_BYTES:,} allowed"),
-    (MAX_NOTEBOOK_BYTES - 4096, "JSON lists"),
-])
-def test_a_huge_notebook_is_a_zero_with_a_reason_and_the_container_survives(gradescope_image, results_validator,
-                                                                            world_readable_tmp, size, reason):
+@pytest.mark.parametrize(
+    "size, reason",
+    [
+        (60 * 1024 * 1024, f"more than the {MAX_NOTEBOOK_BYTES:,} allowed"),
+        (MAX_NOTEBOOK_BYTES - 4096, "JSON lists"),
+    ],
+)
+def test_a_huge_notebook_is_a_zero_with_a_reason_and_the_container_survives(
+    gradescope_image, results_validator, world_readable_tmp, size, reason
+):
     submission = world_readable_tmp / "submission"
     submission.mkdir()
     _nested_lists(submission / f"{ASSIGNMENT}.ipynb", size)
     with GraderPeak() as peak:
-        sim = run_in_image(gradescope_image, submission, memory_mb=GRADESCOPE_MEMORY_MB, cpus=GRADESCOPE_CPUS,
-                           timeout_s=600)
+        sim = run_in_image(
+            gradescope_image, submission, memory_mb=GRADESCOPE_MEMORY_MB, cpus=GRADESCOPE_CPUS, timeout_s=600
+        )
     assert sim.results is not None, f"no results.json; exit {sim.returncode}:\n{sim.stdout[-3000:]}"
     results_validator(sim.results)
     assert sim.results["score"] == 0 and reason in sim.results["output"], sim.results["output"][:2000]

@@ -28,8 +28,9 @@ PROTECTED = (f"reference/{ASSIGNMENT}/tolerances.toml", f"assignments/{ASSIGNMEN
 def run_autograder(root: Path, timeout: float = 600, **extra_env: str) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("AUTOGRADER_ROOT", "AUTOGRADER_JAIL")}
     env.update({"GRADESCOPE_ROOT": str(root), "AUTOGRADER_VENV": sys.prefix, **extra_env})
-    done = subprocess.run([str(root / "source" / "run_autograder")], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")], env=env, cwd=root, capture_output=True, text=True, timeout=timeout
+    )
     log = done.stdout + done.stderr
     assert done.returncode == 0, f"run_autograder exited {done.returncode}:\n{log[-4000:]}"
     return json.loads((root / "results" / "results.json").read_text()), log
@@ -39,7 +40,7 @@ def run_autograder(root: Path, timeout: float = 600, **extra_env: str) -> tuple[
 def sim_root(gradescope_zip, world_readable_tmp) -> Path:
     root = unpack_root(gradescope_zip, world_readable_tmp)
     for d in (root, root / "submission", root / "results"):
-        d.chmod(0o755)                      # as open as Gradescope may leave them
+        d.chmod(0o755)  # as open as Gradescope may leave them
     return root
 
 
@@ -53,17 +54,40 @@ def zip_wheel_only(gradescope_zip, world_readable_tmp) -> Path:
     with zipfile.ZipFile(gradescope_zip) as zf:
         wheel_name = json.loads(zf.read("gradescope.json"))["wheel"]
         (opt / wheel_name).write_bytes(zf.read(wheel_name))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--no-compile",
-                    "--disable-pip-version-check", "--target", str(opt / "grader"), str(opt / wheel_name)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "--target",
+            str(opt / "grader"),
+            str(opt / wheel_name),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (opt / "venv").symlink_to(sys.prefix)
     for d in [opt, *(p for p in (opt / "grader").rglob("*") if p.is_dir())]:
         d.chmod(0o755)
-    probe = ("import autograder, importlib.util as u; print(autograder.__file__); "
-             "print(u.find_spec('autograder.gradescope.sim'))")
-    done = subprocess.run([str(opt / "venv" / "bin" / "python"), "-P", "-c", probe], cwd=world_readable_tmp,
-                          env={**os.environ, "PYTHONPATH": str(opt / "grader")}, capture_output=True, text=True,
-                          check=True)
+    probe = (
+        "import autograder, importlib.util as u; print(autograder.__file__); "
+        "print(u.find_spec('autograder.gradescope.sim'))"
+    )
+    done = subprocess.run(
+        [str(opt / "venv" / "bin" / "python"), "-P", "-c", probe],
+        cwd=world_readable_tmp,
+        env={**os.environ, "PYTHONPATH": str(opt / "grader")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     package, sim = done.stdout.split()
     assert Path(package).is_relative_to(opt / "grader") and sim == "None", done.stdout
     return opt / "venv"
@@ -80,7 +104,9 @@ def test_no_notebook_gives_a_zero_through_the_real_script(sim_root, results_vali
     (sim_root / "submission" / "answers.txt").write_text("42")
     results, log = run_autograder(sim_root, timeout=120)
     results_validator(results)
-    assert results["score"] == 0.0 and "No notebook" in results["output"] and "It holds answers.txt." in results["output"]
+    assert (
+        results["score"] == 0.0 and "No notebook" in results["output"] and "It holds answers.txt." in results["output"]
+    )
     assert "`" not in results["output"], "a file name is plain text: no literal backticks for the student"
     assert "nothing graded" in log
     assert mode_of(sim_root / "source") & 0o077 == 0
@@ -102,9 +128,12 @@ def test_reference_solution_gets_full_marks_and_a_leaderboard_entry(sim_root, re
     results_validator(results)
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) == 100, results["output"]
     assert all(t["status"] == "passed" for t in results["tests"])
-    assert results["extra_data"]["gradescope"] == {"assignment": ASSIGNMENT, "submission_id": 42,
-                                                   "created_at": "2026-01-01T00:00:00Z",
-                                                   "notebook": "reference.ipynb"}
+    assert results["extra_data"]["gradescope"] == {
+        "assignment": ASSIGNMENT,
+        "submission_id": 42,
+        "created_at": "2026-01-01T00:00:00Z",
+        "notebook": "reference.ipynb",
+    }
     board = {e["name"]: e for e in results["leaderboard"]}
     assert board["Smallest int8 model (KB)"]["order"] == "asc" and 0 < board["Smallest int8 model (KB)"]["value"]
     assert "score 100" in log
@@ -141,14 +170,27 @@ def test_the_zips_wheel_alone_grades_a_notebook_without_the_simulator(sim_root, 
     assert results["score"] < 50
 
 
-def test_simulate_in_the_zips_wheel_is_one_line_saying_it_is_the_instructors_tool(gradescope_zip, zip_wheel_only,
-                                                                                   tmp_path):
+def test_simulate_in_the_zips_wheel_is_one_line_saying_it_is_the_instructors_tool(
+    gradescope_zip, zip_wheel_only, tmp_path
+):
     nb = tmp_path / "a.ipynb"
     nb.write_text(nbformat.writes(nbformat.v4.new_notebook()))
-    done = subprocess.run([str(zip_wheel_only / "bin" / "python"), "-P", "-m", "autograder.cli", "gradescope",
-                           "simulate", str(gradescope_zip), str(nb)],
-                          env={**os.environ, "PYTHONPATH": str(zip_wheel_only.parent / "grader")},
-                          capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            str(zip_wheel_only / "bin" / "python"),
+            "-P",
+            "-m",
+            "autograder.cli",
+            "gradescope",
+            "simulate",
+            str(gradescope_zip),
+            str(nb),
+        ],
+        env={**os.environ, "PYTHONPATH": str(zip_wheel_only.parent / "grader")},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "instructor's tool" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -195,13 +237,13 @@ for target in %(protected)r:
 
 @pytest.mark.kernel
 @pytest.mark.slow
-@pytest.mark.parametrize("jail", ["bwrap", "fallback"])   # fallback: as under Docker's seccomp on Gradescope
-def test_hostile_notebook_cannot_forge_results_or_touch_the_grader(sim_root, results_validator, jail,
-                                                                  monkeypatch):
+@pytest.mark.parametrize("jail", ["bwrap", "fallback"])  # fallback: as under Docker's seccomp on Gradescope
+def test_hostile_notebook_cannot_forge_results_or_touch_the_grader(sim_root, results_validator, jail, monkeypatch):
     require_jail(jail, monkeypatch)
     subs = {"root": str(sim_root), "protected": list(PROTECTED)}
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(HOSTILE_WRITE % subs),
-                                         nbformat.v4.new_code_cell(HOSTILE_TAMPER % subs)])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(HOSTILE_WRITE % subs), nbformat.v4.new_code_cell(HOSTILE_TAMPER % subs)]
+    )
     (sim_root / "submission" / "attack.ipynb").write_text(nbformat.writes(nb))
     before = {p: (sim_root / "source" / p).read_bytes() for p in PROTECTED}
     results, _ = run_autograder(sim_root, AUTOGRADER_JAIL=jail)

@@ -53,8 +53,9 @@ MINIMAL_GRADING = "def probe_cases():\n    return []\n\n\ndef measure(ctx):\n   
 def make_source(source: Path, assignment_id: str = ID, grading: str = MINIMAL_GRADING) -> None:
     folder = source / "assignments" / assignment_id
     (folder / "grading").mkdir(parents=True)
-    (folder / "assignment.toml").write_text(f'id = "{assignment_id}"\ntitle = "Demo"\nversion = "1"\n'
-                                            f'notebook = "{assignment_id}.ipynb"\n')
+    (folder / "assignment.toml").write_text(
+        f'id = "{assignment_id}"\ntitle = "Demo"\nversion = "1"\nnotebook = "{assignment_id}.ipynb"\n'
+    )
     (folder / "rubric.toml").write_text(RUBRIC)
     (folder / "grading" / "__init__.py").write_text(grading)
     (source / "reference" / assignment_id).mkdir(parents=True)
@@ -77,18 +78,48 @@ def root(tmp_path, monkeypatch) -> Path:
 
 def grade_of(static_passed: bool = True) -> dict:
     def check(cid, passed, drop):
-        return {"id": cid, "title": cid, "visibility": "visible", "score": 10.0 if passed else 0.0,
-                "max_score": 10.0, "passed": passed,
-                "parts": [{"name": "accuracy drop", "passed": passed, "points": 10, "score": 10 if passed else 0,
-                           "measured": drop, "threshold": 0.01, "op": "<=", "message": "drop", "hint": "h",
-                           "reason": None}]}
-    checks = [check("dynamic_model", True, 0.002), check("static_model", static_passed, 0.002 if static_passed else 0.2)]
-    return {"assignment": ID, "score": sum(c["score"] for c in checks), "max_score": 20.0, "checks": checks,
-            "manual": []}
+        return {
+            "id": cid,
+            "title": cid,
+            "visibility": "visible",
+            "score": 10.0 if passed else 0.0,
+            "max_score": 10.0,
+            "passed": passed,
+            "parts": [
+                {
+                    "name": "accuracy drop",
+                    "passed": passed,
+                    "points": 10,
+                    "score": 10 if passed else 0,
+                    "measured": drop,
+                    "threshold": 0.01,
+                    "op": "<=",
+                    "message": "drop",
+                    "hint": "h",
+                    "reason": None,
+                }
+            ],
+        }
+
+    checks = [
+        check("dynamic_model", True, 0.002),
+        check("static_model", static_passed, 0.002 if static_passed else 0.2),
+    ]
+    return {
+        "assignment": ID,
+        "score": sum(c["score"] for c in checks),
+        "max_score": 20.0,
+        "checks": checks,
+        "manual": [],
+    }
 
 
-MEASUREMENTS = {"models": {"int8_dynamic": {"size_bytes": 80_000, "accuracy": 0.96},
-                           "int8_qdq": {"size_bytes": 72_704, "accuracy": 0.955}}}
+MEASUREMENTS = {
+    "models": {
+        "int8_dynamic": {"size_bytes": 80_000, "accuracy": 0.96},
+        "int8_qdq": {"size_bytes": 72_704, "accuracy": 0.955},
+    }
+}
 
 
 class FakeGrader:
@@ -99,14 +130,20 @@ class FakeGrader:
 
     def __call__(self, notebook, assignment, out_dir, **kwargs):
         notebook, out_dir = Path(notebook), Path(out_dir)
-        self.calls.append({
-            "notebook": notebook, "name": notebook.name, "content": notebook.read_bytes(),
-            "notebook_dir_mode": mode_of(notebook.parent), "out_dir": out_dir,
-            "results_at_start": json.loads((self.root / "results" / "results.json").read_text()),
-            "assignment": assignment.id, "kwargs": kwargs,
-            "workspace_parent_mode": mode_of(Path(kwargs["workspace"]).parent),
-            "workspace_existed": Path(kwargs["workspace"]).exists(),
-        })
+        self.calls.append(
+            {
+                "notebook": notebook,
+                "name": notebook.name,
+                "content": notebook.read_bytes(),
+                "notebook_dir_mode": mode_of(notebook.parent),
+                "out_dir": out_dir,
+                "results_at_start": json.loads((self.root / "results" / "results.json").read_text()),
+                "assignment": assignment.id,
+                "kwargs": kwargs,
+                "workspace_parent_mode": mode_of(Path(kwargs["workspace"]).parent),
+                "workspace_existed": Path(kwargs["workspace"]).exists(),
+            }
+        )
         if self.error:
             raise self.error
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -134,6 +171,7 @@ def notebook(path: Path, text: str = "nb") -> Path:
 
 # ------------------------------------------------------------------------------ the good path
 
+
 def test_one_notebook_is_graded_and_its_results_written_last(root, fake, results_validator):
     notebook(root / "submission" / "mine.ipynb", "student work")
     returned = gradescope.run(root)
@@ -150,7 +188,7 @@ def test_one_notebook_is_graded_and_its_results_written_last(root, fake, results
 
 
 def test_placeholder_zero_is_on_disk_before_grading_starts(root, fake, results_validator):
-    (root / "results" / "results.json").write_text('{"score": 100}')   # e.g. left from elsewhere
+    (root / "results" / "results.json").write_text('{"score": 100}')  # e.g. left from elsewhere
     notebook(root / "submission" / "a.ipynb")
     gradescope.run(root)
     seen = fake.calls[0]["results_at_start"]
@@ -167,8 +205,9 @@ def test_grader_works_on_a_private_copy_and_a_fresh_workspace_outside_the_root(r
     workspace = Path(call["kwargs"]["workspace"])
     for path in (call["notebook"], call["out_dir"], workspace):
         assert root not in path.parents, f"{path} lies under the Gradescope root"
-    assert workspace.parent not in (call["notebook"].parent, *call["out_dir"].parents), \
+    assert workspace.parent not in (call["notebook"].parent, *call["out_dir"].parents), (
         "the sandbox's workspace must not lie in the grader's private folder"
+    )
     assert call["workspace_parent_mode"] == 0o711, "the sandbox uid passes through, without listing"
     assert not call["workspace_existed"]
     assert not call["notebook"].exists() and not workspace.parent.exists(), "temp folders are removed"
@@ -186,6 +225,7 @@ def test_source_and_results_folders_are_closed_to_other_users(root, fake):
 
 
 # ------------------------------------------------------------------------ choosing the notebook
+
 
 def test_no_notebook_gives_a_zero_naming_what_was_found(root, fake, results_validator):
     (root / "submission" / "solution.py").write_text("x = 1")
@@ -213,7 +253,9 @@ def test_two_notebooks_give_a_zero_listing_both(root, fake, results_validator):
     results_validator(final)
     assert final["score"] == 0.0 and fake.calls == []
     assert "2 notebooks" in final["output"] and "(a.ipynb, sub/b.ipynb)" in final["output"]
-    assert f"name the one to grade {ID}.ipynb." in final["output"], "the message names the file name that would be chosen"
+    assert f"name the one to grade {ID}.ipynb." in final["output"], (
+        "the message names the file name that would be chosen"
+    )
     assert "`" not in final["output"], "a file name is plain text: no literal backticks for the student"
 
 
@@ -255,8 +297,10 @@ def test_an_oversized_notebook_is_refused_with_its_size(root, fake, monkeypatch)
 
 # ------------------------------------------------------------------------------------ failures
 
-def test_a_crashing_grader_still_leaves_a_valid_zero_and_logs_the_traceback(root, monkeypatch, capsys,
-                                                                           results_validator):
+
+def test_a_crashing_grader_still_leaves_a_valid_zero_and_logs_the_traceback(
+    root, monkeypatch, capsys, results_validator
+):
     f = FakeGrader(root, error=RuntimeError("kernel manager exploded"))
     monkeypatch.setattr(pipeline, "grade_notebook", f)
     notebook(root / "submission" / "a.ipynb")
@@ -293,19 +337,29 @@ def test_cli_exits_0_when_it_wrote_a_failure_result(root, monkeypatch):
 
 # ----------------------------------------------------------------------- metadata, assignment id
 
+
 def test_submission_metadata_is_recorded_without_personal_data(root, fake):
-    meta = {"id": 123456, "created_at": "2026-07-01T14:22:32-07:00", "submission_method": "upload",
-            "assignment": {"title": "Lesson 07", "total_points": "100.0"},
-            "users": [{"email": "student@example.com", "id": 1, "name": "Student User"}],
-            "previous_submissions": [{"score": 3.0, "results": {}}]}
+    meta = {
+        "id": 123456,
+        "created_at": "2026-07-01T14:22:32-07:00",
+        "submission_method": "upload",
+        "assignment": {"title": "Lesson 07", "total_points": "100.0"},
+        "users": [{"email": "student@example.com", "id": 1, "name": "Student User"}],
+        "previous_submissions": [{"score": 3.0, "results": {}}],
+    }
     (root / "submission_metadata.json").write_text(json.dumps(meta))
     notebook(root / "submission" / "a.ipynb")
     gradescope.run(root)
     final = written(root)
     assert final["extra_data"]["gradescope"] == {
-        "assignment": ID, "submission_id": 123456, "created_at": "2026-07-01T14:22:32-07:00",
-        "submission_method": "upload", "assignment_title": "Lesson 07", "previous_submissions": 1,
-        "notebook": "a.ipynb"}
+        "assignment": ID,
+        "submission_id": 123456,
+        "created_at": "2026-07-01T14:22:32-07:00",
+        "submission_method": "upload",
+        "assignment_title": "Lesson 07",
+        "previous_submissions": 1,
+        "notebook": "a.ipynb",
+    }
     assert "student@example.com" not in json.dumps(final)
 
 
@@ -335,7 +389,7 @@ def test_assignment_comes_from_the_option_then_the_manifest(root, fake):
     assert fake.calls[-1]["assignment"] == "demo-02"
     (root / "source" / "gradescope.json").unlink()
     calls = len(fake.calls)
-    gradescope.run(root)                                  # two folders, no manifest: ambiguous
+    gradescope.run(root)  # two folders, no manifest: ambiguous
     final = written(root)
     assert len(fake.calls) == calls and final["score"] == 0.0
     assert "AssignmentError" in final["output"]
@@ -355,6 +409,7 @@ def test_autograder_root_env_points_at_the_source(root, fake, tmp_path, monkeypa
 
 # ---------------------------------------------------------------------------------- leaderboard
 
+
 def test_no_leaderboard_without_the_assignments_hook(root, fake, results_validator):
     """The core ranks nothing by itself (lesson 07's rule lives in its grading package)."""
     notebook(root / "submission" / "a.ipynb")
@@ -366,9 +421,12 @@ def test_no_leaderboard_without_the_assignments_hook(root, fake, results_validat
 
 def test_an_assignment_may_define_its_own_leaderboard(root, fake, tmp_path, monkeypatch):
     source = tmp_path / "hooked"
-    make_source(source, "demo-hook", grading=MINIMAL_GRADING + (
-        "def leaderboard(grade, measurements):\n"
-        "    return [{'name': 'Score', 'value': grade['score']}]\n"))
+    make_source(
+        source,
+        "demo-hook",
+        grading=MINIMAL_GRADING
+        + ("def leaderboard(grade, measurements):\n    return [{'name': 'Score', 'value': grade['score']}]\n"),
+    )
     monkeypatch.setenv("AUTOGRADER_ROOT", str(source))
     notebook(root / "submission" / "a.ipynb")
     gradescope.run(root)

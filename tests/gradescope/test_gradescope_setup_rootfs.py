@@ -25,7 +25,7 @@ from needs import needs
 
 pytestmark = pytest.mark.slow
 
-CHECK = r'''
+CHECK = r"""
 import grp, json, os, pwd, stat, subprocess
 out = {}
 out["users"] = {u.pw_name: [u.pw_uid, u.pw_dir, u.pw_shell] for u in pwd.getpwall() if u.pw_name.startswith("autograder-sb")}
@@ -49,7 +49,7 @@ out["sb_imports_grader"] = run(["/opt/autograder/venv/bin/python", "-P", "-c", "
 out["grader"] = subprocess.run(["/opt/autograder/venv/bin/python", "-P", "-m", "autograder.cli", "--version"],
                                capture_output=True, text=True, env={"PYTHONPATH": "/opt/autograder/grader"}).stdout.strip()
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +68,20 @@ def test_setup_sh_in_a_fresh_debian_installs_users_modes_and_venv(debian_image):
     log = debian_image.setup_log
     assert "system packages: " in log and "already there" not in log, f"setup.sh installed nothing:\n{log[-2000:]}"
     assert "not downloaded" in log, "setup.sh --python must use the given interpreter"
-    spec = ContainerSpec(memory_mb=None, cpus=None, rootfs=debian_image.rootfs,
-                         binds=[(str(debian_image.source), "/autograder/source", "rw")])
+    spec = ContainerSpec(
+        memory_mb=None,
+        cpus=None,
+        rootfs=debian_image.rootfs,
+        binds=[(str(debian_image.source), "/autograder/source", "rw")],
+    )
     run = run_container(spec, ["/usr/bin/python3", "-I", "-c", CHECK], timeout_s=300)
     assert run.returncode == 0, run.log[-3000:]
     out = json.loads(run.log.strip().splitlines()[-1])
     assert sorted(out["users"]) == [f"autograder-sb{i}" for i in range(4)]
-    assert all(61000 <= uid <= 61999 and home == "/nonexistent" and shell.endswith("nologin")
-               for uid, home, shell in out["users"].values()), out["users"]   # rootfs.separate_system_ids
+    assert all(
+        61000 <= uid <= 61999 and home == "/nonexistent" and shell.endswith("nologin")
+        for uid, home, shell in out["users"].values()
+    ), out["users"]  # rootfs.separate_system_ids
     assert all(out["packages"].values()), out["packages"]
     assert out["source_modes"] == [[0, 0, 0]], f"/autograder/source: (uid, gid, group/other bits) {out['source_modes']}"
     assert out["venv_python"] == "/usr/bin/python3.11"
@@ -104,10 +110,14 @@ def test_setup_sh_refuses_an_interpreter_of_another_version(gradescope_zip, tmp_
     fake.write_text("#!/bin/sh\necho 3.10\n")
     os.chmod(fake, 0o755)
     os.chmod(tmp_path, 0o755)
-    spec = ContainerSpec(memory_mb=None, cpus=None, binds=[(str(source), "/autograder/source", "rw"),
-                                                           (str(fake), "/opt/python3.10", "ro")])
-    run = run_container(spec, ["/bin/bash", "/autograder/source/setup.sh", "--python", "/opt/python3.10"],
-                        timeout_s=120)
+    spec = ContainerSpec(
+        memory_mb=None,
+        cpus=None,
+        binds=[(str(source), "/autograder/source", "rw"), (str(fake), "/opt/python3.10", "ro")],
+    )
+    run = run_container(
+        spec, ["/bin/bash", "/autograder/source/setup.sh", "--python", "/opt/python3.10"], timeout_s=120
+    )
     assert run.returncode == 1, run.log[-2000:]
     assert "is Python 3.10; the zip was built and pinned with 3.11" in run.log
     assert "uv 0.13" not in run.log, "the version must be checked before anything is downloaded"

@@ -32,8 +32,16 @@ def files(tmp_path) -> dict[str, Path]:
     (tmp_path / "folder").mkdir()
     out_file = tmp_path / "out.txt"
     out_file.write_text("x")
-    return {"good": good, "other": other, "notes": notes, "nb": nb, "empty": empty, "folder": tmp_path / "folder",
-            "missing": tmp_path / "missing.zip", "out_file": out_file}
+    return {
+        "good": good,
+        "other": other,
+        "notes": notes,
+        "nb": nb,
+        "empty": empty,
+        "folder": tmp_path / "folder",
+        "missing": tmp_path / "missing.zip",
+        "out_file": out_file,
+    }
 
 
 CASES = [

@@ -41,8 +41,9 @@ def test_grading_is_reproducible(graded, assignment07, tmp_path):
     again = [grade_notebook(EXAMPLES / "reference.ipynb", assignment07, tmp_path / f"run{i}") for i in range(2)]
     for g in again:
         assert _scores(g) == _scores(first)
-        assert [[p["passed"] for p in c["parts"]] for c in g["checks"]] == \
-               [[p["passed"] for p in c["parts"]] for c in first["checks"]]
+        assert [[p["passed"] for p in c["parts"]] for c in g["checks"]] == [
+            [p["passed"] for p in c["parts"]] for c in first["checks"]
+        ]
 
 
 def test_untouched_notebook_gets_one_short_paragraph(graded):
@@ -65,13 +66,16 @@ def test_error_in_last_cell_is_named_once_and_truly(graded):
     it still ran" about the last cell."""
     grade, out = graded("error_in_last_cell.ipynb")
     feedback = (out / "feedback.md").read_text()
-    assert ("- Code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'` at line 6. "
-            "It is your notebook's last code cell.") in feedback      # placed by cell and line
+    assert (
+        "- Code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'` at line 6. "
+        "It is your notebook's last code cell."
+    ) in feedback  # placed by cell and line
     assert "cells after it still ran" not in feedback and "of 20" not in feedback
     check = next(c for c in grade["checks"] if c["id"] == "execution")
     part = next(p for p in check["parts"] if not p["passed"])
-    assert part["message"] == ("1 cell(s) raised an error; the first: code cell 20 (cell 41 of the notebook), "
-                               "KeyError: 'latency' (line 6)")
+    assert part["message"] == (
+        "1 cell(s) raised an error; the first: code cell 20 (cell 41 of the notebook), KeyError: 'latency' (line 6)"
+    )
 
 
 def test_function_failures_name_the_students_own_error_without_the_hidden_input(graded):
@@ -82,9 +86,12 @@ def test_function_failures_name_the_students_own_error_without_the_hidden_input(
     assert "raised OverflowError: Python integer <n> out of bounds for uint8" in part["message"]
     assert "zero_point a numpy.uint8 scalar" in part["message"]
     results = (out / "results.json").read_text()
-    assert "Python integer &lt;n&gt; out of bounds for uint8" in results   # escaped for Gradescope's Markdown
+    assert "Python integer &lt;n&gt; out of bounds for uint8" in results  # escaped for Gradescope's Markdown
     grade, _ = graded("quantize_shadowed_by_import.ipynb")
     quantize = next(c for c in grade["checks"] if c["id"] == "quantize")
     assert quantize["score"] == 0
-    assert all("quantize is not the function defined in the notebook: it is quantize(model_input, model_output, "
-               "quant_config) from module onnxruntime.quantization.quantize" in p["message"] for p in quantize["parts"])
+    assert all(
+        "quantize is not the function defined in the notebook: it is quantize(model_input, model_output, "
+        "quant_config) from module onnxruntime.quantization.quantize" in p["message"]
+        for p in quantize["parts"]
+    )

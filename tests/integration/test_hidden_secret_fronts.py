@@ -69,15 +69,16 @@ def fronts(tmp_path_factory) -> dict:
     out: dict = {}
     # grade, with A and with B
     for name in ("a", "b"):
-        _run(CLI + ["grade", REFERENCE, "--out", tmp / f"grade-{name}", "--assignment", ASSIGNMENT],
-             _env(files[name]))
+        _run(CLI + ["grade", REFERENCE, "--out", tmp / f"grade-{name}", "--assignment", ASSIGNMENT], _env(files[name]))
         out[f"grade-{name}"] = tmp / f"grade-{name}"
     # batch, with A
     src = tmp / "submissions"
     src.mkdir()
     (src / "reference.ipynb").write_bytes(REFERENCE.read_bytes())
-    _run(CLI + ["batch", src, "--out", tmp / "batch", "-j", "1", "--assignment", ASSIGNMENT, "--no-progress"],
-         _env(files["a"]))
+    _run(
+        CLI + ["batch", src, "--out", tmp / "batch", "-j", "1", "--assignment", ASSIGNMENT, "--no-progress"],
+        _env(files["a"]),
+    )
     out["batch"] = tmp / "batch" / "reference"
     # the Gradescope zip built with A, unpacked as Gradescope does, run by its own script with no
     # secret in the environment: the zip's is the one
@@ -95,8 +96,9 @@ def fronts(tmp_path_factory) -> dict:
             if mode:
                 (root / "source" / info.filename).chmod(mode)
     (root / "submission" / f"{ASSIGNMENT}.ipynb").write_bytes(REFERENCE.read_bytes())
-    out["gradescope_log"] = _run([root / "source" / "run_autograder"],
-                                 _env(None, GRADESCOPE_ROOT=str(root), AUTOGRADER_VENV=sys.prefix))
+    out["gradescope_log"] = _run(
+        [root / "source" / "run_autograder"], _env(None, GRADESCOPE_ROOT=str(root), AUTOGRADER_VENV=sys.prefix)
+    )
     out["gradescope"] = json.loads((root / "results" / "results.json").read_text())
     out["zip"] = zip_path
     yield out
@@ -111,16 +113,20 @@ def test_the_same_secret_gives_the_same_hidden_data_and_grade_in_every_front_end
     graded, batched, gradescope = fronts["grade-a"], fronts["batch"], fronts["gradescope"]
     m_grade, m_batch = _load(graded, "measurements.json"), _load(batched, "measurements.json")
     assert m_grade["assignment"]["hidden_secret"] == m_batch["assignment"]["hidden_secret"] == A.fingerprint()
-    assert gradescope["extra_data"]["assignment"]["hidden_secret"] == A.fingerprint(), \
+    assert gradescope["extra_data"]["assignment"]["hidden_secret"] == A.fingerprint(), (
         "Gradescope graded with the secret in its zip"
+    )
     assert _hidden_facts(m_grade) == _hidden_facts(m_batch), "the same hidden split in grade and batch"
     assert m_grade["functions"] == m_batch["functions"], "the same probe cases, the same answers"
     r_grade, r_batch = _load(graded, "results.json"), _load(batched, "results.json")
     assert _scores(r_grade) == _scores(r_batch) == _scores(gradescope)
     assert r_grade["score"] == r_batch["score"] == gradescope["score"]
     assert gradescope["extra_data"]["checks"] == r_grade["extra_data"]["checks"]
-    assert m_grade["assignment"]["fingerprint"] == m_batch["assignment"]["fingerprint"] \
+    assert (
+        m_grade["assignment"]["fingerprint"]
+        == m_batch["assignment"]["fingerprint"]
         == gradescope["extra_data"]["assignment"]["fingerprint"]
+    )
 
 
 def test_another_secret_gives_other_hidden_data(fronts):
@@ -128,8 +134,12 @@ def test_another_secret_gives_other_hidden_data(fronts):
     assert m_b["assignment"]["hidden_secret"] == B.fingerprint()
     assert m_a["assignment"]["fingerprint"] != m_b["assignment"]["fingerprint"], "a rotated secret misses the cache"
     facts_a, facts_b = _hidden_facts(m_a), _hidden_facts(m_b)
-    differ = [name for name in facts_a if facts_a[name]["quality"] != facts_b[name]["quality"]
-              or facts_a[name]["accuracy"] != facts_b[name]["accuracy"]]
+    differ = [
+        name
+        for name in facts_a
+        if facts_a[name]["quality"] != facts_b[name]["quality"]
+        or facts_a[name]["accuracy"] != facts_b[name]["accuracy"]
+    ]
     assert differ, "the models were measured on the same rows with two secrets"
     assert _load(fronts["grade-b"], "results.json")["score"] == 100, "the reference passes with any secret"
 
@@ -146,7 +156,7 @@ def test_outputs_carry_the_fingerprint_never_the_secret(fronts):
         assert HiddenSecret.from_text(zf.read(SECRET_FILE).decode()) == A
 
 
-READ_SECRET = '''\
+READ_SECRET = """\
 import json, os
 seen = {}
 for p in %r:
@@ -157,7 +167,7 @@ for p in %r:
         seen[p] = "ERR " + type(e).__name__
 with open("secret_reads.json", "w") as f:
     json.dump(seen, f)
-'''
+"""
 
 
 @pytest.mark.kernel
@@ -174,8 +184,10 @@ def test_a_notebook_cannot_read_the_secret(tmp_path):
     notebook = tmp_path / f"{ASSIGNMENT}.ipynb"
     nbformat.write(nb, notebook)
     workspace = tmp_path / "ws"
-    _run(CLI + ["grade", notebook, "--out", tmp_path / "out", "--assignment", ASSIGNMENT, "--workspace", workspace],
-         _env(named))
+    _run(
+        CLI + ["grade", notebook, "--out", tmp_path / "out", "--assignment", ASSIGNMENT, "--workspace", workspace],
+        _env(named),
+    )
     reads = json.loads((workspace / "secret_reads.json").read_text())
     assert set(reads) == set(paths)
     assert all(v.startswith("ERR ") for v in reads.values()), f"the kernel read: {reads}"

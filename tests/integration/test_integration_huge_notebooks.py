@@ -23,7 +23,7 @@ import pytest
 
 from autograder.sandbox.notebook import MAX_NOTEBOOK_BYTES
 
-pytestmark = pytest.mark.slow   # about 2 minutes: 60 MB files, fresh processes
+pytestmark = pytest.mark.slow  # about 2 minutes: 60 MB files, fresh processes
 ASSIGNMENT = "07-quantization"
 GRADER_PEAK_MB = 300
 OVER = 60 * 1024 * 1024
@@ -56,8 +56,9 @@ def lists_notebook(path: Path, size: int) -> Path:
 def run_command(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     """The real ``autograder`` command in a fresh process; (its result, its own peak RSS in MB)."""
     rss = tmp_path / "maxrss"
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, str(rss), *args], capture_output=True, text=True,
-                          timeout=900, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(rss), *args], capture_output=True, text=True, timeout=900, cwd=tmp_path
+    )
     assert rss.is_file(), f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     return proc, int(rss.read_text()) / 1024
 
@@ -76,8 +77,9 @@ def test_grade_gives_a_zero_with_a_reason_and_stays_small(tmp_path):
 
 def _assert_batch(tmp_path: Path, source: Path, expected: dict[str, int]) -> None:
     out = tmp_path / "class"
-    proc, peak_mb = run_command(tmp_path, "batch", str(source), "--assignment", ASSIGNMENT, "--out", str(out),
-                                "-j", "1", "--no-progress")
+    proc, peak_mb = run_command(
+        tmp_path, "batch", str(source), "--assignment", ASSIGNMENT, "--out", str(out), "-j", "1", "--no-progress"
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = {r["name"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
     assert set(rows) == set(expected), rows.keys()
@@ -98,11 +100,13 @@ def test_batch_of_a_folder_gives_zeros_with_reasons_and_stays_small(tmp_path):
 def test_batch_of_an_export_zip_gives_zeros_with_reasons_and_stays_small(tmp_path):
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("export/submission_metadata.yml", "submission_1:\n  :submitters: []\nsubmission_2:\n  :submitters: []\n")
+        zf.writestr(
+            "export/submission_metadata.yml", "submission_1:\n  :submitters: []\nsubmission_2:\n  :submitters: []\n"
+        )
         for folder, size in (("submission_1", OVER), ("submission_2", UNDER)):
             notebook = lists_notebook(tmp_path / "tmp" / f"{ASSIGNMENT}.ipynb", size)
             zf.write(notebook, f"export/{folder}/{ASSIGNMENT}.ipynb")
-            zf.writestr(f"export/{folder}/my_work.ipynb", '{"nbformat": 4, "cells": []}')   # the rule picks the other
+            zf.writestr(f"export/{folder}/my_work.ipynb", '{"nbformat": 4, "cells": []}')  # the rule picks the other
             notebook.unlink()
     _assert_batch(tmp_path, archive, {"submission_1": OVER, "submission_2": UNDER})
 

@@ -48,8 +48,11 @@ def _sources() -> list[Path]:
     def under(package: str, sub: str = "") -> list[Path]:
         return sorted((Path(importlib.util.find_spec(package).origin).parent / sub).rglob("*.py"))
 
-    return (under("onnxruntime", "quantization") + under("skl2onnx")
-            + [Path(importlib.util.find_spec("onnxruntime.tools.symbolic_shape_infer").origin)])
+    return (
+        under("onnxruntime", "quantization")
+        + under("skl2onnx")
+        + [Path(importlib.util.find_spec("onnxruntime.tools.symbolic_shape_infer").origin)]
+    )
 
 
 def imported_modules() -> dict[str, set[str]]:
@@ -61,8 +64,13 @@ def imported_modules() -> dict[str, set[str]]:
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
-            elif (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module" and node.args
-                  and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            elif (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", "") == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 names = [node.args[0].value]
             else:
                 continue
@@ -85,13 +93,18 @@ def test_the_scan_finds_the_known_lazy_imports():
 
 
 def test_every_module_the_tools_import_is_installed():
-    missing = {m: sorted(found) for m, found in imported_modules().items()
-               if m not in NOT_FOR_THE_COURSE and importlib.util.find_spec(m) is None}
-    assert not missing, (f"imported by the course's tools but not installed: {missing}; add them to pyproject.toml "
-                         "and constraints.txt, or to NOT_FOR_THE_COURSE with the reason")
+    missing = {
+        m: sorted(found)
+        for m, found in imported_modules().items()
+        if m not in NOT_FOR_THE_COURSE and importlib.util.find_spec(m) is None
+    }
+    assert not missing, (
+        f"imported by the course's tools but not installed: {missing}; add them to pyproject.toml "
+        "and constraints.txt, or to NOT_FOR_THE_COURSE with the reason"
+    )
 
 
-DOCUMENTED_FLOW = r'''
+DOCUMENTED_FLOW = r"""
 import numpy as np
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quant_pre_process,
                                       quantize_static)
@@ -118,7 +131,7 @@ class Reader(CalibrationDataReader):
 def static(extra_options):
     quantize_static("fp32_pre.onnx", "int8_qdq.onnx", Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, extra_options=extra_options)
-'''
+"""
 
 
 def _run(tmp_path: Path, cells: list[str]) -> dict:
@@ -149,7 +162,9 @@ def test_the_documented_preprocessing_then_static_quantization_runs_in_the_jail(
     # ONNX Runtime 1.32's own bug, which the notebook names; when a release fixes it, update the notebook
     assert "truth value of an array" in (ws / "adjusted.txt").read_text()
     ops = set(json.loads((ws / "ops.json").read_text()))
-    assert {"QuantizeLinear", "DequantizeLinear"} <= ops and ops & {"Gemm", "MatMul"}, ops   # preprocessing fuses into Gemm
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops and ops & {"Gemm", "MatMul"}, (
+        ops
+    )  # preprocessing fuses into Gemm
 
 
 def test_the_lesson_notebook_names_the_bug_and_its_option():

@@ -27,7 +27,7 @@ TIMED = ("latency",)
 
 pytestmark = pytest.mark.slow
 
-SWAP_ON_CALL = '''
+SWAP_ON_CALL = """
 import shutil as _shutil
 _quantize_as_written = quantize
 
@@ -35,7 +35,7 @@ def quantize(*args, **kwargs):
     # called by the grader's probe, after every cell ran: swap the static model for the fp32 one
     _shutil.copyfile("artifacts/fp32.onnx", "artifacts/int8_qdq.onnx")
     return _quantize_as_written(*args, **kwargs)
-'''
+"""
 
 
 def _without_timings(value):
@@ -61,7 +61,9 @@ def reference_graded(assignment07, tmp_path_factory):
 def test_models_measured_beside_the_probe_are_those_measured_after_it(assignment07, reference_graded):
     grade, out, ws = reference_graded
     assert grade["score"] == 100
-    assert grade["timings"].get("measure_artifacts_s", 0) > 0, f"the models were not measured beside the probe: {grade['timings']}"
+    assert grade["timings"].get("measure_artifacts_s", 0) > 0, (
+        f"the models were not measured beside the probe: {grade['timings']}"
+    )
     beside = json.loads((out / "measurements.json").read_text())["models"]
     after = assignment07.grading.measure_artifacts(ArtifactContext(assignment07, ws))["models"]
     assert _without_timings(beside) == _without_timings(after)

@@ -24,7 +24,7 @@ FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
 def _solution(project_root):
     nb = nbformat.read(project_root / "reference" / "07-quantization" / "solution.ipynb", as_version=4)
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    assert code[8] == 15 and "def quantize(" in nb.cells[15].source    # code cell 9, cell 16
+    assert code[8] == 15 and "def quantize(" in nb.cells[15].source  # code cell 9, cell 16
     return nb, code
 
 
@@ -43,8 +43,10 @@ def _raised_in_a_call(nb, code):
     nb.cells[code[7]].source += "\n\n\ndef check_setup():\n    raise RuntimeError('set SEED first')\n"
     nb.cells[15].source = "check_setup()\n" + nb.cells[15].source
     helper_line = nb.cells[code[7]].source.splitlines().index("    raise RuntimeError('set SEED first')") + 1
-    return ("stopped at line 1 with RuntimeError: set SEED first",
-            f"code cell 8 (cell {code[7] + 1} of the notebook), line {helper_line}")
+    return (
+        "stopped at line 1 with RuntimeError: set SEED first",
+        f"code cell 8 (cell {code[7] + 1} of the notebook), line {helper_line}",
+    )
 
 
 @pytest.mark.kernel
@@ -65,18 +67,24 @@ def test_the_feedback_starts_with_the_cause(tmp_path, project_root, assignment07
     # the first section after the score: the cause, by cell and line, once for the three functions
     first = feedback.split("\n## ")[1]
     assert first.startswith("Fix this first\n"), feedback[:1500]
-    assert first.splitlines()[2] == (f"- quantize, dequantize and choose_qparams could not be checked: {WHERE}, "
-                                     f"where they are defined, {cause}"), first
+    assert first.splitlines()[2] == (
+        f"- quantize, dequantize and choose_qparams could not be checked: {WHERE}, where they are defined, {cause}"
+    ), first
     assert execution["first_error"]["where"] == WHERE
-    if traced:   # the helper's frame is placed in its own cell
-        assert traced in execution["first_error"].get("evalue", "") + next(c for c in execution["cells"] if c["index"] == 15)["traceback"]
+    if traced:  # the helper's frame is placed in its own cell
+        assert (
+            traced
+            in execution["first_error"].get("evalue", "")
+            + next(c for c in execution["cells"] if c["index"] == 15)["traceback"]
+        )
 
     # no hint for a part that was not measured, on any channel
     unmeasured = [c for c in grade["checks"] if c["id"] in ("quantize", "dequantize", "choose_qparams")]
     assert unmeasured and all(c["cause"]["where"] == WHERE for c in unmeasured)
     assert all(p["reason"] and p["hint"] == "" for c in unmeasured for p in c["parts"])
-    rubric_hints = [p["hint"] for c in assignment07.rubric()["checks"] if c["id"] in FUNCTIONS
-                    for p in c["parts"] if p.get("hint")]
+    rubric_hints = [
+        p["hint"] for c in assignment07.rubric()["checks"] if c["id"] in FUNCTIONS for p in c["parts"] if p.get("hint")
+    ]
     outputs = [t["output"] for t in results["tests"]] + [results["output"], feedback, page]
     for hint in rubric_hints:
         assert not any(hint[:40] in text for text in outputs), hint
@@ -92,13 +100,22 @@ def test_a_kernel_ended_by_sigterm_is_told_the_signal(tmp_path, assignment07):
     from nbformat.v4 import new_code_cell, new_notebook
 
     path = tmp_path / "sigterm.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("x = 1"),
-                                       new_code_cell("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"),
-                                       new_code_cell("y = 2")]), path)
+    nbformat.write(
+        new_notebook(
+            cells=[
+                new_code_cell("x = 1"),
+                new_code_cell("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"),
+                new_code_cell("y = 2"),
+            ]
+        ),
+        path,
+    )
     out = tmp_path / "out"
     grade_notebook(path, assignment07, out)
     execution = json.loads((out / "execution.json").read_text())
     feedback = (out / "feedback.md").read_text()
     assert execution["status"] == "kernel_died", execution
-    assert "signal 15 (SIGTERM)" in execution["reason"] and "code cell 2 (cell 2 of the notebook)" in execution["reason"]
+    assert (
+        "signal 15 (SIGTERM)" in execution["reason"] and "code cell 2 (cell 2 of the notebook)" in execution["reason"]
+    )
     assert "signal 15 (SIGTERM)" in feedback and "ran out of memory" not in feedback, feedback

@@ -20,10 +20,31 @@ from autograder.report.integrity import THRESHOLD, integrity_report
 from autograder.report.integrity_view import highlight, integrity_csv
 
 HERE = Path(__file__).resolve().parent
-SECOND = HERE / "second_solution.ipynb"          # written separately from the reference (100/100 when graded)
-CONTRACT = {"quantize", "dequantize", "choose_qparams", "RESULTS", "MoonsCalibrationReader", "MODEL_SEED",
-            "CALIBRATION_SEED", "X", "y", "X_train", "X_test", "y_train", "y_test", "X_edge", "mu", "grader",
-            "get_next", "rewind", "q_124", "x_124", "err_124", "q_20"}
+SECOND = HERE / "second_solution.ipynb"  # written separately from the reference (100/100 when graded)
+CONTRACT = {
+    "quantize",
+    "dequantize",
+    "choose_qparams",
+    "RESULTS",
+    "MoonsCalibrationReader",
+    "MODEL_SEED",
+    "CALIBRATION_SEED",
+    "X",
+    "y",
+    "X_train",
+    "X_test",
+    "y_train",
+    "y_test",
+    "X_edge",
+    "mu",
+    "grader",
+    "get_next",
+    "rewind",
+    "q_124",
+    "x_124",
+    "err_124",
+    "q_20",
+}
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +87,34 @@ def test_a_copy_with_new_names_comments_and_spacing_is_flagged(tmp_path, a07):
     reference = a07.reference_folder / "solution.ipynb"
     copy = disguised_copy(reference, tmp_path / "copy.ipynb")
     assert "my_clf_v2" in copy.read_text() and "# (my own note)" in copy.read_text()
-    report = integrity_report({"reference": reference, "copy": copy, "second": SECOND,
-                               "untouched": a07.folder / "examples" / "untouched.ipynb"}, a07)
+    report = integrity_report(
+        {
+            "reference": reference,
+            "copy": copy,
+            "second": SECOND,
+            "untouched": a07.folder / "examples" / "untouched.ipynb",
+        },
+        a07,
+    )
     assert [(p.a, p.b) for p in report.flagged] == [("copy", "reference")]
     top = report.flagged[0]
-    functions_cell = "code cell 9 (cell 16 of the notebook)"      # the feedback's numbering
-    assert top.share > 0.9 and functions_cell in top.cells_a and functions_cell in top.cells_b, \
+    functions_cell = "code cell 9 (cell 16 of the notebook)"  # the feedback's numbering
+    assert top.share > 0.9 and functions_cell in top.cells_a and functions_cell in top.cells_b, (
         "the functions' cell is involved"
+    )
     assert "<mark>" in top.snippet_a and "my_" in top.snippet_a
     assert report.no_own_code == ["untouched"], "the starter as handed out has nothing to compare"
     assert all(p.share < THRESHOLD for p in report.pairs if "second" in (p.a, p.b))
     rows = list(csv.DictReader(io.StringIO(integrity_csv(report))))
-    assert (rows[0]["rank"], rows[0]["name_a"], rows[0]["name_b"], rows[0]["flagged"]) == ("1", "copy", "reference", "yes")
-    assert float(rows[0]["overlap_share"]) > 0.9 and re.search(r"code cells [0-9, ]*\b9\b.* \(cells [0-9, ]*\b16\b", rows[0]["cells_a"])
+    assert (rows[0]["rank"], rows[0]["name_a"], rows[0]["name_b"], rows[0]["flagged"]) == (
+        "1",
+        "copy",
+        "reference",
+        "yes",
+    )
+    assert float(rows[0]["overlap_share"]) > 0.9 and re.search(
+        r"code cells [0-9, ]*\b9\b.* \(cells [0-9, ]*\b16\b", rows[0]["cells_a"]
+    )
 
 
 def test_independent_solutions_stay_below_the_threshold(a07):
@@ -91,7 +127,9 @@ def test_independent_solutions_stay_below_the_threshold(a07):
     independent = [p.share for p in report.pairs if "second" in (p.a, p.b)]
     derived = [p.share for p in report.pairs if "second" not in (p.a, p.b)]
     # measured: independent ≤ 0.11, reference-derived ≥ 0.91; the threshold keeps 0.3 from both
-    assert len(independent) == len(notebooks) - 2 and max(independent)  # all but itself and the starter + 0.3 < THRESHOLD, sorted(independent)[-3:]
+    assert len(independent) == len(notebooks) - 2 and max(
+        independent
+    )  # all but itself and the starter + 0.3 < THRESHOLD, sorted(independent)[-3:]
     assert min(derived) - 0.3 > THRESHOLD, "an example is the reference with one cell changed: a copy"
 
 

@@ -66,7 +66,7 @@ class _Reader:
         if self.i >= len(self.rows):
             return None
         self.i += 1
-        return {"X": self.rows[self.i - 1: self.i]}
+        return {"X": self.rows[self.i - 1 : self.i]}
 
     def rewind(self):
         self.i = 0
@@ -76,8 +76,13 @@ ALL_KINDS = ("int8_dynamic", "int8_dynamic_pc", "int8_qdq", "int8_qop", "int8_qd
 
 
 def quantize(fp32: Path, folder: Path, prefix: str = "", kinds=ALL_KINDS) -> dict[str, Path]:
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
-                                          quantize_static)
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
 
     class Reader(_Reader, CalibrationDataReader):
         pass
@@ -85,15 +90,19 @@ def quantize(fp32: Path, folder: Path, prefix: str = "", kinds=ALL_KINDS) -> dic
     X_train = contract_data()[0]
     out = {k: folder / f"{prefix}{k}.onnx" for k in kinds}
     common = dict(activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    static = {"int8_qdq": (QuantFormat.QDQ, True), "int8_qdq_pt": (QuantFormat.QDQ, False),
-              "int8_qop": (QuantFormat.QOperator, False)}
+    static = {
+        "int8_qdq": (QuantFormat.QDQ, True),
+        "int8_qdq_pt": (QuantFormat.QDQ, False),
+        "int8_qop": (QuantFormat.QOperator, False),
+    }
     for kind, path in out.items():
         if kind.startswith("int8_dynamic"):
             quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8, per_channel=kind.endswith("_pc"))
         else:
             fmt, per_channel = static[kind]
-            quantize_static(str(fp32), str(path), Reader(X_train[:300]), quant_format=fmt,
-                            per_channel=per_channel, **common)
+            quantize_static(
+                str(fp32), str(path), Reader(X_train[:300]), quant_format=fmt, per_channel=per_channel, **common
+            )
     return out
 
 
@@ -130,11 +139,16 @@ def weights_only_qdq(fp32: Path, path: Path) -> Path:
             scale[scale == 0] = 1.0
             q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
             base = node.input[1]
-            g.initializer.extend([numpy_helper.from_array(q, base + "_q"),
-                                  numpy_helper.from_array(scale, base + "_s"),
-                                  numpy_helper.from_array(np.zeros_like(q[0]), base + "_zp")])
-            new_nodes.append(helper.make_node("DequantizeLinear", [base + "_q", base + "_s", base + "_zp"],
-                                              [base + "_deq"], axis=1))
+            g.initializer.extend(
+                [
+                    numpy_helper.from_array(q, base + "_q"),
+                    numpy_helper.from_array(scale, base + "_s"),
+                    numpy_helper.from_array(np.zeros_like(q[0]), base + "_zp"),
+                ]
+            )
+            new_nodes.append(
+                helper.make_node("DequantizeLinear", [base + "_q", base + "_s", base + "_zp"], [base + "_deq"], axis=1)
+            )
             node.input[1] = base + "_deq"
             replaced.add(base)
         new_nodes.append(node)
@@ -164,6 +178,7 @@ def tamper_one_weight(q_path: Path, out: Path, steps: int = 2) -> Path:
 
 # ── gamed files: bytes, nodes and scales that change no computation ─────────────────
 
+
 def quantize_static_on(fp32: Path, out: Path, rows: np.ndarray, **options) -> Path:
     """``quantize_static`` QDQ per channel, uint8 activations, int8 weights, calibrated on ``rows``."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
@@ -171,8 +186,9 @@ def quantize_static_on(fp32: Path, out: Path, rows: np.ndarray, **options) -> Pa
     class Reader(_Reader, CalibrationDataReader):
         pass
 
-    kw = dict(quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-              weight_type=QuantType.QInt8)
+    kw = dict(
+        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8
+    )
     kw.update(options)
     quantize_static(str(fp32), str(out), Reader(rows), **kw)
     return out
@@ -211,8 +227,12 @@ def with_unused_input_quantizer(src: Path, out: Path, scale: float = 0.05, zero_
     """``src`` plus a QuantizeLinear on X with a wide scale whose output nothing reads."""
     model = onnx.load(str(src))
     g = model.graph
-    g.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), "wide_scale"),
-                          numpy_helper.from_array(np.array(zero_point, np.uint8), "wide_zp")])
+    g.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(scale, np.float32), "wide_scale"),
+            numpy_helper.from_array(np.array(zero_point, np.uint8), "wide_zp"),
+        ]
+    )
     g.node.insert(0, helper.make_node("QuantizeLinear", ["X", "wide_scale", "wide_zp"], ["X_wide_q"]))
     out.write_bytes(model.SerializeToString())
     return out
@@ -243,15 +263,20 @@ def with_repeated_per_tensor_scales(src: Path, out: Path, jitter: float = 0.0) -
 
 # ── hostile files ─────────────────────────────────────────────────────────────────────────────
 
+
 def _interface_graph(nodes, inits, name="hostile"):
     """A graph with the contract's interface: X float [N,2] → label int64 [N], probabilities [N,2]."""
     nodes = list(nodes) + [helper.make_node("ArgMax", ["probabilities"], ["label"], axis=1, keepdims=0)]
     return helper.make_graph(
-        nodes, name,
+        nodes,
+        name,
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
-        [helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]),
-         helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2])],
-        initializer=inits)
+        [
+            helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]),
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["N", 2]),
+        ],
+        initializer=inits,
+    )
 
 
 def _model(graph, extra_opsets=()):
@@ -284,8 +309,9 @@ def hostile_memory_bomb(out: Path, side: int = 60_000) -> Path:
     """ConstantOfShape([side, side]) float: 14.4 GB at 60,000, folded into a valid interface."""
     shape = numpy_helper.from_array(np.array([side, side], dtype=np.int64), "bomb_shape")
     nodes = [
-        helper.make_node("ConstantOfShape", ["bomb_shape"], ["bomb"],
-                         value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
+        helper.make_node(
+            "ConstantOfShape", ["bomb_shape"], ["bomb"], value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+        ),
         helper.make_node("ReduceSum", ["bomb"], ["bomb_sum"], keepdims=0),
         helper.make_node("Add", ["X", "bomb_sum"], ["probabilities"]),
     ]
@@ -295,6 +321,7 @@ def hostile_memory_bomb(out: Path, side: int = 60_000) -> Path:
 
 def hostile_deep_if(out: Path, depth: int) -> Path:
     """``depth`` If nodes nested in each other's then-branch (else-branches are one Identity)."""
+
     def leaf(level: int):
         y = helper.make_tensor_value_info(f"y{level}", TensorProto.FLOAT, ["N", 2])
         return helper.make_graph([helper.make_node("Identity", ["X"], [f"y{level}"])], f"leaf{level}", [], [y])
@@ -313,6 +340,7 @@ def hostile_deep_if(out: Path, depth: int) -> Path:
 
 # ── what an honest notebook reports ───────────────────────────────────────────────────────────
 
+
 def contract_results(paths: dict[str, Path], rounds: int = 50) -> dict:
     """RESULTS computed exactly as the contract defines them (default session, one thread)."""
     import os
@@ -324,8 +352,10 @@ def contract_results(paths: dict[str, Path], rounds: int = 50) -> dict:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     sessions = {k: ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
-    probs = {k: (s.run(["probabilities"], {"X": X_test})[0], s.run(["probabilities"], {"X": X_edge})[0])
-             for k, s in sessions.items()}
+    probs = {
+        k: (s.run(["probabilities"], {"X": X_test})[0], s.run(["probabilities"], {"X": X_edge})[0])
+        for k, s in sessions.items()
+    }
 
     def drift(p, r):
         return float(np.max(np.max(np.abs(p - r), axis=1) / np.max(np.abs(r), axis=1)))
@@ -339,15 +369,19 @@ def contract_results(paths: dict[str, Path], rounds: int = 50) -> dict:
             times.append((time.perf_counter() - t0) * 1000)
         p, pe = probs[k]
         r, re_ = probs["fp32"]
-        results[k] = {"size_bytes": os.path.getsize(paths[k]),
-                      "accuracy": float(np.mean(np.argmax(p, axis=1) == y_test)),
-                      "latency_ms": float(np.median(times)),
-                      "max_rel_drift": drift(p, r), "edge_max_rel_drift": drift(pe, re_)}
+        results[k] = {
+            "size_bytes": os.path.getsize(paths[k]),
+            "accuracy": float(np.mean(np.argmax(p, axis=1) == y_test)),
+            "latency_ms": float(np.median(times)),
+            "max_rel_drift": drift(p, r),
+            "edge_max_rel_drift": drift(pe, re_),
+        }
     return results
 
 
 def hostile_deep_if_wire(out: Path, depth: int = 400) -> Path:
     """``depth`` nested If nodes written as raw protobuf: too deep for the Python API to build."""
+
     def varint(v: int) -> bytes:
         b = bytearray()
         while True:
@@ -362,9 +396,9 @@ def hostile_deep_if_wire(out: Path, depth: int = 400) -> Path:
     graph = b""
     for _ in range(depth):
         attr = field(1, b"then_branch") + field(6, graph) + varint(20 << 3) + varint(5)  # type = GRAPH
-        node = field(4, b"If") + field(5, attr)                                       # op_type, attribute
-        graph = field(1, node)                                                         # GraphProto.node
-    out.write_bytes(varint(1 << 3) + varint(10) + field(7, graph))                     # ir_version, graph
+        node = field(4, b"If") + field(5, attr)  # op_type, attribute
+        graph = field(1, node)  # GraphProto.node
+    out.write_bytes(varint(1 << 3) + varint(10) + field(7, graph))  # ir_version, graph
     return out
 
 

@@ -25,7 +25,7 @@ def test_an_exact_softmax_rounded_to_float32_needs_more_than_the_default():
     """The case that set the default: float64 softmax rounded once to float32 vs ONNX Runtime's float32 Softmax."""
     from autograder.measure.reference_ops import ort_node
 
-    x = np.random.default_rng(1).normal(0.0, 3.0, (200, 10)).astype(np.float32)   # up to ~8 eps apart
+    x = np.random.default_rng(1).normal(0.0, 3.0, (200, 10)).astype(np.float32)  # up to ~8 eps apart
     ort = ort_node("Softmax", x, axis=-1)
     student = softmax64(x).astype(np.float32)
     default = compare_output(ort, ok(student))
@@ -59,23 +59,35 @@ def test_tolerances_must_be_finite_and_not_negative():
 
 
 def test_per_group_tolerances_in_measure_functions():
-    cases = [ProbeCase("f/loose", "f", (Arg.array(np.array([1.0])),), {}, "float32_inputs"),
-             ProbeCase("f/tight", "f", (Arg.array(np.array([1.0])),), {}, "float64_inputs")]
-    answer = np.array([1.0 + 1e-9])                          # off by 1e-9 relative: float32-honest, not float64
+    cases = [
+        ProbeCase("f/loose", "f", (Arg.array(np.array([1.0])),), {}, "float32_inputs"),
+        ProbeCase("f/tight", "f", (Arg.array(np.array([1.0])),), {}, "float64_inputs"),
+    ]
+    answer = np.array([1.0 + 1e-9])  # off by 1e-9 relative: float32-honest, not float64
     probe = ProbeResult(True, None, {c.id: ok(answer) for c in cases}, {"f": "defined"}, None, None)
     expect = {"f": lambda case: np.array([1.0])}
     plain = measure_functions(cases, probe, expect)["f"]
     assert plain["agree"] == 2, "the default (float32 rounding) accepts both"
     grouped = measure_functions(cases, probe, expect, tolerances={"f": {"float64_inputs": FLOAT64_ROUNDING}})["f"]
-    assert {g: (v["cases"], v["agree"]) for g, v in grouped["groups"].items()} == \
-           {"float32_inputs": (1, 1), "float64_inputs": (1, 0)}
+    assert {g: (v["cases"], v["agree"]) for g, v in grouped["groups"].items()} == {
+        "float32_inputs": (1, 1),
+        "float64_inputs": (1, 0),
+    }
     assert grouped["first_mismatch"]["case"] == "f/tight" and grouped["first_mismatch"]["reason"] == "values"
 
 
 def test_functions_without_an_expectation_are_data_not_checks():
     cases = [ProbeCase("f/1", "f", (1,)), ProbeCase("collect/1", "collect", (2,))]
-    probe = ProbeResult(True, None, {"f/1": ok(np.array(1.0)), "collect/1": ok(np.array(5.0))},
-                        {"f": "defined", "collect": "defined"}, None, None)
+    probe = ProbeResult(
+        True,
+        None,
+        {"f/1": ok(np.array(1.0)), "collect/1": ok(np.array(5.0))},
+        {"f": "defined", "collect": "defined"},
+        None,
+        None,
+    )
     section = measure_functions(cases, probe, {"f": lambda c: np.array(1.0)})
     assert list(section) == ["f"] and section["f"]["agree"] == 1
-    assert measure_functions(cases, ProbeResult(False, "no probe", {}, {}, None, None), {"f": None}) == {"error": "no probe"}
+    assert measure_functions(cases, ProbeResult(False, "no probe", {}, {}, None, None), {"f": None}) == {
+        "error": "no probe"
+    }

@@ -19,18 +19,22 @@ def ok(*values, is_tuple=False) -> CaseOutput:
 
 # ---------------------------------------------------------------- validation order
 
-@pytest.mark.parametrize("output, reason", [
-    (CaseOutput("missing_function"), "missing"),
-    (CaseOutput("not_run"), "missing"),
-    (CaseOutput("raised", error={"type": "ZeroDivisionError", "message": "division by zero"}), "raised"),
-    (CaseOutput("unconvertible", error={"type": "ProbeError", "message": "a generator"}), "type"),
-    (ok(EXPECTED, EXPECTED, is_tuple=True), "type"),               # a tuple where one array is due
-    (ok(np.array(["2", "4", "-2"])), "type"),                      # not numeric
-    (ok(np.array([2.0, 4.0], np.float64)), "shape"),               # shape and dtype wrong: shape first
-    (ok(np.array([3.0, 4.0, -2.0], np.float64)), "dtype"),         # dtype and values wrong: dtype first
-    (ok(np.array([3, 4, -2], np.int8)), "values"),
-    (ok(EXPECTED.copy()), None),
-])
+
+@pytest.mark.parametrize(
+    "output, reason",
+    [
+        (CaseOutput("missing_function"), "missing"),
+        (CaseOutput("not_run"), "missing"),
+        (CaseOutput("raised", error={"type": "ZeroDivisionError", "message": "division by zero"}), "raised"),
+        (CaseOutput("unconvertible", error={"type": "ProbeError", "message": "a generator"}), "type"),
+        (ok(EXPECTED, EXPECTED, is_tuple=True), "type"),  # a tuple where one array is due
+        (ok(np.array(["2", "4", "-2"])), "type"),  # not numeric
+        (ok(np.array([2.0, 4.0], np.float64)), "shape"),  # shape and dtype wrong: shape first
+        (ok(np.array([3.0, 4.0, -2.0], np.float64)), "dtype"),  # dtype and values wrong: dtype first
+        (ok(np.array([3, 4, -2], np.int8)), "values"),
+        (ok(EXPECTED.copy()), None),
+    ],
+)
 def test_validation_order_stops_at_first_failure(output, reason):
     fact = compare_output(EXPECTED, output)
     assert set(fact) == {"agree", "reason", "expected", "got", "account"}
@@ -65,6 +69,7 @@ def test_renderings_are_short():
 
 # ---------------------------------------------------------------- integers exact, floats to float32 rounding
 
+
 def test_integers_are_compared_bit_for_bit():
     assert compare_output(np.array([127], np.int8), ok(np.array([126], np.int8)))["reason"] == "values"
 
@@ -94,8 +99,10 @@ def test_float_kind_rule_accepts_any_float_dtype():
 
 
 def test_tuple_results_are_checked_part_by_part():
-    expected = (Expect(np.array(np.float32(4 / 255)), "f", label="scale"),
-                Expect(np.array(64), "iu", label="zero_point"))
+    expected = (
+        Expect(np.array(np.float32(4 / 255)), "f", label="scale"),
+        Expect(np.array(64), "iu", label="zero_point"),
+    )
     assert compare_output(expected, ok(np.float64(4 / 255), np.int64(64), is_tuple=True))["agree"]
     assert compare_output(expected, ok(np.array([4 / 255, 64.0])))["reason"] == "type"
     fact = compare_output(expected, ok(np.float64(4 / 255), np.float64(64.0), is_tuple=True))
@@ -105,6 +112,7 @@ def test_tuple_results_are_checked_part_by_part():
 
 
 # ---------------------------------------------------------------- the near-tie fairness rule
+
 
 def test_ambiguous_offsets_accept_only_the_other_neighbour():
     e = np.array([2, 2, 2], np.int8)
@@ -118,7 +126,7 @@ def test_near_tie_marks_float32_ties_of_arbitrary_scales_but_not_exact_ties():
     s = np.float32(0.0137)
     x = ((np.arange(-50, 50) + 0.5) * np.float64(s)).astype(np.float32)
     assert compare.near_tie([x / s, x.astype(np.float64) / np.float64(s)]).all()
-    exact_q = np.array([2.5, -2.5, 0.5], np.float32)           # 1.25 / 0.5 and friends
+    exact_q = np.array([2.5, -2.5, 0.5], np.float32)  # 1.25 / 0.5 and friends
     assert not compare.near_tie([exact_q, exact_q.astype(np.float64)], exact=np.ones(3, bool)).any()
     far = np.array([2.3, -7.9, 100.0, 0.0])
     assert not compare.near_tie([far, far.astype(np.float32)]).any()
@@ -148,7 +156,7 @@ def test_fairness_float64_division_agrees_round_half_away_does_not():
     assert (float64_student != expected).sum() > 0, "the set must contain real near-tie disagreements"
     assert compare_output(expected, ok(float64_student), ambiguous=amb)["agree"]
 
-    ties = np.array([1.25, 1.75, -1.25, 0.25], np.float32)     # exact: x / 0.5 = 2.5, 3.5, -2.5, 0.5
+    ties = np.array([1.25, 1.75, -1.25, 0.25], np.float32)  # exact: x / 0.5 = 2.5, 3.5, -2.5, 0.5
     s2 = np.float32(0.5)
     expected = ort_quantize(ties, s2, 0, np.int8)
     amb = _quantize_offsets(ties, s2, expected)
@@ -162,11 +170,19 @@ def test_fairness_float64_division_agrees_round_half_away_does_not():
 
 # ---------------------------------------------------------------- the call rendering
 
+
 def test_describe_call_is_one_readable_line():
-    case = ProbeCase("quantize/x", "quantize", (Arg.array(np.array([1.25, 1.75], np.float32)), 0.5, Arg.scalar(np.uint8(128))),
-                     {"dtype": Arg.dtype("uint8")}, "ties")
-    assert compare.describe_call(case) == \
-        "quantize(np.array([1.25, 1.75], dtype=float32), 0.5, np.uint8(128), dtype=np.uint8)"
+    case = ProbeCase(
+        "quantize/x",
+        "quantize",
+        (Arg.array(np.array([1.25, 1.75], np.float32)), 0.5, Arg.scalar(np.uint8(128))),
+        {"dtype": Arg.dtype("uint8")},
+        "ties",
+    )
+    assert (
+        compare.describe_call(case)
+        == "quantize(np.array([1.25, 1.75], dtype=float32), 0.5, np.uint8(128), dtype=np.uint8)"
+    )
     big = ProbeCase("quantize/y", "quantize", (Arg.list(np.arange(1000, dtype=np.float32)), 1.0, 0))
     text = compare.describe_call(big)
     assert "\n" not in text and len(text) <= compare.MAX_TEXT and "…" in text

@@ -55,6 +55,7 @@ def run_probe(impls: dict, functions: dict | None = None) -> ProbeResult:
 
 # ---------------------------------------------------------------- honest implementations
 
+
 def quantize_ok(x, scale, zero_point, dtype=np.int8):
     qmin, qmax = RANGES[dtype]
     q = np.rint(np.asarray(x, dtype=np.float32) / np.float32(scale)).astype(np.int32) + int(zero_point)
@@ -113,6 +114,7 @@ HONEST = {"quantize": quantize_ok, "dequantize": dequantize_ok, "choose_qparams"
 
 # ---------------------------------------------------------------- buggy implementations
 
+
 def quantize_truncates(x, scale, zero_point, dtype=np.int8):
     qmin, qmax = RANGES[dtype]
     q = (np.asarray(x, np.float32) / np.float32(scale)).astype(np.int32) + int(zero_point)
@@ -128,7 +130,7 @@ def quantize_rounds_half_away(x, scale, zero_point, dtype=np.int8):
 
 def quantize_no_saturation(x, scale, zero_point, dtype=np.int8):
     q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.int64) + int(zero_point)
-    return q.astype(dtype)          # wraps modulo 256 instead of clipping
+    return q.astype(dtype)  # wraps modulo 256 instead of clipping
 
 
 def quantize_float64_result(x, scale, zero_point, dtype=np.int8):
@@ -138,12 +140,12 @@ def quantize_float64_result(x, scale, zero_point, dtype=np.int8):
 
 def quantize_adds_zero_point_after_cast(x, scale, zero_point, dtype=np.int8):
     q = np.rint(np.asarray(x, np.float32) / np.float32(scale)).astype(np.int64).astype(dtype)
-    return q + np.asarray(zero_point).astype(dtype)     # uint8/int8 arithmetic wraps
+    return q + np.asarray(zero_point).astype(dtype)  # uint8/int8 arithmetic wraps
 
 
 def quantize_python_scalar(x, scale, zero_point, dtype=np.int8):
     q = quantize_ok(x, scale, zero_point, dtype)
-    return int(q) if q.ndim == 0 else q                 # a scalar x gives a Python int, not a 0-d int8 array
+    return int(q) if q.ndim == 0 else q  # a scalar x gives a Python int, not a 0-d int8 array
 
 
 def dequantize_forgets_zero_point(q, scale, zero_point):
@@ -175,7 +177,7 @@ def choose_qparams_floor_midpoint(rmin, rmax, dtype=np.uint8, symmetric=False):
     scale, zp = choose_qparams_ok(rmin, rmax, dtype, symmetric)
     if symmetric and scale != 1.0:
         qmin, qmax = RANGES[dtype]
-        zp = (qmin + qmax) // 2                         # int8: -1, uint8: 127 (ORT: 0 and 128)
+        zp = (qmin + qmax) // 2  # int8: -1, uint8: 127 (ORT: 0 and 128)
     return scale, zp
 
 
@@ -194,6 +196,7 @@ def raises(*args, **kwargs):
 
 # ---------------------------------------------------------------- the cases themselves
 
+
 def test_cases_are_modest_unique_encodable_and_grouped():
     ids = [c.id for c in CASES]
     assert 30 <= len(CASES) <= 64, f"{len(CASES)} probe cases: keep them modest (each is a kernel call)"
@@ -202,8 +205,19 @@ def test_cases_are_modest_unique_encodable_and_grouped():
     plain, arrays = encode_cases(CASES)
     assert len(plain) == len(CASES) and arrays
     groups = {(c.function, c.group) for c in CASES}
-    for g in ("ties", "saturation", "negative_zero", "scalar", "list", "empty", "multi_dim", "uint8", "int8",
-              "random", "zero_point_bounds"):
+    for g in (
+        "ties",
+        "saturation",
+        "negative_zero",
+        "scalar",
+        "list",
+        "empty",
+        "multi_dim",
+        "uint8",
+        "int8",
+        "random",
+        "zero_point_bounds",
+    ):
         assert ("quantize", g) in groups, f"quantize has no {g} case"
     for g in ("asymmetric_uint8", "symmetric_int8", "positive_only", "negative_only", "degenerate", "tiny"):
         assert ("choose_qparams", g) in groups, f"choose_qparams has no {g} case"
@@ -220,17 +234,22 @@ def test_expected_values_come_from_onnx_runtime():
 
 # ---------------------------------------------------------------- honest implementations agree everywhere
 
+
 def _assert_all_agree(section: dict, name: str):
     f = section[name]
     assert f["first_mismatch"] is None, f"{name}: {f['first_mismatch']}"
     assert (f["defined"], f["agree"], f["agree_share"], f["raised"]) == (True, f["cases"], 1.0, 0)
 
 
-@pytest.mark.parametrize("impls", [
-    HONEST,
-    {"quantize": quantize_float64, "dequantize": dequantize_float64, "choose_qparams": choose_qparams_float32},
-    {"quantize": quantize_reciprocal, "dequantize": dequantize_ok, "choose_qparams": choose_qparams_ok},
-], ids=["float32", "float64", "reciprocal"])
+@pytest.mark.parametrize(
+    "impls",
+    [
+        HONEST,
+        {"quantize": quantize_float64, "dequantize": dequantize_float64, "choose_qparams": choose_qparams_float32},
+        {"quantize": quantize_reciprocal, "dequantize": dequantize_ok, "choose_qparams": choose_qparams_ok},
+    ],
+    ids=["float32", "float64", "reciprocal"],
+)
 def test_honest_implementations_agree_on_every_case(impls):
     section = fn.measure_functions(CASES, run_probe(impls))
     assert list(section) == list(fn.FUNCTIONS)
@@ -240,10 +259,20 @@ def test_honest_implementations_agree_on_every_case(impls):
 
 def test_float64_quantize_really_differs_from_ort_somewhere():
     # the fairness allowance must be doing work, else the test above proves nothing
-    diffs = sum(int(np.sum(np.asarray(quantize_float64(*[decode_value(a) for a in c.args],
-                                                       **{k: decode_value(v) for k, v in c.kwargs.items()}))
-                           != fn.expect_quantize(c).value))
-                for c in CASES if c.function == "quantize")
+    diffs = sum(
+        int(
+            np.sum(
+                np.asarray(
+                    quantize_float64(
+                        *[decode_value(a) for a in c.args], **{k: decode_value(v) for k, v in c.kwargs.items()}
+                    )
+                )
+                != fn.expect_quantize(c).value
+            )
+        )
+        for c in CASES
+        if c.function == "quantize"
+    )
     assert diffs > 0
 
 
@@ -258,22 +287,26 @@ def test_section_shape_is_the_documented_one():
 
 # ---------------------------------------------------------------- each bug fails with its reason and group
 
-@pytest.mark.parametrize("name, impl, reason, group", [
-    ("quantize", quantize_truncates, "values", "ties"),
-    ("quantize", quantize_rounds_half_away, "values", "ties"),
-    ("quantize", quantize_no_saturation, "values", "saturation"),
-    ("quantize", quantize_float64_result, "dtype", "ties"),
-    ("quantize", quantize_adds_zero_point_after_cast, "values", "saturation"),
-    ("quantize", quantize_python_scalar, "dtype", "scalar"),
-    ("quantize", raises, "raised", "ties"),
-    ("dequantize", dequantize_forgets_zero_point, "values", "uint8"),
-    ("dequantize", dequantize_float64_result, "dtype", "int8"),
-    ("dequantize", dequantize_subtracts_in_q_dtype, "values", "uint8"),
-    ("choose_qparams", choose_qparams_no_widening, "values", "positive_only"),
-    ("choose_qparams", choose_qparams_floor_midpoint, "values", "symmetric_int8"),
-    ("choose_qparams", choose_qparams_float_zero_point, "dtype", "asymmetric_uint8"),
-    ("choose_qparams", choose_qparams_array, "type", "asymmetric_uint8"),
-])
+
+@pytest.mark.parametrize(
+    "name, impl, reason, group",
+    [
+        ("quantize", quantize_truncates, "values", "ties"),
+        ("quantize", quantize_rounds_half_away, "values", "ties"),
+        ("quantize", quantize_no_saturation, "values", "saturation"),
+        ("quantize", quantize_float64_result, "dtype", "ties"),
+        ("quantize", quantize_adds_zero_point_after_cast, "values", "saturation"),
+        ("quantize", quantize_python_scalar, "dtype", "scalar"),
+        ("quantize", raises, "raised", "ties"),
+        ("dequantize", dequantize_forgets_zero_point, "values", "uint8"),
+        ("dequantize", dequantize_float64_result, "dtype", "int8"),
+        ("dequantize", dequantize_subtracts_in_q_dtype, "values", "uint8"),
+        ("choose_qparams", choose_qparams_no_widening, "values", "positive_only"),
+        ("choose_qparams", choose_qparams_floor_midpoint, "values", "symmetric_int8"),
+        ("choose_qparams", choose_qparams_float_zero_point, "dtype", "asymmetric_uint8"),
+        ("choose_qparams", choose_qparams_array, "type", "asymmetric_uint8"),
+    ],
+)
 def test_bug_fails_with_expected_reason_and_group(name, impl, reason, group):
     section = fn.measure_functions(CASES, run_probe({**HONEST, name: impl}))
     f = section[name]
@@ -287,13 +320,16 @@ def test_bug_fails_with_expected_reason_and_group(name, impl, reason, group):
             _assert_all_agree(section, other)
 
 
-@pytest.mark.parametrize("name, impl, groups", [
-    ("quantize", quantize_no_saturation, ["saturation", "zero_point_bounds"]),
-    ("quantize", quantize_adds_zero_point_after_cast, ["saturation", "zero_point_bounds"]),
-    ("dequantize", dequantize_subtracts_in_q_dtype, ["zero_point_bounds"]),
-    ("choose_qparams", choose_qparams_no_widening, ["positive_only", "negative_only"]),
-    ("choose_qparams", choose_qparams_floor_midpoint, ["symmetric_int8", "symmetric_uint8"]),
-])
+@pytest.mark.parametrize(
+    "name, impl, groups",
+    [
+        ("quantize", quantize_no_saturation, ["saturation", "zero_point_bounds"]),
+        ("quantize", quantize_adds_zero_point_after_cast, ["saturation", "zero_point_bounds"]),
+        ("dequantize", dequantize_subtracts_in_q_dtype, ["zero_point_bounds"]),
+        ("choose_qparams", choose_qparams_no_widening, ["positive_only", "negative_only"]),
+        ("choose_qparams", choose_qparams_floor_midpoint, ["symmetric_int8", "symmetric_uint8"]),
+    ],
+)
 def test_bug_shows_in_the_groups_that_test_it(name, impl, groups):
     f = fn.measure_functions(CASES, run_probe({**HONEST, name: impl}))[name]
     for g in groups:
@@ -307,7 +343,9 @@ def test_raising_function_counts_raised_and_shows_the_exception():
 
 
 def test_truncation_mismatch_is_explained():
-    first = fn.measure_functions(CASES, run_probe({**HONEST, "quantize": quantize_truncates}))["quantize"]["first_mismatch"]
+    first = fn.measure_functions(CASES, run_probe({**HONEST, "quantize": quantize_truncates}))["quantize"][
+        "first_mismatch"
+    ]
     assert first["case"] == "quantize/ties_pow2_int8"
     assert first["call"].startswith("quantize(np.array([0.25, 0.75, 1.25")
     assert first["expected"] == "[0 2 2 4 4 0 …] int8 shape (10,)"
@@ -316,10 +354,13 @@ def test_truncation_mismatch_is_explained():
 
 # ---------------------------------------------------------------- missing functions, probe not run
 
+
 def test_missing_function_is_not_defined():
     section = fn.measure_functions(CASES, run_probe({"quantize": quantize_ok, "dequantize": dequantize_ok}))
-    assert section["choose_qparams"] == {"defined": False,
-                                         "error": "the notebook does not define choose_qparams at its top level"}
+    assert section["choose_qparams"] == {
+        "defined": False,
+        "error": "the notebook does not define choose_qparams at its top level",
+    }
     _assert_all_agree(section, "quantize")
 
 
@@ -330,8 +371,9 @@ def test_missing_function_without_a_functions_map():
 
 
 def test_not_callable_is_not_defined():
-    probe = run_probe({**HONEST}, functions={"quantize": "not callable", "dequantize": "defined",
-                                            "choose_qparams": "defined"})
+    probe = run_probe(
+        {**HONEST}, functions={"quantize": "not callable", "dequantize": "defined", "choose_qparams": "defined"}
+    )
     for c in CASES:
         if c.function == "quantize":
             probe.cases[c.id] = CaseOutput("missing_function")
@@ -340,10 +382,17 @@ def test_not_callable_is_not_defined():
 
 
 def test_probe_that_did_not_run_is_one_error():
-    probe = ProbeResult(False, "the probe did not run to completion (the notebook did not finish)",
-                        {c.id: CaseOutput("not_run") for c in CASES}, {}, None, "the probe did not run")
+    probe = ProbeResult(
+        False,
+        "the probe did not run to completion (the notebook did not finish)",
+        {c.id: CaseOutput("not_run") for c in CASES},
+        {},
+        None,
+        "the probe did not run",
+    )
     assert fn.measure_functions(CASES, probe) == {
-        "error": "the probe did not run to completion (the notebook did not finish)"}
+        "error": "the probe did not run to completion (the notebook did not finish)"
+    }
 
 
 def test_cases_the_probe_did_not_record_count_as_missing():

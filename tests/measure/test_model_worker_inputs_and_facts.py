@@ -18,23 +18,33 @@ from autograder.measure.onnx_load import run_model_worker
 def two_input_model() -> bytes:
     """Z = A + B, both float32 [N, 3]."""
     graph = helper.make_graph(
-        [helper.make_node("Add", ["A", "B"], ["Z"])], "two_inputs",
-        [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["N", 3]),
-         helper.make_tensor_value_info("B", TensorProto.FLOAT, ["N", 3])],
-        [helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", 3])])
+        [helper.make_node("Add", ["A", "B"], ["Z"])],
+        "two_inputs",
+        [
+            helper.make_tensor_value_info("A", TensorProto.FLOAT, ["N", 3]),
+            helper.make_tensor_value_info("B", TensorProto.FLOAT, ["N", 3]),
+        ],
+        [helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", 3])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model.SerializeToString()
 
 
-TWO = ModelInterface(inputs=(TensorSpec("A", "float32", (None, 3)), TensorSpec("B", "float32", (None, 3))),
-                     outputs=(TensorSpec("Z", "float32", (None, 3)),))
+TWO = ModelInterface(
+    inputs=(TensorSpec("A", "float32", (None, 3)), TensorSpec("B", "float32", (None, 3))),
+    outputs=(TensorSpec("Z", "float32", (None, 3)),),
+)
 
 
 def test_a_model_with_two_inputs_is_fed_by_name():
     a = np.arange(12, dtype=np.float32).reshape(4, 3)
-    run = run_model_worker(two_input_model(), inputs={"set": {"A": a, "B": 10 * a}, "other": {"B": a, "A": a}},
-                           interface=TWO, facts=("graph",))
+    run = run_model_worker(
+        two_input_model(),
+        inputs={"set": {"A": a, "B": 10 * a}, "other": {"B": a, "A": a}},
+        interface=TWO,
+        facts=("graph",),
+    )
     assert run.ok and run.result["run_error"] is None, run
     np.testing.assert_array_equal(run.outputs["set__Z"], 11 * a)
     np.testing.assert_array_equal(run.outputs["other__Z"], 2 * a)
@@ -53,9 +63,12 @@ def test_missing_data_for_an_input_is_a_reason():
 
 
 def test_an_unknown_fact_group_is_reported():
-    run = run_model_worker(two_input_model(), inputs={"set": {"A": np.zeros((1, 3), np.float32),
-                                                              "B": np.zeros((1, 3), np.float32)}},
-                           interface=TWO, facts=("graph", "astrology"))
+    run = run_model_worker(
+        two_input_model(),
+        inputs={"set": {"A": np.zeros((1, 3), np.float32), "B": np.zeros((1, 3), np.float32)}},
+        interface=TWO,
+        facts=("graph", "astrology"),
+    )
     assert not run.ok and "unknown model fact groups ['astrology']" in run.reason
 
 
@@ -71,11 +84,15 @@ def test_input_set_names_cannot_hold_the_separator():
 
 FLOAT_INPUT = "input X fed to the model's input float_input (by position)"
 FLOAT64 = "input X fed as float64, the type the model declares"
-ZIPMAP = ["output label read from the model's output output_label (by position)",
-          "output probabilities read from the model's output output_probability (by position)",
-          "output probabilities converted from a sequence of maps (ZipMap) to an array"]
-RENAMED = ["output label read from the model's output y_pred (by its type and shape)",
-           "output probabilities read from the model's output p (by its type and shape)"]
+ZIPMAP = [
+    "output label read from the model's output output_label (by position)",
+    "output probabilities read from the model's output output_probability (by position)",
+    "output probabilities converted from a sequence of maps (ZipMap) to an array",
+]
+RENAMED = [
+    "output label read from the model's output y_pred (by its type and shape)",
+    "output probabilities read from the model's output p (by its type and shape)",
+]
 
 
 def batches(n: int) -> str:
@@ -102,7 +119,7 @@ DEVIATIONS = {
     "zipmap": (("X", "float", None, True, False), ZIPMAP),
     "float_input": (("float_input", "float", None, False, False), [FLOAT_INPUT]),
     "batch_of_one": (("X", "float", 1, False, False), [batches(1)]),
-    "batch_of_seven": (("X", "float", 7, False, False), [batches(7)]),   # 50 rows: the last call padded
+    "batch_of_seven": (("X", "float", 7, False, False), [batches(7)]),  # 50 rows: the last call padded
     "outputs_renamed_and_reversed": (("X", "float", None, False, True), RENAMED),
     "all_at_once_float64": (("float_input", "double", 1, False, True), [FLOAT_INPUT, FLOAT64, batches(1), *RENAMED]),
     "all_at_once_zipmap": (("float_input", "float", 3, True, False), [FLOAT_INPUT, batches(3), *ZIPMAP]),
@@ -130,9 +147,11 @@ def exports():
 
 
 def interface(adapt: bool) -> ModelInterface:
-    return ModelInterface(inputs=(TensorSpec("X", "float32", (None, 4)),),
-                          outputs=(TensorSpec("label", "int64", (None,)),
-                                   TensorSpec("probabilities", "float32", (None, 2))), adapt=adapt)
+    return ModelInterface(
+        inputs=(TensorSpec("X", "float32", (None, 4)),),
+        outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
+        adapt=adapt,
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(DEVIATIONS))
@@ -140,8 +159,9 @@ def test_adapt_runs_a_deviating_model_and_still_reports_the_deviation(exports, k
     models, X, expected = exports
     strict = run_model_worker(models[kind], inputs={"test": X}, interface=interface(False), facts=("graph",))
     assert strict.ok and strict.result["run_error"], "without adapt the contract's data cannot be used"
-    run = run_model_worker(models[kind], inputs={"test": X, "one_row": X[:1]}, interface=interface(True),
-                           facts=("graph",))
+    run = run_model_worker(
+        models[kind], inputs={"test": X, "one_row": X[:1]}, interface=interface(True), facts=("graph",)
+    )
     assert run.ok and run.result["run_error"] is None, run
     assert sorted(run.result["adapted"]) == sorted(DEVIATIONS[kind][1])
     assert run.result["facts"]["interface_ok"] is False and run.result["facts"]["problems"]
@@ -155,7 +175,8 @@ def test_a_fixed_batch_is_named_in_the_problems_with_how_it_was_fed(exports):
     run = run_model_worker(models["batch_of_one"], inputs={"test": X}, interface=interface(True), facts=())
     assert run.result["facts"]["problems"] == [
         "input X has a fixed batch size 1, expected a free dimension N (a caller sends any number of rows "
-        "in one call; the grader fed it 1 row(s) per call)"]
+        "in one call; the grader fed it 1 row(s) per call)"
+    ]
 
 
 def test_adapt_changes_nothing_for_a_conforming_model(exports):
@@ -169,13 +190,20 @@ def test_adapt_changes_nothing_for_a_conforming_model(exports):
 def test_adapt_still_refuses_what_computes_something_else(exports):
     """Adapting stops at the interface: another number of inputs, or another row width, is not fed."""
     models, X, _ = exports
-    run = run_model_worker(models["float_input"], inputs={"test": np.hstack([X, X])}, interface=interface(True),
-                           facts=())
+    run = run_model_worker(
+        models["float_input"], inputs={"test": np.hstack([X, X])}, interface=interface(True), facts=()
+    )
     assert run.ok and run.result["run_error"].startswith("ONNX Runtime could not run it on the grader's rows")
-    run = run_model_worker(two_input_model(), inputs={"set": np.zeros((2, 3), np.float32)},
-                           interface=ModelInterface(inputs=(TensorSpec("X", "float32", (None, 3)),),
-                                                    outputs=(TensorSpec("Z", "float32", (None, 3)),), adapt=True),
-                           facts=())
+    run = run_model_worker(
+        two_input_model(),
+        inputs={"set": np.zeros((2, 3), np.float32)},
+        interface=ModelInterface(
+            inputs=(TensorSpec("X", "float32", (None, 3)),),
+            outputs=(TensorSpec("Z", "float32", (None, 3)),),
+            adapt=True,
+        ),
+        facts=(),
+    )
     assert run.ok and "cannot feed the test set" in run.result["run_error"]
 
 
@@ -186,19 +214,26 @@ def test_a_fixed_batch_beyond_the_cap_is_not_padded_up_to():
 
     def fixed(batch: int) -> bytes:
         graph = helper.make_graph(
-            [helper.make_node("Relu", ["X"], ["Z"])], "fixed",
+            [helper.make_node("Relu", ["X"], ["Z"])],
+            "fixed",
             [helper.make_tensor_value_info("X", TensorProto.FLOAT, [batch, 3])],
-            [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [batch, 3])])
+            [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [batch, 3])],
+        )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
         return model.SerializeToString()
 
     x = -np.arange(6, dtype=np.float32).reshape(2, 3)
-    relu = ModelInterface(inputs=(TensorSpec("X", "float32", (None, 3)),),
-                          outputs=(TensorSpec("Z", "float32", (None, 3)),), adapt=True)
+    relu = ModelInterface(
+        inputs=(TensorSpec("X", "float32", (None, 3)),), outputs=(TensorSpec("Z", "float32", (None, 3)),), adapt=True
+    )
     run = run_model_worker(fixed(MAX_FIXED_BATCH + 1), inputs={"set": x}, interface=relu, facts=())
-    assert run.ok and run.result["run_error"].startswith("ONNX Runtime could not run it on the grader's rows") and "adapted" not in run.result
-    run = run_model_worker(fixed(3), inputs={"set": x}, interface=relu, facts=())   # padded up to 3 rows
+    assert (
+        run.ok
+        and run.result["run_error"].startswith("ONNX Runtime could not run it on the grader's rows")
+        and "adapted" not in run.result
+    )
+    run = run_model_worker(fixed(3), inputs={"set": x}, interface=relu, facts=())  # padded up to 3 rows
     assert run.ok and run.result["run_error"] is None, run
     np.testing.assert_array_equal(run.outputs["set__Z"], np.maximum(x, 0))
 
@@ -209,7 +244,10 @@ def test_an_input_fed_by_position_has_its_type_and_shape_checked_too(exports):
     assert run.result["facts"]["problems"] == [
         "inputs are ['float_input'], expected exactly ['X']",
         "outputs are ['p', 'y_pred'], expected ['label', 'probabilities']",
-        "input float_input is float64, expected float32"]
+        "input float_input is float64, expected float32",
+    ]
     run = run_model_worker(models["all_at_once_zipmap"], inputs={"test": X}, interface=interface(True), facts=())
-    assert "input float_input has a fixed batch size 3, expected a free dimension N (a caller sends any number " \
-           "of rows in one call; the grader fed it 3 row(s) per call)" in run.result["facts"]["problems"]
+    assert (
+        "input float_input has a fixed batch size 3, expected a free dimension N (a caller sends any number "
+        "of rows in one call; the grader fed it 3 row(s) per call)" in run.result["facts"]["problems"]
+    )

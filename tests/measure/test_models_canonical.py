@@ -22,16 +22,30 @@ def _model(weight: onnx.TensorProto, *, name_pad: str = "", extra_opsets=()) -> 
     """Y = If(cond, then: X·W + c, else: X·W − c), c a Constant node; names padded by ``name_pad``."""
     n = lambda s: s + name_pad  # noqa: E731
     c = helper.make_node("Constant", [], [n("c")], value=numpy_helper.from_array(np.array(0.5, np.float32)))
-    then_g = helper.make_graph([helper.make_node("Add", [n("xw"), n("c")], [n("t")])], "then", [],
-                               [helper.make_tensor_value_info(n("t"), TensorProto.FLOAT, None)])
-    else_g = helper.make_graph([helper.make_node("Sub", [n("xw"), n("c")], [n("e")])], "else", [],
-                               [helper.make_tensor_value_info(n("e"), TensorProto.FLOAT, None)])
-    nodes = [c, helper.make_node("MatMul", ["X", weight.name], [n("xw")], name=n("mm")),
-             helper.make_node("If", ["cond"], ["Y"], then_branch=then_g, else_branch=else_g)]
+    then_g = helper.make_graph(
+        [helper.make_node("Add", [n("xw"), n("c")], [n("t")])],
+        "then",
+        [],
+        [helper.make_tensor_value_info(n("t"), TensorProto.FLOAT, None)],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Sub", [n("xw"), n("c")], [n("e")])],
+        "else",
+        [],
+        [helper.make_tensor_value_info(n("e"), TensorProto.FLOAT, None)],
+    )
+    nodes = [
+        c,
+        helper.make_node("MatMul", ["X", weight.name], [n("xw")], name=n("mm")),
+        helper.make_node("If", ["cond"], ["Y"], then_branch=then_g, else_branch=else_g),
+    ]
     graph = helper.make_graph(
-        nodes, "g" + name_pad, [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
+        nodes,
+        "g" + name_pad,
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])],
-        initializer=[weight, numpy_helper.from_array(np.array(True), "cond")])
+        initializer=[weight, numpy_helper.from_array(np.array(True), "cond")],
+    )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), *extra_opsets])
     m.ir_version = 8
     return m
@@ -57,7 +71,7 @@ def test_names_doc_strings_opsets_and_encodings_do_not_count():
     assert len(wordy.SerializeToString()) > len(plain.SerializeToString()) + 30_000
     assert canonical_model(wordy).SerializeToString() == canonical_model(plain).SerializeToString()
     assert size_facts(wordy) == size_facts(plain)
-    assert size_facts(plain)["canonical_constant_bytes"] == W.nbytes + 1 + 4   # W, cond, the Constant c
+    assert size_facts(plain)["canonical_constant_bytes"] == W.nbytes + 1 + 4  # W, cond, the Constant c
 
 
 def test_dead_nodes_and_unused_initializers_are_dropped_but_used_ones_are_not():

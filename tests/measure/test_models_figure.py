@@ -20,8 +20,11 @@ from autograder.report.figure import figure_problem, svg_inline
 @pytest.fixture(scope="module")
 def plugin(assignment07):
     name = assignment07.grading.__name__
-    return (importlib.import_module(name + ".models"), importlib.import_module(name + ".figure"),
-            importlib.import_module(name + ".data"))
+    return (
+        importlib.import_module(name + ".models"),
+        importlib.import_module(name + ".figure"),
+        importlib.import_module(name + ".data"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +93,26 @@ def test_the_boundaries_are_the_student_models_on_the_grid(good, plugin, models)
     assert 'id="boundary-0"' in svg and 'id="boundary-1"' in svg
 
 
-@pytest.mark.parametrize("names, replace, says", [
-    (("fp32", "int8_dynamic"), None, "no picture: int8_qdq.onnx could not be measured (artifacts/int8_qdq.onnx is missing)"),
-    (("int8_dynamic", "int8_qdq"), None, "no picture: fp32.onnx could not be measured (artifacts/fp32.onnx is missing)"),
-    (("fp32", "int8_dynamic"), "fp32", "no picture: int8_qdq.onnx is not quantized"),
-    (("fp32", "int8_dynamic"), b"not a model", "no picture: int8_qdq.onnx could not be measured (invalid model"),
-])
-def test_no_picture_without_two_usable_models_only_a_sentence(tmp_path, models, plugin, assignment07, names, replace, says):
+@pytest.mark.parametrize(
+    "names, replace, says",
+    [
+        (
+            ("fp32", "int8_dynamic"),
+            None,
+            "no picture: int8_qdq.onnx could not be measured (artifacts/int8_qdq.onnx is missing)",
+        ),
+        (
+            ("int8_dynamic", "int8_qdq"),
+            None,
+            "no picture: fp32.onnx could not be measured (artifacts/fp32.onnx is missing)",
+        ),
+        (("fp32", "int8_dynamic"), "fp32", "no picture: int8_qdq.onnx is not quantized"),
+        (("fp32", "int8_dynamic"), b"not a model", "no picture: int8_qdq.onnx could not be measured (invalid model"),
+    ],
+)
+def test_no_picture_without_two_usable_models_only_a_sentence(
+    tmp_path, models, plugin, assignment07, names, replace, says
+):
     ws = factory.make_workspace(tmp_path, models, names=names)
     if replace is not None:
         target = ws / "artifacts" / "int8_qdq.onnx"

@@ -51,9 +51,16 @@ def honest(tmp_path_factory, models, grading, assignment07):
     return ws, _grade(assignment07, grading, ws, factory.contract_results(paths, rounds=5))
 
 
-QUALITY_PARTS = {"dynamic_model": ("accuracy drop", "label agreement with fp32", "probability drift"),
-                 "static_model": ("accuracy drop", "label agreement with fp32", "probability drift",
-                                  "calibration covers the data", "calibrated on training rows")}
+QUALITY_PARTS = {
+    "dynamic_model": ("accuracy drop", "label agreement with fp32", "probability drift"),
+    "static_model": (
+        "accuracy drop",
+        "label agreement with fp32",
+        "probability drift",
+        "calibration covers the data",
+        "calibrated on training rows",
+    ),
+}
 
 
 def test_copies_of_fp32_under_int8_names_earn_no_quantization_points(tmp_path, models, grading, assignment07, honest):
@@ -75,7 +82,7 @@ def test_copies_of_fp32_under_int8_names_earn_no_quantization_points(tmp_path, m
     for p in checks["size"]["parts"]:
         assert p["reason"].startswith(NOT_QUANTIZED)
     # the copies' numbers in RESULTS describe no quantized model: not judged, so not honest
-    assert rep["honest"] == 5 + 2, rep["problems"]    # fp32's five, and the copies' latencies
+    assert rep["honest"] == 5 + 2, rep["problems"]  # fp32's five, and the copies' latencies
     assert not _parts(checks["reported_results"])["every reported number matches the re-measurement"]["passed"]
 
 
@@ -120,8 +127,9 @@ def test_a_padded_model_computes_the_same_and_canonicalises_to_the_same_bytes(tm
     assert a == b
     x = factory.contract_data()[1]
     for p in (src, pad):
-        got = ort.InferenceSession(canonical_model(onnx.load(str(p))).SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, {"X": x})
+        got = ort.InferenceSession(
+            canonical_model(onnx.load(str(p))).SerializeToString(), providers=["CPUExecutionProvider"]
+        ).run(None, {"X": x})
         want = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"X": x})
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
 
@@ -150,9 +158,13 @@ def test_a_live_second_input_quantizer_counts_only_where_both_let_values_through
 
     model = onnx.load(str(models["int8_qdq"]))
     g = model.graph
-    g.initializer.extend([numpy_helper.from_array(np.array(0.05, np.float32), "w_s"),
-                          numpy_helper.from_array(np.array(128, np.uint8), "w_z"),
-                          numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    g.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(0.05, np.float32), "w_s"),
+            numpy_helper.from_array(np.array(128, np.uint8), "w_z"),
+            numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        ]
+    )
     g.node.insert(0, helper.make_node("QuantizeLinear", ["X", "w_s", "w_z"], ["Xq_wide"]))
     g.node.insert(1, helper.make_node("DequantizeLinear", ["Xq_wide", "w_s", "w_z"], ["X_wide"]))
     g.node.insert(2, helper.make_node("ReduceSum", ["X_wide"], ["X_wide_sum"], keepdims=0))
@@ -160,16 +172,19 @@ def test_a_live_second_input_quantizer_counts_only_where_both_let_values_through
     out = next(n for n in g.node if "probabilities" in n.output)
     out.output[list(out.output).index("probabilities")] = "p_before"
     g.node.append(helper.make_node("Add", ["p_before", "nothing"], ["probabilities"]))
-    before = model_facts(onnx.load(str(models["int8_qdq"])), groups=("graph", "quantization", "size"))["calibrated_input_range"]
+    before = model_facts(onnx.load(str(models["int8_qdq"])), groups=("graph", "quantization", "size"))[
+        "calibrated_input_range"
+    ]
     facts = model_facts(model, groups=("graph", "quantization", "size"))
     assert len(facts["input_quantization"]["live"]) == 2
     assert facts["calibrated_input_range"] == before
 
 
 def test_a_per_tensor_scale_repeated_per_column_is_not_per_channel(tmp_path, models):
-    assert model_facts(onnx.load(str(models["int8_qdq"])), groups=("quantization",))["per_channel"], \
+    assert model_facts(onnx.load(str(models["int8_qdq"])), groups=("quantization",))["per_channel"], (
         "control: real per-channel"
-    for jitter in (0.0, 1e-3):   # the same scale per column, or made to differ a little
+    )
+    for jitter in (0.0, 1e-3):  # the same scale per column, or made to differ a little
         path = factory.with_repeated_per_tensor_scales(models["int8_qdq_pt"], tmp_path / f"rep{jitter}.onnx", jitter)
         facts = model_facts(onnx.load(str(path)), groups=("graph", "quantization", "size"))
         assert facts["per_channel_shaped_weights"] == 3, "every weight has a per-channel-shaped scale"
@@ -178,6 +193,7 @@ def test_a_per_tensor_scale_repeated_per_column_is_not_per_channel(tmp_path, mod
 
 
 # ── calibration provenance ─────────────────────────────────────────────────────────────────────
+
 
 @pytest.fixture(scope="module")
 def provenance(assignment07):
@@ -191,24 +207,29 @@ def _source(path, provenance):
     return prov.calibration_source(facts["input_quantization"], split)
 
 
-@pytest.mark.parametrize("rows, options, expected", [
-    ("train", {}, "X_train"),
-    ("test", {}, "X_test"),
-    ("edge", {}, "X_edge"),
-    ("train_scaled", {}, "beyond X_train"),
-    ("train", {"extra_options": {"ActivationSymmetric": True}}, "X_train"),
-    ("train", {"calibrate_method": "Percentile"}, "undetermined"),
-    ("train", {"calibrate_method": "Entropy"}, "X_train"),
-])
+@pytest.mark.parametrize(
+    "rows, options, expected",
+    [
+        ("train", {}, "X_train"),
+        ("test", {}, "X_test"),
+        ("edge", {}, "X_edge"),
+        ("train_scaled", {}, "beyond X_train"),
+        ("train", {"extra_options": {"ActivationSymmetric": True}}, "X_train"),
+        ("train", {"calibrate_method": "Percentile"}, "undetermined"),
+        ("train", {"calibrate_method": "Entropy"}, "X_train"),
+    ],
+)
 def test_calibration_rows_are_read_back_from_the_input_quantizer(tmp_path, models, provenance, rows, options, expected):
     from onnxruntime.quantization import CalibrationMethod
 
     X_train, X_test, _, _, X_edge = factory.contract_data()
     rng = np.random.default_rng(3)
-    data = {"train": X_train[rng.choice(len(X_train), 300, replace=False)],
-            "test": X_test[rng.choice(len(X_test), 300, replace=False)],
-            "edge": X_edge[rng.choice(len(X_edge), 300, replace=False)],
-            "train_scaled": (1.3 * X_train[rng.choice(len(X_train), 300, replace=False)]).astype(np.float32)}[rows]
+    data = {
+        "train": X_train[rng.choice(len(X_train), 300, replace=False)],
+        "test": X_test[rng.choice(len(X_test), 300, replace=False)],
+        "edge": X_edge[rng.choice(len(X_edge), 300, replace=False)],
+        "train_scaled": (1.3 * X_train[rng.choice(len(X_train), 300, replace=False)]).astype(np.float32),
+    }[rows]
     if "calibrate_method" in options:
         options = {**options, "calibrate_method": getattr(CalibrationMethod, options["calibrate_method"])}
     path = factory.quantize_static_on(models["fp32"], tmp_path / "q.onnx", data, **options)

@@ -16,29 +16,33 @@ def models(tmp_path_factory):
     return factory.model_set(tmp_path_factory.getbasetemp() / "quant_models")
 
 
-INTERFACE = ModelInterface(inputs=(TensorSpec("X", "float32", (None, 2)),),
-                           outputs=(TensorSpec("label", "int64", (None,)),
-                                    TensorSpec("probabilities", "float32", (None, 2))))
+INTERFACE = ModelInterface(
+    inputs=(TensorSpec("X", "float32", (None, 2)),),
+    outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
+)
 
 
 def facts_of(models, name):
     return model_facts(onnx.load(str(models[name])), INTERFACE, ("graph", "quantization", "size"))
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("fp32", "fp32"),
-    ("int8_dynamic", "dynamic"),
-    ("int8_dynamic_pc", "dynamic"),
-    ("int8_qdq", "static_qdq"),
-    ("int8_qdq_pt", "static_qdq"),
-    ("int8_qop", "static_qoperator"),
-    ("weights_only_qdq", "weights_only_qdq"),
-    ("partial_dynamic", "unknown"),
-    # as ONNX Runtime saves them optimised: FusedGemm; DynamicQuantizeMatMul; QLinearMatMul + QLinearAdd
-    ("ort_fp32", "fp32"),
-    ("ort_int8_dynamic", "dynamic"),
-    ("ort_int8_qdq", "static_qoperator"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("fp32", "fp32"),
+        ("int8_dynamic", "dynamic"),
+        ("int8_dynamic_pc", "dynamic"),
+        ("int8_qdq", "static_qdq"),
+        ("int8_qdq_pt", "static_qdq"),
+        ("int8_qop", "static_qoperator"),
+        ("weights_only_qdq", "weights_only_qdq"),
+        ("partial_dynamic", "unknown"),
+        # as ONNX Runtime saves them optimised: FusedGemm; DynamicQuantizeMatMul; QLinearMatMul + QLinearAdd
+        ("ort_fp32", "fp32"),
+        ("ort_int8_dynamic", "dynamic"),
+        ("ort_int8_qdq", "static_qoperator"),
+    ],
+)
 def test_classification(models, name, expected):
     facts = facts_of(models, name)
     assert facts["classification"] == expected, f"{name}: {facts['classification_detail']}"
@@ -50,25 +54,37 @@ def test_partial_dynamic_says_why(models):
     assert "float constant weight" in facts["classification_detail"]
 
 
-@pytest.mark.parametrize("name, per_channel, weight_dtypes, float_left", [
-    ("fp32", False, [], 3),
-    ("int8_dynamic", False, ["int8"], 0),
-    ("int8_dynamic_pc", True, ["int8"], 0),   # scales found through MatMulInteger → Cast → Mul
-    ("int8_qdq", True, ["int8"], 0),
-    ("int8_qdq_pt", False, ["int8"], 0),
-    ("int8_qop", False, ["int8"], 0),
-    ("weights_only_qdq", True, ["int8"], 0),
-])
+@pytest.mark.parametrize(
+    "name, per_channel, weight_dtypes, float_left",
+    [
+        ("fp32", False, [], 3),
+        ("int8_dynamic", False, ["int8"], 0),
+        ("int8_dynamic_pc", True, ["int8"], 0),  # scales found through MatMulInteger → Cast → Mul
+        ("int8_qdq", True, ["int8"], 0),
+        ("int8_qdq_pt", False, ["int8"], 0),
+        ("int8_qop", False, ["int8"], 0),
+        ("weights_only_qdq", True, ["int8"], 0),
+    ],
+)
 def test_weight_facts(models, name, per_channel, weight_dtypes, float_left):
     facts = facts_of(models, name)
-    assert (facts["per_channel"], facts["weight_dtypes"], facts["float_weights_left"]) == \
-        (per_channel, weight_dtypes, float_left)
+    assert (facts["per_channel"], facts["weight_dtypes"], facts["float_weights_left"]) == (
+        per_channel,
+        weight_dtypes,
+        float_left,
+    )
     assert facts["quantized_weights"] == (0 if name == "fp32" else 3)
 
 
-@pytest.mark.parametrize("name, activations", [
-    ("fp32", []), ("int8_dynamic", ["uint8"]), ("int8_qdq", ["uint8"]), ("weights_only_qdq", []),
-])
+@pytest.mark.parametrize(
+    "name, activations",
+    [
+        ("fp32", []),
+        ("int8_dynamic", ["uint8"]),
+        ("int8_qdq", ["uint8"]),
+        ("weights_only_qdq", []),
+    ],
+)
 def test_activation_dtypes(models, name, activations):
     assert facts_of(models, name)["activation_dtypes"] == activations
 
@@ -101,7 +117,8 @@ def test_interface_fixed_batch_wrong_input_name_and_type(models):
     model = onnx.load(str(models["fp32"]))
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
     assert INTERFACE.problems(model) == [
-        "input X has a fixed batch size 1, expected a free dimension N (the grader runs the whole test set in one call)"]
+        "input X has a fixed batch size 1, expected a free dimension N (the grader runs the whole test set in one call)"
+    ]
     model = onnx.load(str(models["fp32"]))
     model.graph.input[0].name = "input"
     assert "inputs are ['input'], expected exactly ['X']" in INTERFACE.problems(model)
@@ -124,8 +141,19 @@ def test_interface_json_round_trip():
     assert ModelInterface.from_json(INTERFACE.to_json()) == INTERFACE
 
 
-@pytest.mark.parametrize("name", ["int8_dynamic", "int8_dynamic_pc", "int8_qdq", "int8_qdq_pt", "int8_qop",
-                                  "weights_only_qdq", "ort_int8_dynamic", "ort_int8_qdq"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "int8_dynamic",
+        "int8_dynamic_pc",
+        "int8_qdq",
+        "int8_qdq_pt",
+        "int8_qop",
+        "weights_only_qdq",
+        "ort_int8_dynamic",
+        "ort_int8_qdq",
+    ],
+)
 def test_genuine_variants_are_derived_from_their_fp32(models, name):
     d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models[name])))
     assert d["derived"], d
@@ -142,7 +170,7 @@ def test_a_model_of_another_seed_is_not_derived(models):
 def test_one_tampered_weight_is_caught(models):
     d = derived_from(onnx.load(str(models["fp32"])), onnx.load(str(models["tampered_dynamic"])))
     assert not d["derived"]
-    assert d["residual"] >= 2.9, d   # two steps off: |deq - W| >= 1.5 scale
+    assert d["residual"] >= 2.9, d  # two steps off: |deq - W| >= 1.5 scale
 
 
 def test_an_fp32_model_is_not_derived_from_anything(models):

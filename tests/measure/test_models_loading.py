@@ -16,9 +16,10 @@ from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.onnx_load import LoadLimits, read_model_bytes, run_model_worker, structure_problems
 
 X = factory.contract_data()[1]
-INTERFACE = ModelInterface(inputs=(TensorSpec("X", "float32", (None, 2)),),
-                           outputs=(TensorSpec("label", "int64", (None,)),
-                                    TensorSpec("probabilities", "float32", (None, 2))))
+INTERFACE = ModelInterface(
+    inputs=(TensorSpec("X", "float32", (None, 2)),),
+    outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
+)
 
 
 @pytest.fixture(scope="session")
@@ -31,9 +32,14 @@ def run(path, **kw):
 
 
 def test_a_good_model_runs_and_returns_outputs(models):
-    r = run(models["int8_qdq"], baseline=models["fp32"].read_bytes(), latency_input="test",
-            facts=("graph", "quantization", "derived_from"),
-            latency_rounds=5, latency_baseline=True)
+    r = run(
+        models["int8_qdq"],
+        baseline=models["fp32"].read_bytes(),
+        latency_input="test",
+        facts=("graph", "quantization", "derived_from"),
+        latency_rounds=5,
+        latency_baseline=True,
+    )
     assert r.ok, r.reason
     assert r.outputs["test__probabilities"].shape == (len(X), 2)
     assert r.outputs["test__label"].dtype == np.int64
@@ -68,7 +74,7 @@ def test_custom_domain_is_refused(tmp_path):
 def test_memory_bomb_is_an_invalid_model_stopped_by_the_memory_limit(tmp_path):
     bomb = factory.hostile_memory_bomb(tmp_path / "bomb.onnx")  # 14.4 GB ConstantOfShape
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    r = run(bomb, limits=LoadLimits(timeout_s=300))     # the memory limit must fire, not this one
+    r = run(bomb, limits=LoadLimits(timeout_s=300))  # the memory limit must fire, not this one
     # Either ONNX Runtime reports the failed allocation or the child dies: never the grader.
     assert not r.ok or r.result.get("run_error"), r
     assert r.ok or "took longer than" not in r.reason, f"the time limit fired, not the memory limit: {r.reason}"
@@ -116,7 +122,7 @@ def test_structure_problems_in_process(models):
     assert any("ai.onnx.NoSuchOp is not an allowed" in p for p in structure_problems(model))
     model = onnx.load(str(models["fp32"]))
     model.graph.node[1].domain = "com.microsoft"
-    model.graph.node[1].op_type = "Gelu"   # a real contrib op, but not a quantization op
+    model.graph.node[1].op_type = "Gelu"  # a real contrib op, but not a quantization op
     assert any("com.microsoft.Gelu" in p for p in structure_problems(model))
     assert any("nodes" in p for p in structure_problems(onnx.load(str(models["fp32"])), LoadLimits(max_nodes=3)))
 
@@ -128,7 +134,7 @@ def test_symlink_and_fifo_artifacts_are_refused_before_reading(models, tmp_path)
     with pytest.raises(UnsafeFileError, match="is a symlink, not a regular file"):
         read_model_bytes(tmp_path, "artifacts/fp32.onnx")
     with pytest.raises(UnsafeFileError, match="not a regular file"):
-        read_model_bytes(tmp_path, "artifacts/int8_qdq.onnx")   # would block forever if opened blocking
+        read_model_bytes(tmp_path, "artifacts/int8_qdq.onnx")  # would block forever if opened blocking
     with pytest.raises(UnsafeFileError, match="is missing"):
         read_model_bytes(tmp_path, "artifacts/int8_dynamic.onnx")
 
@@ -144,10 +150,16 @@ def test_child_environment_has_no_ort_configuration(monkeypatch):
     assert not any(k.startswith(("ORT_", "PYTHON")) for k in env)
 
 
-@pytest.mark.parametrize("script, expected", [
-    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "crashed the ONNX checker or ONNX Runtime (SIGSEGV"),
-    ("import sys; sys.exit(3)", "stopped (exit 3) without a result"),
-])
+@pytest.mark.parametrize(
+    "script, expected",
+    [
+        (
+            "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+            "crashed the ONNX checker or ONNX Runtime (SIGSEGV",
+        ),
+        ("import sys; sys.exit(3)", "stopped (exit 3) without a result"),
+    ],
+)
 def test_a_dying_child_is_an_invalid_model(models, monkeypatch, script, expected):
     import sys
 

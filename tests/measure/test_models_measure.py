@@ -14,17 +14,64 @@ import quant_model_factory as factory
 from autograder import hidden_secret
 from autograder.hidden_secret import HiddenSecret
 
-MODEL_KEYS = {"path", "size_bytes", "valid", "problems", "interface_ok", "classification",
-              "classification_detail", "node_count", "op_counts", "op_histogram", "opset", "param_count", "weight_dtypes",
-              "quantized_weights", "float_weights_left", "per_channel", "per_channel_weights",
-              "per_channel_shaped_weights", "activation_dtypes", "calibrated_input_range", "input_quantization",
-              "canonical_bytes", "canonical_constant_bytes", "quantized", "latency_ms", "accuracy", "public_split"}
-COMPARISON_KEYS = {"file_size_ratio", "size", "derived_from_fp32", "derived_residual", "derived_detail",
-                   "latency_ratio", "quality"}
-QUALITY_KEYS = {"accuracy_drop", "label_agreement", "max_abs_dp", "p99_abs_dp", "max_rel_drift",
-                "edge_max_rel_drift", "edge_max_abs_dp", "edge_label_agreement"}
-CALIBRATION_KEYS = {"input_range", "data_range", "coverage", "live_input_quantizers", "unused_input_quantizers",
-                    "source", "source_detail", "source_ends"}
+MODEL_KEYS = {
+    "path",
+    "size_bytes",
+    "valid",
+    "problems",
+    "interface_ok",
+    "classification",
+    "classification_detail",
+    "node_count",
+    "op_counts",
+    "op_histogram",
+    "opset",
+    "param_count",
+    "weight_dtypes",
+    "quantized_weights",
+    "float_weights_left",
+    "per_channel",
+    "per_channel_weights",
+    "per_channel_shaped_weights",
+    "activation_dtypes",
+    "calibrated_input_range",
+    "input_quantization",
+    "canonical_bytes",
+    "canonical_constant_bytes",
+    "quantized",
+    "latency_ms",
+    "accuracy",
+    "public_split",
+}
+COMPARISON_KEYS = {
+    "file_size_ratio",
+    "size",
+    "derived_from_fp32",
+    "derived_residual",
+    "derived_detail",
+    "latency_ratio",
+    "quality",
+}
+QUALITY_KEYS = {
+    "accuracy_drop",
+    "label_agreement",
+    "max_abs_dp",
+    "p99_abs_dp",
+    "max_rel_drift",
+    "edge_max_rel_drift",
+    "edge_max_abs_dp",
+    "edge_label_agreement",
+}
+CALIBRATION_KEYS = {
+    "input_range",
+    "data_range",
+    "coverage",
+    "live_input_quantizers",
+    "unused_input_quantizers",
+    "source",
+    "source_detail",
+    "source_ends",
+}
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +108,7 @@ def test_hidden_split_comes_from_the_secret_in_effect(grading, assignment07):
     one, two = HiddenSecret(b"\x01" * 32), HiddenSecret(b"\x02" * 32)
     with hidden_secret.using(one):
         h = data.hidden_split(assignment07)
-        assert data.hidden_split(assignment07) is h   # cached per process (per secret)
+        assert data.hidden_split(assignment07) is h  # cached per process (per secret)
     assert h.seed == f"secret:{one.fingerprint()}"
     assert h.X_test.shape == (500, 2) and not np.array_equal(h.X_test, data.public_split().X_test)
     with hidden_secret.using(two):
@@ -71,7 +118,7 @@ def test_hidden_split_comes_from_the_secret_in_effect(grading, assignment07):
 
 def test_good_workspace_has_every_fact(good):
     _, m, _ = good
-    json.dumps(m, allow_nan=False)   # plain JSON numbers only
+    json.dumps(m, allow_nan=False)  # plain JSON numbers only
     assert set(m) == {"fp32", "int8_dynamic", "int8_qdq"}
     for name, facts in m.items():
         assert "error" not in facts, facts
@@ -85,19 +132,22 @@ def test_good_workspace_has_every_fact(good):
     assert m["int8_qdq"]["per_channel"] and m["int8_qdq"]["activation_dtypes"] == ["uint8"]
     assert m["int8_dynamic"]["derived_from_fp32"] and m["int8_qdq"]["derived_from_fp32"]
     assert set(m["int8_qdq"]["calibration"]) == CALIBRATION_KEYS and "calibration" not in m["int8_dynamic"]
-    assert m["int8_qdq"]["calibration"]["source"] == "X_train"   # the factory calibrates on X_train[:300]
+    assert m["int8_qdq"]["calibration"]["source"] == "X_train"  # the factory calibrates on X_train[:300]
 
 
 def test_good_workspace_numbers_are_sane(good):
     _, m, _ = good
     assert m["fp32"]["accuracy"] > 0.9
-    assert m["fp32"]["public_split"] == {"accuracy": m["fp32"]["public_split"]["accuracy"],
-                                         "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0}
+    assert m["fp32"]["public_split"] == {
+        "accuracy": m["fp32"]["public_split"]["accuracy"],
+        "max_rel_drift": 0.0,
+        "edge_max_rel_drift": 0.0,
+    }
     for name in ("int8_dynamic", "int8_qdq"):
         f, q = m[name], m[name]["quality"]
         assert abs(q["accuracy_drop"]) < 0.05 and q["label_agreement"] > 0.95
         assert 0 < q["p99_abs_dp"] <= q["max_abs_dp"] < 0.3
-        assert q["max_rel_drift"] >= q["max_abs_dp"]          # divided by max_j |r| <= 1
+        assert q["max_rel_drift"] >= q["max_abs_dp"]  # divided by max_j |r| <= 1
         assert f["file_size_ratio"] == f["size_bytes"] / m["fp32"]["size_bytes"]
         assert f["size"]["ratio"] == f["canonical_bytes"] / m["fp32"]["canonical_bytes"] < f["file_size_ratio"]
         assert f["latency_ratio"] > 0 and f["latency_ms"] > 0
@@ -113,16 +163,21 @@ def test_honest_results_are_honest(good, grading, assignment07):
     assert rep["honest_share"] == 1.0
     # timed in another process a moment apart: how close is the calibrated window's business
     assert rep["latency"]["excess"] >= 0 and rep["latency"]["worst"] in results, rep["latency"]
-    assert rep["fields"]["fp32.size_bytes"] == {"reported": results["fp32"]["size_bytes"],
-                                                "measured": results["fp32"]["size_bytes"], "ok": True}
+    assert rep["fields"]["fp32.size_bytes"] == {
+        "reported": results["fp32"]["size_bytes"],
+        "measured": results["fp32"]["size_bytes"],
+        "ok": True,
+    }
 
 
 def elementwise_drift(ws, variant):
     import onnxruntime as ort
 
     X_test = factory.contract_data()[1]
-    s = {k: ort.InferenceSession(str(ws / "artifacts" / f"{k}.onnx"), providers=["CPUExecutionProvider"])
-         for k in ("fp32", variant)}
+    s = {
+        k: ort.InferenceSession(str(ws / "artifacts" / f"{k}.onnx"), providers=["CPUExecutionProvider"])
+        for k in ("fp32", variant)
+    }
     p, r = (s[k].run(["probabilities"], {"X": X_test})[0] for k in (variant, "fp32"))
     return float(np.max(np.abs(p - r) / np.abs(r)))
 
@@ -132,7 +187,7 @@ def test_dishonest_results_are_flagged(good, grading, assignment07):
     bad = copy.deepcopy(results)
     bad["int8_qdq"]["accuracy"] += 0.01
     bad["int8_dynamic"]["max_rel_drift"] = elementwise_drift(ws, "int8_dynamic")
-    bad["int8_qdq"]["latency_ms"] /= 1000.0          # seconds reported as ms
+    bad["int8_qdq"]["latency_ms"] /= 1000.0  # seconds reported as ms
     bad["fp32"]["size_bytes"] += 1
     rep = grading[0].measure_reported(assignment07, ws, bad, None, m)
     failed = {k for k, f in rep["fields"].items() if not f["ok"]}
@@ -158,7 +213,7 @@ def test_malformed_or_missing_results(good, grading, assignment07):
     rep = measure_reported(assignment07, ws, partial, None, m)
     assert rep["checked"] == 15 and rep["honest"] == 8
     assert "RESULTS['int8_qdq'] is missing" in rep["problems"]
-    assert not rep["fields"]["fp32.latency_ms"]["ok"]   # a bool is not a number
+    assert not rep["fields"]["fp32.latency_ms"]["ok"]  # a bool is not a number
     assert "fp32: reported a boolean (true), not a finite number" in rep["latency"]["error"]
 
 
@@ -181,8 +236,10 @@ def test_missing_artifact_and_reported_sizes(tmp_path, models, grading, assignme
     ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_dynamic"))
     m = grading[0].measure_models(assignment07, ws)
     assert m["int8_qdq"] == {"error": "artifacts/int8_qdq.onnx is missing"}
-    results = {k: {"size_bytes": 1, "accuracy": 0.9, "latency_ms": 1.0, "max_rel_drift": 0.0,
-                   "edge_max_rel_drift": 0.0} for k in ("fp32", "int8_dynamic", "int8_qdq")}
+    results = {
+        k: {"size_bytes": 1, "accuracy": 0.9, "latency_ms": 1.0, "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0}
+        for k in ("fp32", "int8_dynamic", "int8_qdq")
+    }
     rep = grading[0].measure_reported(assignment07, ws, results, None, m)
     assert rep["fields"]["int8_qdq.size_bytes"]["reason"] == "cannot be re-measured: artifacts/int8_qdq.onnx is missing"
 
@@ -194,10 +251,12 @@ def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading
     m = grading[0].measure_models(assignment07, ws)
     fp32 = m["fp32"]
     assert fp32["valid"] and not fp32["interface_ok"] and "accuracy" not in fp32
-    assert "zipmap" in fp32["problems"][0] and "is missing on a batch of <n> rows" in fp32["metrics_error"]   # masked: written after the rows were fed
+    assert (
+        "zipmap" in fp32["problems"][0] and "is missing on a batch of <n> rows" in fp32["metrics_error"]
+    )  # masked: written after the rows were fed
     qdq = m["int8_qdq"]
-    assert qdq["derived_from_fp32"] is True          # weights compare without running fp32
+    assert qdq["derived_from_fp32"] is True  # weights compare without running fp32
     assert qdq["comparison_error"].startswith("the fp32 model's outputs are unusable")
     assert qdq["quality"] == {"error": qdq["comparison_error"]} and "accuracy" in qdq
-    assert qdq["size"]["ratio"] < 0.5     # sizes compare without running fp32
-    assert m["int8_dynamic"]["derived_from_fp32"] is False   # quantized from another model
+    assert qdq["size"]["ratio"] < 0.5  # sizes compare without running fp32
+    assert m["int8_dynamic"]["derived_from_fp32"] is False  # quantized from another model

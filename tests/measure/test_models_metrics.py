@@ -7,13 +7,13 @@ import pytest
 
 from autograder.measure import metrics, probabilities
 
-R = np.array([[0.9999, 0.0001], [0.5, 0.5], [0.2, 0.8]], dtype=np.float32)      # fp32 outputs
-P = np.array([[0.9990, 0.0010], [0.4, 0.6], [0.2, 0.8]], dtype=np.float32)      # a variant's
+R = np.array([[0.9999, 0.0001], [0.5, 0.5], [0.2, 0.8]], dtype=np.float32)  # fp32 outputs
+P = np.array([[0.9990, 0.0010], [0.4, 0.6], [0.2, 0.8]], dtype=np.float32)  # a variant's
 
 
 def test_accuracy_and_label_agreement():
     y = np.array([0, 1, 1])
-    assert probabilities.accuracy(R, y) == pytest.approx(2 / 3)   # row 1 is a tie: argmax picks class 0
+    assert probabilities.accuracy(R, y) == pytest.approx(2 / 3)  # row 1 is a tie: argmax picks class 0
     assert probabilities.accuracy(P, y) == 1.0
     assert probabilities.label_agreement(P, R) == pytest.approx(2 / 3)
 
@@ -49,11 +49,14 @@ def test_ratios_and_coverage():
     assert metrics.coverage(x, -1.0, 2.0) == 0.75
 
 
-@pytest.mark.parametrize("p, fragment", [
-    (np.array([[np.nan, 0.5]], dtype=np.float32), "NaN"),
-    (np.array([[1.5, -0.5]], dtype=np.float32), "outside [0, 1]"),
-    (np.array([[0.5, 0.6]], dtype=np.float32), "sum to"),
-])
+@pytest.mark.parametrize(
+    "p, fragment",
+    [
+        (np.array([[np.nan, 0.5]], dtype=np.float32), "NaN"),
+        (np.array([[1.5, -0.5]], dtype=np.float32), "outside [0, 1]"),
+        (np.array([[0.5, 0.6]], dtype=np.float32), "sum to"),
+    ],
+)
 def test_probability_problems(p, fragment):
     assert any(fragment in m for m in probabilities.probability_problems(p))
 
@@ -66,8 +69,9 @@ def test_qdq_rounding_of_probabilities_is_not_a_problem():
 
 def test_interleaved_medians_alternate_the_callables():
     calls = []
-    out = metrics.interleaved_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-                                      rounds=3, warmup=1)
+    out = metrics.interleaved_medians(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, rounds=3, warmup=1
+    )
     assert calls == ["a", "b"] + ["a", "b"] * 3
     assert set(out) == {"a", "b"} and all(v >= 0 for v in out.values())
 
@@ -77,7 +81,7 @@ def test_output_metrics_take_any_shape_row_by_row(shape):
     rng = np.random.default_rng(0)
     r = rng.standard_normal(shape).astype(np.float32)
     p = r.copy()
-    p[2] += np.float32(0.5)                     # one row moved by 0.5 everywhere
+    p[2] += np.float32(0.5)  # one row moved by 0.5 everywhere
     rows = len(r)
     assert metrics.row_abs_dp(p, r).shape == (rows,)
     assert metrics.max_abs_dp(p, r) == pytest.approx(0.5, rel=1e-6)

@@ -31,14 +31,20 @@ def test_shapes_are_free_so_one_graph_serves_every_size():
 
 def test_a_grader_built_model_runs_with_ort_model():
     model = node_model("Add", [np.zeros(2, np.float32), np.zeros(2, np.float32)])
-    assert ort_model(model, {"i0": np.array([1, 2], np.float32), "i1": np.array([3, 4], np.float32)})[0].tolist() == [4, 6]
+    assert ort_model(model, {"i0": np.array([1, 2], np.float32), "i1": np.array([3, 4], np.float32)})[0].tolist() == [
+        4,
+        6,
+    ]
 
 
-@pytest.mark.parametrize("args, kwargs", [
-    (("NoSuchOperator", np.zeros(2, np.float32)), {}),
-    (("Softmax", np.zeros(2, np.float32)), {"no_such_attribute": 1}),
-    (("Add", np.zeros(2, np.float32), np.zeros(2, np.int64)), {}),
-])
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        (("NoSuchOperator", np.zeros(2, np.float32)), {}),
+        (("Softmax", np.zeros(2, np.float32)), {"no_such_attribute": 1}),
+        (("Add", np.zeros(2, np.float32), np.zeros(2, np.int64)), {}),
+    ],
+)
 def test_an_invalid_node_is_the_graders_error_not_a_crash(args, kwargs):
     with pytest.raises(AutograderError, match="reference"):
         ort_node(*args, **kwargs)

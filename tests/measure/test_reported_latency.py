@@ -22,7 +22,7 @@ def test_close_latencies_are_not_timed_again(reported):
     fields = _fields({"fp32": (0.50, 0.49), "int8_qdq": (0.27, 0.28)})
     lat = reported._latency(fields, ["fp32", "int8_qdq"], lambda v: calls.append(v))
     assert calls == [] and lat["max_excess"] == pytest.approx(0.28 / 0.27 - 1)
-    assert lat["excess"] == pytest.approx(((0.50 / 0.49 - 1) + (0.28 / 0.27 - 1)) / 2)   # the median of two
+    assert lat["excess"] == pytest.approx(((0.50 / 0.49 - 1) + (0.28 / 0.27 - 1)) / 2)  # the median of two
     assert "timings" not in fields["fp32.latency_ms"]
 
 
@@ -47,11 +47,15 @@ def test_session_creation_stays_far_outside_after_every_retime(reported, assignm
 
 
 def test_a_burst_on_one_model_does_not_decide_but_a_mistake_on_all_does(reported):
-    honest = reported._latency(_fields({"fp32": (0.50, 0.49), "int8_dynamic": (0.48, 0.32),
-                                        "int8_qdq": (0.27, 0.28)}), ["fp32", "int8_dynamic", "int8_qdq"])
+    honest = reported._latency(
+        _fields({"fp32": (0.50, 0.49), "int8_dynamic": (0.48, 0.32), "int8_qdq": (0.27, 0.28)}),
+        ["fp32", "int8_dynamic", "int8_qdq"],
+    )
     assert honest["max_excess"] == pytest.approx(0.5) and honest["excess"] < 0.05
-    wrong = reported._latency(_fields({"fp32": (2.02, 0.49), "int8_dynamic": (2.43, 0.32),
-                                       "int8_qdq": (7.2, 0.28)}), ["fp32", "int8_dynamic", "int8_qdq"])
+    wrong = reported._latency(
+        _fields({"fp32": (2.02, 0.49), "int8_dynamic": (2.43, 0.32), "int8_qdq": (7.2, 0.28)}),
+        ["fp32", "int8_dynamic", "int8_qdq"],
+    )
     assert wrong["excess"] == pytest.approx(2.43 / 0.32 - 1)
 
 

@@ -14,10 +14,12 @@ from autograder.measure.onnx_load import LoadLimits, run_model_worker
 
 def add_one_model() -> bytes:
     graph = helper.make_graph(
-        [helper.make_node("Add", ["X", "one"], ["Y"])], "add_one",
+        [helper.make_node("Add", ["X", "one"], ["Y"])],
+        "add_one",
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])],
-        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model.SerializeToString()

@@ -20,25 +20,34 @@ OLD = "old content, kept\n"
 def _fail_fsync(monkeypatch):
     def broken(fd):
         raise OSError(5, "Input/output error")
+
     monkeypatch.setattr(safe_files.os, "fsync", broken)
 
 
 def _fail_replace(monkeypatch):
     def broken(src, dst):
         raise OSError(28, "No space left on device")
+
     monkeypatch.setattr(safe_files.os, "replace", broken)
 
 
-def _interrupt_chmod(monkeypatch):     # a signal between the write and the rename (BaseException)
+def _interrupt_chmod(monkeypatch):  # a signal between the write and the rename (BaseException)
     def broken(path, mode):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(safe_files.os, "chmod", broken)
 
 
-FAILURES = {"fsync": (_fail_fsync, OSError), "replace": (_fail_replace, OSError),
-            "interrupted": (_interrupt_chmod, KeyboardInterrupt)}
-WRITES = {"text": lambda p: write_atomic(p, "new ✓\n" * 1000), "bytes": lambda p: write_atomic(p, b"\0\1" * 5000),
-          "json": lambda p: write_json_atomic(p, {"new": [1.5, float("nan")]})}
+FAILURES = {
+    "fsync": (_fail_fsync, OSError),
+    "replace": (_fail_replace, OSError),
+    "interrupted": (_interrupt_chmod, KeyboardInterrupt),
+}
+WRITES = {
+    "text": lambda p: write_atomic(p, "new ✓\n" * 1000),
+    "bytes": lambda p: write_atomic(p, b"\0\1" * 5000),
+    "json": lambda p: write_json_atomic(p, {"new": [1.5, float("nan")]}),
+}
 
 
 @pytest.mark.parametrize("failure", sorted(FAILURES))
@@ -120,12 +129,21 @@ def test_concurrent_writers_never_show_a_reader_a_partial_file(tmp_path):
 def test_text_is_utf8_whatever_the_locale(tmp_path, text):
     """In a child whose locale is plain C (ASCII), without Python's UTF-8 mode or locale coercion."""
     path = tmp_path / "feedback.md"
-    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
-           "PYTHONIOENCODING": "utf-8"}
-    code = ("import ast, locale, sys; from autograder.safe_files import write_atomic; "
-            "print(locale.getpreferredencoding(False)); write_atomic(sys.argv[1], ast.literal_eval(sys.argv[2]))")
-    proc = subprocess.run([sys.executable, "-c", code, str(path), ascii(text)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "LANG": "C",
+        "PYTHONUTF8": "0",
+        "PYTHONCOERCECLOCALE": "0",
+        "PYTHONIOENCODING": "utf-8",
+    }
+    code = (
+        "import ast, locale, sys; from autograder.safe_files import write_atomic; "
+        "print(locale.getpreferredencoding(False)); write_atomic(sys.argv[1], ast.literal_eval(sys.argv[2]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path), ascii(text)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "utf" not in proc.stdout.lower().replace("-", ""), f"the child's locale is {proc.stdout!r}, not ASCII"
     assert path.read_bytes() == text.replace("\ud800", "\ufffd").encode("utf-8")

@@ -24,7 +24,7 @@ import autograder.sandbox
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 SANDBOX = "autograder.sandbox"
-KERNEL_SIDE_REPLACE = {("autograder.sandbox.probe", "SETUP_BODY")}   # (module, name of the source string)
+KERNEL_SIDE_REPLACE = {("autograder.sandbox.probe", "SETUP_BODY")}  # (module, name of the source string)
 
 
 def _modules() -> list[tuple[str, Path, ast.Module]]:
@@ -44,7 +44,7 @@ def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
     if node.level == 0:
         return node.module or ""
     package = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
-    base = ".".join(package[:len(package) - (node.level - 1)])
+    base = ".".join(package[: len(package) - (node.level - 1)])
     return f"{base}.{node.module}" if node.module else base
 
 
@@ -67,41 +67,54 @@ def sandbox_imports_past_the_api(module: str, path: Path, tree: ast.Module) -> l
                 bad += [f"{node.lineno}: from {SANDBOX} import {a.name}" for a in node.names if a.name not in declared]
             elif target == "autograder":
                 aliases |= {a.asname or a.name for a in node.names if a.name == "sandbox"}
-    for node in ast.walk(tree):          # sandbox.<name> through the package object
-        if isinstance(node, ast.Attribute) and node.attr not in declared and (
-                (isinstance(node.value, ast.Name) and node.value.id in aliases)
-                or ast.unparse(node.value) == SANDBOX):
+    for node in ast.walk(tree):  # sandbox.<name> through the package object
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr not in declared
+            and ((isinstance(node.value, ast.Name) and node.value.id in aliases) or ast.unparse(node.value) == SANDBOX)
+        ):
             bad.append(f"{node.lineno}: {ast.unparse(node)}")
     return bad
 
 
-@pytest.mark.parametrize("module, path, tree", [m for m in MODULES if not (m[0] + ".").startswith(SANDBOX + ".")],
-                         ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "module, path, tree",
+    [m for m in MODULES if not (m[0] + ".").startswith(SANDBOX + ".")],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_outside_the_sandbox_only_its_declared_api_is_imported(module, path, tree):
-    assert sandbox_imports_past_the_api(module, path, tree) == [], \
+    assert sandbox_imports_past_the_api(module, path, tree) == [], (
         f"{module} imports past autograder.sandbox's __all__ (add the name to sandbox/__init__.py)"
+    )
 
 
 def test_the_declared_api_exists_and_the_check_catches_every_way_past_it():
     for name in autograder.sandbox.__all__:
         assert hasattr(autograder.sandbox, name), name
     probe = Path(PACKAGE / "report" / "x.py")
-    cases = {"from ..sandbox.notebook import read_each": 1, "from ..sandbox import jail": 1,
-             "from ..sandbox import read_each, execute": 1, "import autograder.sandbox.procs": 1,
-             "from autograder.sandbox.workspace import prepared_workspace": 1,
-             "def f():\n    from ..sandbox.jail import worker_command": 1,
-             "from .. import sandbox\nsandbox.jail.worker_command()": 1,
-             "import autograder.sandbox as sb\nsb.procs.stop_jail()": 1,
-             "import autograder.sandbox\nautograder.sandbox.execute.STARTUP_TIMEOUT_S": 1,
-             "from .. import sandbox\nsandbox.read_each()": 0, "from .sandbox import x": 0,
-             "from ..sandbox import read_each, stop_jail": 0, "from autograder.sandbox import run_submission": 0,
-             "from ..measure.sandbox_thing import x": 0}
+    cases = {
+        "from ..sandbox.notebook import read_each": 1,
+        "from ..sandbox import jail": 1,
+        "from ..sandbox import read_each, execute": 1,
+        "import autograder.sandbox.procs": 1,
+        "from autograder.sandbox.workspace import prepared_workspace": 1,
+        "def f():\n    from ..sandbox.jail import worker_command": 1,
+        "from .. import sandbox\nsandbox.jail.worker_command()": 1,
+        "import autograder.sandbox as sb\nsb.procs.stop_jail()": 1,
+        "import autograder.sandbox\nautograder.sandbox.execute.STARTUP_TIMEOUT_S": 1,
+        "from .. import sandbox\nsandbox.read_each()": 0,
+        "from .sandbox import x": 0,
+        "from ..sandbox import read_each, stop_jail": 0,
+        "from autograder.sandbox import run_submission": 0,
+        "from ..measure.sandbox_thing import x": 0,
+    }
     for source, expected in cases.items():
         found = sandbox_imports_past_the_api("autograder.report.x", probe, ast.parse(source))
         assert len(found) == expected, (source, found)
 
 
 # ── one atomic writer ─────────────────────────────────────────────────────────────────────────
+
 
 def _replace_calls(tree: ast.Module) -> list[tuple[int, str]]:
     """``os.replace(...)`` and ``<path>.replace(one argument)`` (a str's or bytes' replace takes two,
@@ -136,8 +149,11 @@ def _strings_with_replace(module: str, tree: ast.Module) -> set[tuple[str, str]]
 
 
 def test_os_replace_is_called_in_the_atomic_writer_only():
-    calls = {(module, _enclosing_function(tree, line), what)
-             for module, _, tree in MODULES for line, what in _replace_calls(tree)}
+    calls = {
+        (module, _enclosing_function(tree, line), what)
+        for module, _, tree in MODULES
+        for line, what in _replace_calls(tree)
+    }
     assert calls == {("autograder.safe_files", "atomic_replace", "os.replace")}
 
 
@@ -145,18 +161,28 @@ def test_the_kernel_side_probe_holds_the_only_other_os_replace_and_says_why():
     strings = set().union(*(_strings_with_replace(module, tree) for module, _, tree in MODULES))
     assert strings == KERNEL_SIDE_REPLACE
     from autograder.sandbox import probe
+
     assert "imports nothing of\n        # the grader" in probe.SETUP_BODY
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("os.replace(a, b)", 1), ("tmp.replace(path)", 1), ("Path(t).replace(out)", 1), ("from os import replace", 1),
-    ("text.replace('a', 'b')", 0), ("now.replace(microsecond=0)", 0), ("'x'.replace(y)", 0),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("os.replace(a, b)", 1),
+        ("tmp.replace(path)", 1),
+        ("Path(t).replace(out)", 1),
+        ("from os import replace", 1),
+        ("text.replace('a', 'b')", 0),
+        ("now.replace(microsecond=0)", 0),
+        ("'x'.replace(y)", 0),
+    ],
+)
 def test_the_replace_check_tells_a_file_replace_from_a_string_replace(source, expected):
     assert len(_replace_calls(ast.parse(source))) == expected
 
 
 # ── no text written in the locale's encoding ──────────────────────────────────────────────────
+
 
 def _text_writes_without_encoding(tree: ast.Module) -> list[str]:
     bad = []
@@ -171,12 +197,20 @@ def _text_writes_without_encoding(tree: ast.Module) -> list[str]:
             continue
         method = f.attr if isinstance(f, ast.Attribute) else None
         receiver = ast.unparse(f.value) if method else None
-        opener = (isinstance(f, ast.Name) and f.id == "open") or method == "fdopen" or (
-            method == "open" and receiver != "os")                  # os.open takes flags, not a mode
-        at = 0 if method == "open" and receiver not in ("io", "codecs") else 1   # Path.open(mode)
+        opener = (
+            (isinstance(f, ast.Name) and f.id == "open")
+            or method == "fdopen"
+            or (method == "open" and receiver != "os")
+        )  # os.open takes flags, not a mode
+        at = 0 if method == "open" and receiver not in ("io", "codecs") else 1  # Path.open(mode)
         mode = node.args[at] if len(node.args) > at else next((k.value for k in node.keywords if k.arg == "mode"), None)
-        if opener and isinstance(mode, ast.Constant) and isinstance(mode.value, str) \
-                and set(mode.value) & set("wax+") and "b" not in mode.value:
+        if (
+            opener
+            and isinstance(mode, ast.Constant)
+            and isinstance(mode.value, str)
+            and set(mode.value) & set("wax+")
+            and "b" not in mode.value
+        ):
             bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
     return bad
 
@@ -186,13 +220,29 @@ def test_every_text_write_names_its_encoding():
     assert found == {}, "write text with an explicit encoding (or through safe_files.write_atomic)"
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("p.write_text(s)", 1), ("open(p, 'w')", 1), ("os.fdopen(fd, 'w')", 1), ("open(p, mode='a')", 1),
-    ("open(p, 'r+')", 1), ("path.open('x')", 1), ("io.open(p, 'w')", 1), ("(d / 'f').open(mode='a')", 1),
-    ("p.write_text(s, encoding='utf-8')", 0), ("open(p, 'w', encoding='ascii')", 0), ("open(p, 'wb')", 0),
-    ("open(p)", 0), ("open(p, 'r')", 0), ("os.fdopen(fd, 'ab')", 0), ("p.write_bytes(b)", 0),
-    ("os.open(p, os.O_WRONLY)", 0), ("path.open('rb')", 0), ("path.open()", 0),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("p.write_text(s)", 1),
+        ("open(p, 'w')", 1),
+        ("os.fdopen(fd, 'w')", 1),
+        ("open(p, mode='a')", 1),
+        ("open(p, 'r+')", 1),
+        ("path.open('x')", 1),
+        ("io.open(p, 'w')", 1),
+        ("(d / 'f').open(mode='a')", 1),
+        ("p.write_text(s, encoding='utf-8')", 0),
+        ("open(p, 'w', encoding='ascii')", 0),
+        ("open(p, 'wb')", 0),
+        ("open(p)", 0),
+        ("open(p, 'r')", 0),
+        ("os.fdopen(fd, 'ab')", 0),
+        ("p.write_bytes(b)", 0),
+        ("os.open(p, os.O_WRONLY)", 0),
+        ("path.open('rb')", 0),
+        ("path.open()", 0),
+    ],
+)
 def test_the_encoding_check_tells_text_writes_from_the_rest(source, expected):
     assert len(_text_writes_without_encoding(ast.parse(source))) == expected
 
@@ -212,9 +262,14 @@ def _proc_reads(tree: ast.Module) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
         else:
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in ("scandir", "listdir", "iterdir", "glob") and node.args \
-                    and isinstance(node.args[0], ast.Constant) and node.args[0].value == "/proc":
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("scandir", "listdir", "iterdir", "glob")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value == "/proc"
+            ):
                 found.append(f"{node.lineno}: {ast.unparse(node)}")
             continue
         if _PROC_FILE.match(text):
@@ -228,10 +283,20 @@ def test_mounts_cgroups_and_processes_are_read_from_proc_by_proc_info_only():
     assert _proc_reads(next(tree for module, _, tree in MODULES if module == PROC_READER)), "the check sees nothing"
 
 
-@pytest.mark.parametrize("source, expected", [
-    ('open("/proc/self/mountinfo")', 1), ('Path("/proc/self/cgroup").read_text()', 1), ('f"/proc/{pid}/status"', 1),
-    ('f"/proc/{entry.name}/stat"', 1), ('os.scandir("/proc")', 1), ('"/proc/mounts"', 1), ('"/proc/stat"', 1),
-    ('f"/proc/{pid}/fd"', 0), ('"/proc/self/oom_score_adj"', 0), ('"--proc", "/proc"', 0),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ('open("/proc/self/mountinfo")', 1),
+        ('Path("/proc/self/cgroup").read_text()', 1),
+        ('f"/proc/{pid}/status"', 1),
+        ('f"/proc/{entry.name}/stat"', 1),
+        ('os.scandir("/proc")', 1),
+        ('"/proc/mounts"', 1),
+        ('"/proc/stat"', 1),
+        ('f"/proc/{pid}/fd"', 0),
+        ('"/proc/self/oom_score_adj"', 0),
+        ('"--proc", "/proc"', 0),
+    ],
+)
 def test_the_proc_check_tells_the_readers_jobs_from_the_rest(source, expected):
     assert len(_proc_reads(ast.parse(source))) == expected

@@ -34,18 +34,23 @@ def section(**change) -> dict:
     edge_v = np.linspace(0.001, 1.2, 20).round(5)
     worst = sorted([(float(v), "X_edge", i, edge_xy[i]) for i, v in enumerate(edge_v)], key=lambda t: -t[0])[:3]
     s = {
-        "kind": "decision_plane", "title": "Fixed numbers on a plane", "x_label": "feature x0",
+        "kind": "decision_plane",
+        "title": "Fixed numbers on a plane",
+        "x_label": "feature x0",
         "y_label": "feature x1",
         "grid": {"x": [-2.0, 3.0], "y": [-1.0, 2.0], "shape": [N, N]},
-        "boundaries": [{"name": "a", "label": "model A boundary", "p1": encode(p1_grid(0.0))},
-                       {"name": "b", "label": "model B boundary", "p1": encode(p1_grid(0.4))}],
-        "points": [{"name": "X_test", "label": "test points", "marker": "o", "xy": test_xy.tolist(),
-                    "value": test_v.tolist()},
-                   {"name": "X_edge", "label": "edge points", "marker": "^", "xy": edge_xy.tolist(),
-                    "value": edge_v.tolist()}],
+        "boundaries": [
+            {"name": "a", "label": "model A boundary", "p1": encode(p1_grid(0.0))},
+            {"name": "b", "label": "model B boundary", "p1": encode(p1_grid(0.4))},
+        ],
+        "points": [
+            {"name": "X_test", "label": "test points", "marker": "o", "xy": test_xy.tolist(), "value": test_v.tolist()},
+            {"name": "X_edge", "label": "edge points", "marker": "^", "xy": edge_xy.tolist(), "value": edge_v.tolist()},
+        ],
         "value_label": "drift per row",
         "worst": [{"set": n, "row": i, "xy": xy.tolist(), "value": v} for v, n, i, xy in worst],
-        "caption": "A caption under the picture.", "data": "public",
+        "caption": "A caption under the picture.",
+        "data": "public",
     }
     s.update(change)
     return s
@@ -74,8 +79,12 @@ def screenshot_checks(shot) -> dict:
     from matplotlib.image import imread
 
     rgb = imread(shot)[..., :3]
-    return {"shape": rgb.shape,
-            "dark": float((rgb.mean(axis=2) < 0.4).mean()),
-            "coloured": float(((rgb.max(axis=2) - rgb.min(axis=2)) > 0.3).mean()),
-            "red": float(((rgb[..., 0] > 0.7) & (rgb[..., 1] < 0.3) & (rgb[..., 2] < 0.3)).mean()),
-            "purple": float(((rgb[..., 0] > 0.2) & (rgb[..., 0] < 0.4) & (rgb[..., 1] < 0.15) & (rgb[..., 2] > 0.3)).mean())}
+    return {
+        "shape": rgb.shape,
+        "dark": float((rgb.mean(axis=2) < 0.4).mean()),
+        "coloured": float(((rgb.max(axis=2) - rgb.min(axis=2)) > 0.3).mean()),
+        "red": float(((rgb[..., 0] > 0.7) & (rgb[..., 1] < 0.3) & (rgb[..., 2] < 0.3)).mean()),
+        "purple": float(
+            ((rgb[..., 0] > 0.2) & (rgb[..., 0] < 0.4) & (rgb[..., 1] < 0.15) & (rgb[..., 2] > 0.3)).mean()
+        ),
+    }

@@ -23,8 +23,11 @@ def test_grade_full_marks_for_a_good_submission():
     assert all(c["passed"] and c["score"] == c["max_score"] for c in grade["checks"])
 
 
-@pytest.mark.parametrize("measurements", [MEASUREMENTS, {}, {"error": "not a notebook"}, failing_measurements()],
-                         ids=["good", "empty", "errored", "failing"])
+@pytest.mark.parametrize(
+    "measurements",
+    [MEASUREMENTS, {}, {"error": "not a notebook"}, failing_measurements()],
+    ids=["good", "empty", "errored", "failing"],
+)
 def test_grade_fits_the_grade_schema(measurements):
     grade = judge(RUBRIC, TOLERANCES, measurements)
     validate("grade", grade)
@@ -93,9 +96,19 @@ def test_grade_requires_satisfied_changes_nothing():
 
 
 def test_grade_check_with_zero_point_part_still_needs_it_to_pass():
-    rubric = {"checks": [{"id": "c", "title": "C", "points": 3, "parts": [
-        {"name": "scored", "measure": "a", "op": "==", "value": 1, "points": 3},
-        {"name": "informational", "measure": "b", "op": "==", "value": 1, "points": 0}]}]}
+    rubric = {
+        "checks": [
+            {
+                "id": "c",
+                "title": "C",
+                "points": 3,
+                "parts": [
+                    {"name": "scored", "measure": "a", "op": "==", "value": 1, "points": 3},
+                    {"name": "informational", "measure": "b", "op": "==", "value": 1, "points": 0},
+                ],
+            }
+        ]
+    }
     grade = judge(rubric, {}, {"a": 1, "b": 2})
     assert grade["checks"][0]["score"] == 3 and grade["checks"][0]["passed"] is False
 
@@ -119,6 +132,7 @@ def test_grade_fractional_points_sum_exactly():
 
 
 # ── purity ─────────────────────────────────────────────────────────────────────────────────────
+
 
 def test_judge_is_pure_same_input_same_output_inputs_untouched():
     inputs = (RUBRIC, TOLERANCES, failing_measurements())

@@ -50,8 +50,9 @@ OP_CASES = [
 ]
 
 
-@pytest.mark.parametrize("op, measured, threshold, passes", OP_CASES,
-                         ids=[f"{op} {m!r} {t!r}" for op, m, t, _ in OP_CASES])
+@pytest.mark.parametrize(
+    "op, measured, threshold, passes", OP_CASES, ids=[f"{op} {m!r} {t!r}" for op, m, t, _ in OP_CASES]
+)
 def test_check_op_literal_value(op, measured, threshold, passes):
     part = one_part(measured, op=op, value=threshold)
     assert part["passed"] is passes, f"{measured!r} {op} {threshold!r}: expected passed={passes}"
@@ -59,20 +60,25 @@ def test_check_op_literal_value(op, measured, threshold, passes):
     assert part["reason"] is None
 
 
-@pytest.mark.parametrize("op, measured, passes", [
-    ("is_true", True, True), ("is_true", False, False), ("is_false", False, True), ("is_false", True, False)])
+@pytest.mark.parametrize(
+    "op, measured, passes",
+    [("is_true", True, True), ("is_true", False, False), ("is_false", False, True), ("is_false", True, False)],
+)
 def test_check_op_bool(op, measured, passes):
     part = one_part(measured, op=op)
     assert part["passed"] is passes
     assert part["threshold"] is (op == "is_true")
 
 
-@pytest.mark.parametrize("op, measured, value, reason_part", [
-    ("<=", "fast", 1.0, "not a number"),
-    (">=", True, 1, "not a number"),
-    ("is_true", 1, None, "not true or false"),
-    ("is_false", "no", None, "not true or false"),
-])
+@pytest.mark.parametrize(
+    "op, measured, value, reason_part",
+    [
+        ("<=", "fast", 1.0, "not a number"),
+        (">=", True, 1, "not a number"),
+        ("is_true", 1, None, "not true or false"),
+        ("is_false", "no", None, "not true or false"),
+    ],
+)
 def test_check_op_wrong_kind_of_measurement_fails_with_reason(op, measured, value, reason_part):
     part = one_part(measured, op=op, **({} if value is None else {"value": value}))
     assert part["passed"] is False and part["score"] == 0
@@ -123,9 +129,17 @@ def test_format_value(fmt, value, text):
     assert format_value(value, fmt) == text
 
 
-@pytest.mark.parametrize("fmt, measured, text", [
-    ("percent", 0.031, "3.1%"), ("bytes", 268674, "262.4 KiB (268,674 bytes)"), ("ratio", 0.27, "0.27×"),
-    ("int", 66817, "66,817"), ("float3", 0.0312, "0.031"), ("text", "dynamic", "dynamic")])
+@pytest.mark.parametrize(
+    "fmt, measured, text",
+    [
+        ("percent", 0.031, "3.1%"),
+        ("bytes", 268674, "262.4 KiB (268,674 bytes)"),
+        ("ratio", 0.27, "0.27×"),
+        ("int", 66817, "66,817"),
+        ("float3", 0.0312, "0.031"),
+        ("text", "dynamic", "dynamic"),
+    ],
+)
 def test_check_part_texts_use_the_part_format(fmt, measured, text):
     part = one_part(measured, op="!=", value="never", format=fmt)
     assert part["measured_text"] == text
@@ -165,8 +179,14 @@ def test_check_message_template(template, rendered):
 
 
 def test_check_template_with_every_sentence_missing_falls_back():
-    part = one_part(0.031, op="<=", tolerance="dyn.drop_max", format="percent",
-                    message="missing {m.nope} and {nothing.here}", hint="Your model has {m.nope} parameters.")
+    part = one_part(
+        0.031,
+        op="<=",
+        tolerance="dyn.drop_max",
+        format="percent",
+        message="missing {m.nope} and {nothing.here}",
+        hint="Your model has {m.nope} parameters.",
+    )
     assert part["message"] == "measured 3.1%, expected ≤ 1.2%"
     assert part["hint"] == ""
     assert "?" not in part["message"]
@@ -187,26 +207,31 @@ def test_check_default_message_names_measured_and_threshold():
 
 DATA = {
     "reported": {"fields": {"fp32.size_bytes": {"ok": True}, "fp32": {"other": 1}}},
-    "models": {"int8_qdq": {"error": "artifacts/int8_qdq.onnx is missing"},
-               "fp32": {"range": [-1.6, 2.5], "accuracy": None, "nested": {"error": "ORT timed out"}}},
+    "models": {
+        "int8_qdq": {"error": "artifacts/int8_qdq.onnx is missing"},
+        "fp32": {"range": [-1.6, 2.5], "accuracy": None, "nested": {"error": "ORT timed out"}},
+    },
     "execution": {"reason": None, "status": "completed"},
 }
 
 
-@pytest.mark.parametrize("path, value, reason", [
-    ("reported.fields.fp32.size_bytes.ok", True, None),          # a key with dots in it
-    ("reported.fields.fp32.other", 1, None),
-    ("models.fp32.range.0", -1.6, None),                          # a list index
-    ("models.fp32.range.-1", 2.5, None),
-    ("models.fp32.range.2", None, "measurement missing: models.fp32.range.2"),
-    ("models.int8_qdq.accuracy", None, "artifacts/int8_qdq.onnx is missing"),  # error on the way
-    ("models.int8_qdq", None, "artifacts/int8_qdq.onnx is missing"),           # error at the end
-    ("models.fp32.nested", None, "ORT timed out"),
-    ("models.fp32.accuracy", None, "measurement missing: models.fp32.accuracy"),  # null
-    ("models.fp32.latency", None, "measurement missing: models.fp32.latency"),
-    ("execution.status.deeper", None, "measurement missing: execution.status.deeper"),
-    ("execution.status", "completed", None),
-])
+@pytest.mark.parametrize(
+    "path, value, reason",
+    [
+        ("reported.fields.fp32.size_bytes.ok", True, None),  # a key with dots in it
+        ("reported.fields.fp32.other", 1, None),
+        ("models.fp32.range.0", -1.6, None),  # a list index
+        ("models.fp32.range.-1", 2.5, None),
+        ("models.fp32.range.2", None, "measurement missing: models.fp32.range.2"),
+        ("models.int8_qdq.accuracy", None, "artifacts/int8_qdq.onnx is missing"),  # error on the way
+        ("models.int8_qdq", None, "artifacts/int8_qdq.onnx is missing"),  # error at the end
+        ("models.fp32.nested", None, "ORT timed out"),
+        ("models.fp32.accuracy", None, "measurement missing: models.fp32.accuracy"),  # null
+        ("models.fp32.latency", None, "measurement missing: models.fp32.latency"),
+        ("execution.status.deeper", None, "measurement missing: execution.status.deeper"),
+        ("execution.status", "completed", None),
+    ],
+)
 def test_lookup(path, value, reason):
     assert lookup(DATA, path) == (value, reason)
 
@@ -229,9 +254,15 @@ def test_check_nan_threshold_text_and_json_safety():
 def test_an_absent_field_is_explained_by_its_sibling_error():
     from autograder.dotted import lookup
 
-    section = {"models": {"int8_qdq": {"classification": "static_qdq",
-                                       "comparison_error": "not compared with the fp32 model: artifacts/fp32.onnx is missing",
-                                       "first_error": {"cell": 3}}}}
+    section = {
+        "models": {
+            "int8_qdq": {
+                "classification": "static_qdq",
+                "comparison_error": "not compared with the fp32 model: artifacts/fp32.onnx is missing",
+                "first_error": {"cell": 3},
+            }
+        }
+    }
     value, reason = lookup(section, "models.int8_qdq.accuracy_drop")
     assert value is None
     assert reason == "not compared with the fp32 model: artifacts/fp32.onnx is missing"

@@ -36,11 +36,20 @@ BAD_RUBRICS = [
     ("unknown op", _rubric(_good_part(op="=<")), {}, ["check 'c'", "part 'p'", "unknown op '=<'", "<="]),
     ("unknown format", _rubric(_good_part(format="pct")), {}, ["unknown format 'pct'", "percent"]),
     # a lone brace: "{...}}" read "}}" as an escape and lost a brace (the RESULTS hint did)
-    ("lone brace in a hint", _rubric(_good_part(hint="RESULTS = {'fp32': {...}}")), {},
-     ["part 'p' hint", "lone brace", "{{ and }}"]),
+    (
+        "lone brace in a hint",
+        _rubric(_good_part(hint="RESULTS = {'fp32': {...}}")),
+        {},
+        ["part 'p' hint", "lone brace", "{{ and }}"],
+    ),
     ("lone closing brace", _rubric(_good_part(message="a } b")), {}, ["part 'p' message", "lone brace"]),
     ("points mismatch", _rubric(points=10), {}, ["points = 10", "add up to 5"]),
-    ("check without points", {"checks": [_without(_rubric()["checks"][0], "points")]}, {}, ["check 'c'", "needs points"]),
+    (
+        "check without points",
+        {"checks": [_without(_rubric()["checks"][0], "points")]},
+        {},
+        ["check 'c'", "needs points"],
+    ),
     ("negative part points", _rubric(_good_part(points=-5), points=-5), {}, ["points must be a number >= 0"]),
     ("bool points", _rubric(_good_part(points=True), points=1), {}, ["points must be a number"]),
     ("duplicate check id", {"checks": _rubric()["checks"] * 2}, {}, ["duplicate id 'c'"]),
@@ -54,29 +63,58 @@ BAD_RUBRICS = [
     ("part without measure", _rubric(_without(_good_part(), "measure")), {}, ["needs measure"]),
     ("no parts", _rubric(parts=[]), {}, ["at least one [[checks.parts]]"]),
     ("bad visibility", _rubric(visibility="secret"), {}, ["visibility 'secret'", "after_due_date"]),
-    ("tolerance key missing", _rubric(_without(_good_part(tolerance="dyn.drop_max"), "value")), {"dyn": {}},
-     ["tolerance 'dyn.drop_max'", "tolerances.toml"]),
-    ("tolerance is a table", _rubric(_without(_good_part(tolerance="dyn"), "value")), {"dyn": {"a": 1}},
-     ["tolerance 'dyn'"]),
-    ("value and tolerance", _rubric(_good_part(tolerance="dyn.drop_max")), {"dyn": {"drop_max": 1}},
-     ["exactly one of value"]),
+    (
+        "tolerance key missing",
+        _rubric(_without(_good_part(tolerance="dyn.drop_max"), "value")),
+        {"dyn": {}},
+        ["tolerance 'dyn.drop_max'", "tolerances.toml"],
+    ),
+    (
+        "tolerance is a table",
+        _rubric(_without(_good_part(tolerance="dyn"), "value")),
+        {"dyn": {"a": 1}},
+        ["tolerance 'dyn'"],
+    ),
+    (
+        "value and tolerance",
+        _rubric(_good_part(tolerance="dyn.drop_max")),
+        {"dyn": {"drop_max": 1}},
+        ["exactly one of value"],
+    ),
     ("neither value nor tolerance", _rubric(_without(_good_part(), "value")), {}, ["exactly one of value"]),
     ("ordering op needs a number", _rubric(_good_part(value="fast")), {}, ["op <= needs a number"]),
     ("in needs a list", _rubric(_good_part(op="in", value="int8")), {}, ["op in needs a list"]),
     ("is_true takes no value", _rubric(_good_part(op="is_true")), {}, ["take no value"]),
-    ("is_false takes no tolerance", _rubric(_without(_good_part(op="is_false", tolerance="t"), "value")), {"t": 1},
-     ["take no value or tolerance"]),
+    (
+        "is_false takes no tolerance",
+        _rubric(_without(_good_part(op="is_false", tolerance="t"), "value")),
+        {"t": 1},
+        ["take no value or tolerance"],
+    ),
     ("typo in a part key", _rubric({**_good_part(), "tolerence": "x"}), {}, ["unknown key(s) tolerence"]),
     ("typo in a check key", _rubric(visiblity="hidden"), {}, ["unknown key(s) visiblity"]),
     ("requires not a path", _rubric(requires=3), {}, ["requires must be a dotted path"]),
     # a path into the core's sections names a field of measurements.schema.json (lesson sections are open)
-    ("misspelt execution field", _rubric(_good_part(measure="execution.cells_erored")), {},
-     ["part 'p': measure 'execution.cells_erored'", "not a field of measurements.json"]),
+    (
+        "misspelt execution field",
+        _rubric(_good_part(measure="execution.cells_erored")),
+        {},
+        ["part 'p': measure 'execution.cells_erored'", "not a field of measurements.json"],
+    ),
     ("below a leaf of the core", _rubric(_good_part(measure="execution.status.code")), {}, ["execution.status.code"]),
     ("unknown assignment field", _rubric(requires="assignment.name"), {}, ["check 'c': requires 'assignment.name'"]),
-    ("the cells are not in measurements", _rubric(_good_part(measure="execution.cells.0.status")), {}, ["execution.cells"]),
-    ("placeholder into the core", _rubric(_good_part(hint="{execution.first_eror.where}")), {},
-     ["part 'p' hint: placeholder 'execution.first_eror.where'"]),
+    (
+        "the cells are not in measurements",
+        _rubric(_good_part(measure="execution.cells.0.status")),
+        {},
+        ["execution.cells"],
+    ),
+    (
+        "placeholder into the core",
+        _rubric(_good_part(hint="{execution.first_eror.where}")),
+        {},
+        ["part 'p' hint: placeholder 'execution.first_eror.where'"],
+    ),
     ("requires an empty path", _rubric(requires=["a", ""]), {}, ["requires must be a dotted path"]),
     ("unknown template format", _rubric(_good_part(message="{measured:pct}")), {}, ["unknown format ':pct'"]),
     ("template not a string", _rubric(_good_part(hint=["a"])), {}, ["part 'p'", "hint must be a string"]),
@@ -113,10 +151,21 @@ def test_validate_rubric_does_not_modify_the_rubric():
     assert rubric == RUBRIC
 
 
-@pytest.mark.parametrize("path", ["execution.completed", "execution.ran", "execution.cells_errored",
-                                  "execution.first_error.where", "execution.definitions.quantize.status",
-                                  "execution.isolation.layers.0", "assignment.id", "environment.onnxruntime",
-                                  "models.int8_dynamic.quality.accuracy_drop", "anything_a_lesson_measures.x.0"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "execution.completed",
+        "execution.ran",
+        "execution.cells_errored",
+        "execution.first_error.where",
+        "execution.definitions.quantize.status",
+        "execution.isolation.layers.0",
+        "assignment.id",
+        "environment.onnxruntime",
+        "models.int8_dynamic.quality.accuracy_drop",
+        "anything_a_lesson_measures.x.0",
+    ],
+)
 def test_paths_into_the_core_fields_or_a_lesson_section_are_accepted(path):
     validate_rubric(_rubric(_good_part(measure=path), requires=path), {})
 
@@ -124,12 +173,12 @@ def test_paths_into_the_core_fields_or_a_lesson_section_are_accepted(path):
 def test_a_rubric_found_valid_and_then_changed_is_checked_again():
     rubric = _rubric()
     validate_rubric(rubric, {})
-    rubric["checks"][0]["parts"][0]["op"] = "=<"       # the same dict, now broken
+    rubric["checks"][0]["parts"][0]["op"] = "=<"  # the same dict, now broken
     with pytest.raises(AssignmentError, match="unknown op '=<'"):
         validate_rubric(rubric, {})
     rubric["checks"][0]["parts"][0]["op"] = "<="
     with pytest.raises(AssignmentError, match="tolerances.toml"):
-        validate_rubric(rubric, {"t": {"x": None}})    # a valid rubric with other, broken tolerances
+        validate_rubric(rubric, {"t": {"x": None}})  # a valid rubric with other, broken tolerances
 
 
 def test_a_valid_pair_is_checked_once_however_often_it_judges(monkeypatch):
@@ -144,13 +193,38 @@ def test_a_valid_pair_is_checked_once_however_often_it_judges(monkeypatch):
     assert len(calls) == 1
 
 
-_ANY = st.one_of(st.none(), st.booleans(), st.integers(-3, 12), st.floats(allow_nan=True), st.text(max_size=6),
-                 st.sampled_from(["<=", "in", "is_true", "m.x", "execution.completed", "execution.nope", "{measured}",
-                                  "{", "t.x", "percent", "visible"]),
-                 st.lists(st.sampled_from(["a", "m.x", ""]), max_size=2))
+_ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 12),
+    st.floats(allow_nan=True),
+    st.text(max_size=6),
+    st.sampled_from(
+        [
+            "<=",
+            "in",
+            "is_true",
+            "m.x",
+            "execution.completed",
+            "execution.nope",
+            "{measured}",
+            "{",
+            "t.x",
+            "percent",
+            "visible",
+        ]
+    ),
+    st.lists(st.sampled_from(["a", "m.x", ""]), max_size=2),
+)
 _DELETE = object()
-_THRESHOLDS = {"<=": {"value": 1.0}, ">": {"tolerance": "t.x"}, "in": {"value": ["int8"]}, "==": {"value": "x"},
-               "is_true": {}, "is_false": {}}
+_THRESHOLDS = {
+    "<=": {"value": 1.0},
+    ">": {"tolerance": "t.x"},
+    "in": {"value": ["int8"]},
+    "==": {"value": "x"},
+    "is_true": {},
+    "is_false": {},
+}
 
 
 def _mutated(entry, changes):
@@ -167,11 +241,16 @@ def _changes(keys):
     return st.lists(st.tuples(st.sampled_from(keys), _ANY | st.just(_DELETE)), max_size=2) | st.just([])
 
 
-_PART = st.builds(lambda name, op, points, measure, changes: _mutated(
-    {"name": name, "measure": measure, "op": op, "points": points, **_THRESHOLDS[op]}, changes),
-    name=st.sampled_from(["a", "b"]), op=st.sampled_from(sorted(_THRESHOLDS)), points=st.integers(0, 5),
+_PART = st.builds(
+    lambda name, op, points, measure, changes: _mutated(
+        {"name": name, "measure": measure, "op": op, "points": points, **_THRESHOLDS[op]}, changes
+    ),
+    name=st.sampled_from(["a", "b"]),
+    op=st.sampled_from(sorted(_THRESHOLDS)),
+    points=st.integers(0, 5),
     measure=st.sampled_from(["m.x", "execution.completed", "functions.f.groups.g"]),
-    changes=_changes(["name", "measure", "op", "value", "tolerance", "points", "format", "message", "hint", "typo"]))
+    changes=_changes(["name", "measure", "op", "value", "tolerance", "points", "format", "message", "hint", "typo"]),
+)
 
 
 def _check(cid, parts, changes):
@@ -179,13 +258,20 @@ def _check(cid, parts, changes):
     return _mutated({"id": cid, "title": "T", "points": points, "parts": parts}, changes)
 
 
-_CHECK = st.builds(_check, cid=st.sampled_from(["c", "d"]), parts=st.lists(_PART, min_size=1, max_size=3),
-                   changes=_changes(["id", "title", "points", "visibility", "requires", "description", "parts", "typo"]))
+_CHECK = st.builds(
+    _check,
+    cid=st.sampled_from(["c", "d"]),
+    parts=st.lists(_PART, min_size=1, max_size=3),
+    changes=_changes(["id", "title", "points", "visibility", "requires", "description", "parts", "typo"]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(checks=st.lists(_CHECK, max_size=3) | _ANY, manual=st.none() | st.lists(_ANY | _PART, max_size=2),
-       tolerances=st.fixed_dictionaries({"t": st.fixed_dictionaries({"x": st.floats(0, 2) | _ANY})}) | _ANY)
+@given(
+    checks=st.lists(_CHECK, max_size=3) | _ANY,
+    manual=st.none() | st.lists(_ANY | _PART, max_size=2),
+    tolerances=st.fixed_dictionaries({"t": st.fixed_dictionaries({"x": st.floats(0, 2) | _ANY})}) | _ANY,
+)
 def test_any_rubric_is_accepted_or_refused_with_an_assignment_error(checks, manual, tolerances):
     """Schema first, then the semantic checks: whatever the shape, never a KeyError or a TypeError."""
     rubric = {"checks": checks} if manual is None else {"checks": checks, "manual": manual}

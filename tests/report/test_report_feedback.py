@@ -6,8 +6,17 @@ import io
 import re
 
 import pytest
-from judge_report_fixtures import (HIDDEN_IDS, HIDDEN_TITLES, MEASUREMENTS, RUBRIC, SECRET_HINT, TOLERANCES,
-                                   all_visible, failing_measurements, with_values)
+from judge_report_fixtures import (
+    HIDDEN_IDS,
+    HIDDEN_TITLES,
+    MEASUREMENTS,
+    RUBRIC,
+    SECRET_HINT,
+    TOLERANCES,
+    all_visible,
+    failing_measurements,
+    with_values,
+)
 from rich.console import Console
 
 from autograder.judge import judge
@@ -57,8 +66,7 @@ def test_feedback_with_hidden_checks_shows_neither_the_total_nor_their_results(f
 def test_feedback_hidden_results_do_not_change_the_visible_text():
     """Passing or failing, the hidden checks leave the same words (only their number)."""
     passing = judge(RUBRIC, TOLERANCES, MEASUREMENTS)
-    failing_hidden = with_values(MEASUREMENTS, models__int8_qdq__per_channel=False,
-                                 reported__honest_share=0.5)
+    failing_hidden = with_values(MEASUREMENTS, models__int8_qdq__per_channel=False, reported__honest_share=0.5)
     other = judge(RUBRIC, TOLERANCES, failing_hidden)
     assert passing["score"] != other["score"]
     assert feedback_markdown(passing, MEASUREMENTS) == feedback_markdown(other, failing_hidden)
@@ -78,12 +86,18 @@ def test_feedback_execution_notes(failing):
     assert "The cells after it still ran, so later checks could still earn points" in text
 
 
-@pytest.mark.parametrize("execution, words", [
-    ({"status": "timeout", "reason": "timed out after 600 s", "cells_run": 12}, ["ran out of time", "12 of 23 code cells ran"]),
-    ({"status": "completed", "output_truncated": True}, ["more output than the grader keeps"]),
-    ({"status": "completed", "probe": "failed"}, ["could not call your functions"]),
-    ({"status": "unreadable", "reason": "not a notebook"}, ["could not be read", "not a notebook"]),
-])
+@pytest.mark.parametrize(
+    "execution, words",
+    [
+        (
+            {"status": "timeout", "reason": "timed out after 600 s", "cells_run": 12},
+            ["ran out of time", "12 of 23 code cells ran"],
+        ),
+        ({"status": "completed", "output_truncated": True}, ["more output than the grader keeps"]),
+        ({"status": "completed", "probe": "failed"}, ["could not call your functions"]),
+        ({"status": "unreadable", "reason": "not a notebook"}, ["could not be read", "not a notebook"]),
+    ],
+)
 def test_feedback_execution_variants(execution, words):
     measurements = with_values(MEASUREMENTS, execution={**MEASUREMENTS["execution"], **execution})
     text = feedback_markdown(judge(RUBRIC, TOLERANCES, measurements), measurements)
@@ -125,6 +139,7 @@ def test_failure_feedback_says_why():
 
 # ── console ─────────────────────────────────────────────────────────────────────────────────────
 
+
 def _console() -> Console:
     return Console(file=io.StringIO(), width=160, record=True, color_system=None)
 
@@ -144,8 +159,13 @@ def test_console_scores_table_has_a_column_per_check_and_a_total():
     console = _console()
     rows = [
         {"name": "reference.ipynb", "score": 60, "max": 60, "checks": {"quantize": 10, "size": 10}},
-        {"name": "truncating.ipynb", "score": 52, "max": 60,
-         "checks": {"quantize": {"score": 2, "max_score": 10}, "execution": 5}, "note": "1 cell errored"},
+        {
+            "name": "truncating.ipynb",
+            "score": 52,
+            "max": 60,
+            "checks": {"quantize": {"score": 2, "max_score": 10}, "execution": 5},
+            "note": "1 cell errored",
+        },
     ]
     table = print_scores_table(rows, console=console)
     out = console.export_text()
@@ -155,10 +175,18 @@ def test_console_scores_table_has_a_column_per_check_and_a_total():
 
 def test_console_scores_table_takes_batch_rows_with_maxima_and_reason():
     console = _console()
-    rows = [{"name": "a.ipynb", "score": 7, "max": 15, "checks": {"quantize": 2, "size": 5},
-             "checks_max": {"quantize": 10, "size": 5}, "status": "graded", "reason": None},
-            {"name": "b.ipynb", "score": 0, "max": 15, "checks": {}, "status": "grader_error",
-             "reason": "measure crashed"}]
+    rows = [
+        {
+            "name": "a.ipynb",
+            "score": 7,
+            "max": 15,
+            "checks": {"quantize": 2, "size": 5},
+            "checks_max": {"quantize": 10, "size": 5},
+            "status": "graded",
+            "reason": None,
+        },
+        {"name": "b.ipynb", "score": 0, "max": 15, "checks": {}, "status": "grader_error", "reason": "measure crashed"},
+    ]
     table = print_scores_table(rows, console=console)
     out = console.export_text()
     assert [c.header for c in table.columns] == ["submission", "quantize", "size", "total", "note"]

@@ -20,13 +20,47 @@ from autograder.report.feedback_html import CSP, FIGURE_HEADING, feedback_html, 
 from autograder.report.gradescope_figure import NAME, TAG, figure_tests
 from autograder.report.gradescope_results import results_json
 
-GRADE = {"assignment": "demo", "score": 7.0, "max_score": 10.0, "checks": [
-    {"id": "one", "title": "First check", "visibility": "visible", "score": 7.0, "max_score": 10.0, "passed": False,
-     "parts": [{"name": "accuracy", "passed": True, "points": 7, "score": 7, "measured": 0.9, "threshold": 0.8,
-                "op": ">=", "message": "accuracy 0.9", "hint": "", "reason": None},
-               {"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
-                "op": "<=", "message": "ratio 0.5 <img src=x onerror=alert(1)>", "hint": "make it smaller",
-                "reason": None}]}]}
+GRADE = {
+    "assignment": "demo",
+    "score": 7.0,
+    "max_score": 10.0,
+    "checks": [
+        {
+            "id": "one",
+            "title": "First check",
+            "visibility": "visible",
+            "score": 7.0,
+            "max_score": 10.0,
+            "passed": False,
+            "parts": [
+                {
+                    "name": "accuracy",
+                    "passed": True,
+                    "points": 7,
+                    "score": 7,
+                    "measured": 0.9,
+                    "threshold": 0.8,
+                    "op": ">=",
+                    "message": "accuracy 0.9",
+                    "hint": "",
+                    "reason": None,
+                },
+                {
+                    "name": "size",
+                    "passed": False,
+                    "points": 3,
+                    "score": 0,
+                    "measured": 0.5,
+                    "threshold": 0.3,
+                    "op": "<=",
+                    "message": "ratio 0.5 <img src=x onerror=alert(1)>",
+                    "hint": "make it smaller",
+                    "reason": None,
+                },
+            ],
+        }
+    ],
+}
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +78,18 @@ def test_both_boundaries_every_point_and_the_worst_are_drawn(svg):
 
 def test_title_axis_labels_legend_and_colour_bar_are_text(svg):
     words = kit.texts(svg)
-    for label in ("Fixed numbers on a plane", "feature x0", "feature x1", "model A boundary", "model B boundary",
-                  "test points", "edge points", "the models pick different classes",
-                  "the 3 largest drifts, numbered", "drift per row (log scale)"):
+    for label in (
+        "Fixed numbers on a plane",
+        "feature x0",
+        "feature x1",
+        "model A boundary",
+        "model B boundary",
+        "test points",
+        "edge points",
+        "the models pick different classes",
+        "the 3 largest drifts, numbered",
+        "drift per row (log scale)",
+    ):
         assert label in words, f"{label!r} is not in the picture: {words}"
     assert {"1", "2", "3"} <= set(words), "the worst points are numbered"
 
@@ -63,7 +106,7 @@ def test_identical_boundaries_shade_nothing_and_a_one_class_model_has_no_contour
     same["boundaries"][1]["p1"] = same["boundaries"][0]["p1"]
     assert "disagree" not in kit.parts(figure.svg_inline(same))
     flat = kit.section()
-    flat["boundaries"][1]["p1"] = kit.encode(kit.p1_grid(0.0) * 0 + 0.9)   # class 1 everywhere
+    flat["boundaries"][1]["p1"] = kit.encode(kit.p1_grid(0.0) * 0 + 0.9)  # class 1 everywhere
     drawn = kit.parts(figure.svg_inline(flat))
     assert "boundary-1" not in drawn and drawn["boundary-0"] >= 1 and drawn["disagree"] >= 1
 
@@ -73,18 +116,21 @@ def test_png_is_a_png():
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
 
 
-@pytest.mark.parametrize("change, says", [
-    ({"kind": "pie"}, "kind 'pie'"),
-    ({"grid": {"x": [0, 1], "y": [0, 1], "shape": [kit.N, kit.N + 1]}}, "grid values"),
-    ({"grid": {"x": [1, 0], "y": [0, 1], "shape": [kit.N, kit.N]}}, "empty or oversized"),
-    ({"grid": {"x": [0, 1], "y": [0, 1], "shape": [100_000, 2]}}, "empty or oversized"),
-    ({"grid": "nope"}, "grid"),
-    ({"boundaries": [{"label": "x", "p1": "not base64!"}]}, "boundary"),
-    ({"boundaries": []}, "no boundary"),
-    ({"points": [{"label": "p", "xy": [[0, 0]], "value": [1, 2]}]}, "1 points and 2 values"),
-    ({"points": "many"}, "points: not a list"),
-    ({"worst": [{"xy": "here"}]}, "worst"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"kind": "pie"}, "kind 'pie'"),
+        ({"grid": {"x": [0, 1], "y": [0, 1], "shape": [kit.N, kit.N + 1]}}, "grid values"),
+        ({"grid": {"x": [1, 0], "y": [0, 1], "shape": [kit.N, kit.N]}}, "empty or oversized"),
+        ({"grid": {"x": [0, 1], "y": [0, 1], "shape": [100_000, 2]}}, "empty or oversized"),
+        ({"grid": "nope"}, "grid"),
+        ({"boundaries": [{"label": "x", "p1": "not base64!"}]}, "boundary"),
+        ({"boundaries": []}, "no boundary"),
+        ({"points": [{"label": "p", "xy": [[0, 0]], "value": [1, 2]}]}, "1 points and 2 values"),
+        ({"points": "many"}, "points: not a list"),
+        ({"worst": [{"xy": "here"}]}, "worst"),
+    ],
+)
 def test_a_malformed_section_is_a_sentence_never_a_crash(change, says):
     broken = kit.section(**change)
     problem = figure.figure_problem(broken)
@@ -107,6 +153,7 @@ def test_an_error_section_gives_its_sentence_escaped():
 def test_a_drawing_failure_is_a_sentence(monkeypatch):
     def boom(*_a, **_k):
         raise RuntimeError("matplotlib broke")
+
     monkeypatch.setattr("autograder.report.feedback_html.svg_inline", boom)
     monkeypatch.setattr("autograder.report.gradescope_figure.png_data_uri", boom)
     assert "no picture: drawing it failed (RuntimeError)" in figure_html({"figure": kit.section()})
@@ -114,8 +161,9 @@ def test_a_drawing_failure_is_a_sentence(monkeypatch):
 
 
 def test_labels_and_caption_cannot_inject_markup_or_mathtext():
-    hostile = kit.section(title="$\\frac{a}{b}$ <script>alert(1)</script>",
-                          caption='"><img src=x onerror=alert(1)> $x$')
+    hostile = kit.section(
+        title="$\\frac{a}{b}$ <script>alert(1)</script>", caption='"><img src=x onerror=alert(1)> $x$'
+    )
     svg = figure.svg_inline(hostile)
     assert "<script" not in svg and "&lt;script&gt;" in svg
     assert "$\\frac{a}{b}$ &lt;script&gt;alert(1)&lt;/script&gt;" in svg, "a $ is drawn as a character, not as mathtext"
@@ -177,6 +225,7 @@ def test_a_rescore_reads_the_kept_picture_instead_of_drawing_it_again(tmp_path, 
 
     def no_drawing(*_a, **_k):
         raise AssertionError("drew the picture again")
+
     monkeypatch.setattr(figure, "render", no_drawing)
     assert write_feedback_html(tmp_path, md, measurements).read_text() == first
     assert results_json(GRADE, measurements, figure_cache=tmp_path) == first_results
@@ -210,7 +259,7 @@ def test_the_pictures_drawn_before_the_reports_are_the_ones_they_show(tmp_path, 
     tests = results_json(GRADE, measurements, figure_cache=tmp_path)["tests"]
     assert len(drawings) == 1, "the reports read the kept pictures"
     drawn = figure.render(kit.section(), "svg").decode()
-    assert drawn[drawn.index("<svg"):] in page
+    assert drawn[drawn.index("<svg") :] in page
     png = base64.b64encode(figure.render(kit.section(), "png", dpi=PNG_DPI)).decode("ascii")
     assert any(png in t["output"] for t in tests)
 
@@ -237,4 +286,6 @@ def test_nothing_graded_and_no_picture_gives_no_picture_sentence():
     no_pic = {"figure": {"error": "no picture: artifacts/fp32.onnx is missing"}}
     assert not [t for t in results_json(nothing, no_pic)["tests"] if TAG in t.get("tags", [])]
     assert [t for t in results_json(GRADE, no_pic)["tests"] if TAG in t.get("tags", [])]
-    assert figure.no_picture_to_show(nothing, no_pic) and not figure.no_picture_to_show(nothing, {"figure": kit.section()})
+    assert figure.no_picture_to_show(nothing, no_pic) and not figure.no_picture_to_show(
+        nothing, {"figure": kit.section()}
+    )

@@ -25,12 +25,47 @@ from autograder.report.feedback_html import write_feedback_html
 
 pytestmark = pytest.mark.skipif(chromium_binary() is None, reason=SKIP_REASON)
 
-GRADE = {"assignment": "demo", "score": 7.0, "max_score": 10.0, "checks": [
-    {"id": "one", "title": "First check", "visibility": "visible", "score": 7.0, "max_score": 10.0, "passed": False,
-     "parts": [{"name": "accuracy", "passed": True, "points": 7, "score": 7, "measured": 0.9, "threshold": 0.8,
-                "op": ">=", "message": "accuracy 0.9", "hint": "", "reason": None},
-               {"name": "size", "passed": False, "points": 3, "score": 0, "measured": 0.5, "threshold": 0.3,
-                "op": "<=", "message": "ratio 0.5", "hint": "make it smaller", "reason": None}]}]}
+GRADE = {
+    "assignment": "demo",
+    "score": 7.0,
+    "max_score": 10.0,
+    "checks": [
+        {
+            "id": "one",
+            "title": "First check",
+            "visibility": "visible",
+            "score": 7.0,
+            "max_score": 10.0,
+            "passed": False,
+            "parts": [
+                {
+                    "name": "accuracy",
+                    "passed": True,
+                    "points": 7,
+                    "score": 7,
+                    "measured": 0.9,
+                    "threshold": 0.8,
+                    "op": ">=",
+                    "message": "accuracy 0.9",
+                    "hint": "",
+                    "reason": None,
+                },
+                {
+                    "name": "size",
+                    "passed": False,
+                    "points": 3,
+                    "score": 0,
+                    "measured": 0.5,
+                    "threshold": 0.3,
+                    "op": "<=",
+                    "message": "ratio 0.5",
+                    "hint": "make it smaller",
+                    "reason": None,
+                },
+            ],
+        }
+    ],
+}
 PROBE = """<script>
 window.addEventListener("load", () => {
   const svg = document.querySelector("figure svg"), r = svg.getBoundingClientRect();
@@ -52,8 +87,11 @@ def page(tmp_path_factory) -> Path:
 
 def test_the_picture_renders_wide_and_the_page_fits_1280_px(page, tmp_path):
     probed = tmp_path / "probed.html"
-    probed.write_text(page.read_text().replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-                      .replace("</body>", PROBE + "</body>"))
+    probed.write_text(
+        page.read_text()
+        .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+        .replace("</body>", PROBE + "</body>")
+    )
     dom = chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
     m = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
     assert m, "the probe did not run: " + dom[-300:]

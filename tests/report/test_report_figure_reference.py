@@ -42,7 +42,7 @@ def test_the_page_draws_both_boundaries_and_the_1000_public_points(graded):
     grade, out = graded
     assert grade["score"] == grade["max_score"]
     page = (out / "feedback.html").read_text()
-    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    svg = page[page.index("<svg") : page.index("</svg>") + 6]
     drawn = kit.parts(svg)
     assert drawn.get("boundary-0", 0) >= 1 and drawn.get("boundary-1", 0) >= 1, drawn
     assert drawn["points-0"] == 500 and drawn["points-1"] == 500, drawn
@@ -81,6 +81,8 @@ def test_screenshot_of_the_reference_page(graded, tmp_path):
     _, out = graded
     shot = tmp_path / "shot.png"
     chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1100", (out / "feedback.html").as_uri())
-    shutil.copyfile(shot, Path(os.environ.get("TMPDIR", tempfile.gettempdir())) / "autograder-feedback-figure-reference.png")
+    shutil.copyfile(
+        shot, Path(os.environ.get("TMPDIR", tempfile.gettempdir())) / "autograder-feedback-figure-reference.png"
+    )
     seen = kit.screenshot_checks(shot)
     assert seen["dark"] > 0.003 and seen["red"] > 0.0003 and seen["purple"] > 0.001, seen

@@ -26,14 +26,32 @@ from autograder.report.summary_style import SORT_SCRIPT
 from autograder.student_text import clean
 
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "60"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
-MARKUP = list("<>&\"'/=`;:!-[](){}%#\\ \n\t") + ["<script>", "</td>", "-->", "<!--", "{{", "{%", "&amp;",
-                                                   "&#x3c;", "]]>", "javascript:", "onerror=", "<svg", "</pre>"]
+MARKUP = list("<>&\"'/=`;:!-[](){}%#\\ \n\t") + [
+    "<script>",
+    "</td>",
+    "-->",
+    "<!--",
+    "{{",
+    "{%",
+    "&amp;",
+    "&#x3c;",
+    "]]>",
+    "javascript:",
+    "onerror=",
+    "<svg",
+    "</pre>",
+]
 # one visible letter first, so that cleaning (bounds, control characters) never leaves it empty
-TEXT = st.builds(lambda parts: "x" + "".join(parts),
-                 st.lists(st.sampled_from(MARKUP) | st.characters(codec="utf-8"), max_size=30))
+TEXT = st.builds(
+    lambda parts: "x" + "".join(parts), st.lists(st.sampled_from(MARKUP) | st.characters(codec="utf-8"), max_size=30)
+)
 
 
 class _Page(HTMLParser):
@@ -67,40 +85,92 @@ def _parse(page: str) -> _Page:
 
 def _summary(out: Path, word: str) -> str:
     """A batch whose every text field a submission or a file controls holds ``word``."""
-    names = [f"{c}{word}".replace("\0", "") for c in "abcd"]   # folder names: a file name holds no NUL
+    names = [f"{c}{word}".replace("\0", "") for c in "abcd"]  # folder names: a file name holds no NUL
     ids = [f"q{word}", f"r{word}"]
-    rubric = {"checks": [{"id": ids[0], "title": f"title {word}", "points": 2,
-                          "parts": [{"name": f"part {word}", "measure": "m.size", "op": "<=", "value": 5}]},
-                         {"id": ids[1], "title": f"other {word}", "points": 1}]}
-    for k, n in enumerate(names):   # two marks beyond the size limit (5), two within
+    rubric = {
+        "checks": [
+            {
+                "id": ids[0],
+                "title": f"title {word}",
+                "points": 2,
+                "parts": [{"name": f"part {word}", "measure": "m.size", "op": "<=", "value": 5}],
+            },
+            {"id": ids[1], "title": f"other {word}", "points": 1},
+        ]
+    }
+    for k, n in enumerate(names):  # two marks beyond the size limit (5), two within
         (out / n).mkdir(parents=True)
         (out / n / "feedback.md").write_text("# Feedback\n")
         (out / n / "feedback.html").write_text("<html></html>")
         (out / n / "measurements.json").write_text(json.dumps({"m": {"size": 3 + 2 * k, "drift": 0.5}}))
 
     def row(name, status, score, *, passed):
-        return {"name": name, "status": status, "score": score, "max": 3.0, "reason": f"reason {word}",
-                "checks": {ids[0]: score, ids[1]: 1.0}, "checks_passed": {ids[0]: passed, ids[1]: True},
-                "failures": [] if passed else [{"check": ids[0], "part": f"part {word}", "message": f"msg {word}",
-                                                "reason": None}],
-                "first_error": {"cell": 3, "ename": f"E{word}", "evalue": f"value {word}"}, "cells_errored": 1,
-                "execution_s": 2.5, "submitters": f"sub {word}", "cached": False, "version_drift": [f"drift {word}"]}
+        return {
+            "name": name,
+            "status": status,
+            "score": score,
+            "max": 3.0,
+            "reason": f"reason {word}",
+            "checks": {ids[0]: score, ids[1]: 1.0},
+            "checks_passed": {ids[0]: passed, ids[1]: True},
+            "failures": []
+            if passed
+            else [{"check": ids[0], "part": f"part {word}", "message": f"msg {word}", "reason": None}],
+            "first_error": {"cell": 3, "ename": f"E{word}", "evalue": f"value {word}"},
+            "cells_errored": 1,
+            "execution_s": 2.5,
+            "submitters": f"sub {word}",
+            "cached": False,
+            "version_drift": [f"drift {word}"],
+        }
 
-    rows = [row(names[0], "ok", 3.0, passed=True), row(names[1], "ok", 1.0, passed=False),
-            row(names[2], "timeout", 1.0, passed=False), row(names[3], "ok", 2.0, passed=False)]
+    rows = [
+        row(names[0], "ok", 3.0, passed=True),
+        row(names[1], "ok", 1.0, passed=False),
+        row(names[2], "timeout", 1.0, passed=False),
+        row(names[3], "ok", 2.0, passed=False),
+    ]
     code = f"x = 1\ny = '{word}'\nz = 3\n"
-    pair = Pair(a=names[1], b=names[3], share=0.9, share_a=0.9, share_b=0.9, cells_a=[f"cell {word}"],
-                cells_b=[f"cell {word}"], snippet_a=highlight(code, [(0, 5)]),
-                snippet_b=highlight(code, [(0, 1)]), flagged=True)   # the student's line shown, unmarked
-    integrity = IntegrityReport(threshold=0.6, compared=4, pairs=[pair], too_little_code=[names[2]],
-                                error=f"error {word}")
-    assignment = SimpleNamespace(title=f"Lesson {word}", folder=out, config={"summary": {"scatter": {
-        "x": "size", "y": "drift", "series": {f"series {word}": "m"}}}})
-    batch = {"tolerances_used": {"calibrated": {"path": f"tol {word}.toml", "sha256": f"{word}" * 3},
-                                 "override": {"path": f"over {word}.toml", "sha256": "ab",
-                                              "changed": {f"key {word}": {"calibrated": word, "value": word}}}}}
-    return summary_html(rows, out=out, assignment=assignment, rubric=rubric, tolerances={},
-                        warnings=[f"warning {word}"], batch=batch, integrity=integrity)
+    pair = Pair(
+        a=names[1],
+        b=names[3],
+        share=0.9,
+        share_a=0.9,
+        share_b=0.9,
+        cells_a=[f"cell {word}"],
+        cells_b=[f"cell {word}"],
+        snippet_a=highlight(code, [(0, 5)]),
+        snippet_b=highlight(code, [(0, 1)]),
+        flagged=True,
+    )  # the student's line shown, unmarked
+    integrity = IntegrityReport(
+        threshold=0.6, compared=4, pairs=[pair], too_little_code=[names[2]], error=f"error {word}"
+    )
+    assignment = SimpleNamespace(
+        title=f"Lesson {word}",
+        folder=out,
+        config={"summary": {"scatter": {"x": "size", "y": "drift", "series": {f"series {word}": "m"}}}},
+    )
+    batch = {
+        "tolerances_used": {
+            "calibrated": {"path": f"tol {word}.toml", "sha256": f"{word}" * 3},
+            "override": {
+                "path": f"over {word}.toml",
+                "sha256": "ab",
+                "changed": {f"key {word}": {"calibrated": word, "value": word}},
+            },
+        }
+    }
+    return summary_html(
+        rows,
+        out=out,
+        assignment=assignment,
+        rubric=rubric,
+        tolerances={},
+        warnings=[f"warning {word}"],
+        batch=batch,
+        integrity=integrity,
+    )
 
 
 def _feedback(word: str) -> str:
@@ -142,7 +212,7 @@ def test_a_template_that_names_a_missing_value_fails_loudly():
     from autograder.report.page_templates import render
 
     with pytest.raises(UndefinedError):
-        render("summary_warnings.html", section={"warnings": ["w"]})   # no "more": an error, not ""
+        render("summary_warnings.html", section={"warnings": ["w"]})  # no "more": an error, not ""
 
 
 def test_the_environment_escapes_and_only_markup_passes():

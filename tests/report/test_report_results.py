@@ -8,8 +8,16 @@ import os
 
 import jsonschema
 import pytest
-from judge_report_fixtures import (HIDDEN_IDS, HIDDEN_TITLES, MEASUREMENTS, RUBRIC, SECRET_HINT, TOLERANCES,
-                                   failing_measurements, with_values)
+from judge_report_fixtures import (
+    HIDDEN_IDS,
+    HIDDEN_TITLES,
+    MEASUREMENTS,
+    RUBRIC,
+    SECRET_HINT,
+    TOLERANCES,
+    failing_measurements,
+    with_values,
+)
 
 from autograder.judge import judge
 from autograder.report import failure_results_json, results_json
@@ -22,9 +30,20 @@ def zero_measurements():
     """Nothing could be measured: the kernel died before the first cell finished."""
     died = "the kernel died in cell 2 (out of memory?)"
     return with_values(
-        MEASUREMENTS, functions={"error": died}, models={"error": died}, reported={"error": died},
-        execution={**MEASUREMENTS["execution"], "status": "kernel_died", "reason": died, "cells_run": 2,
-                   "cells_errored": 1, "completed": False, "probe": "not_run"})
+        MEASUREMENTS,
+        functions={"error": died},
+        models={"error": died},
+        reported={"error": died},
+        execution={
+            **MEASUREMENTS["execution"],
+            "status": "kernel_died",
+            "reason": died,
+            "cells_run": 2,
+            "cells_errored": 1,
+            "completed": False,
+            "probe": "not_run",
+        },
+    )
 
 
 @pytest.fixture
@@ -36,6 +55,7 @@ def schema_validator():
 
 
 # ── valid against the schema ────────────────────────────────────────────────────────────────
+
 
 def test_results_full_grade_is_valid(results_validator):
     grade = judge(RUBRIC, TOLERANCES, MEASUREMENTS)
@@ -75,8 +95,9 @@ def test_results_partial_grade_is_valid_and_matches_the_grade(results_validator)
 
 
 def test_results_failure_result_is_valid(results_validator):
-    results = failure_results_json("the notebook is not valid JSON (line 3, column 1)",
-                                   extra={"submission": "sub_17"}, execution_time=0.2)
+    results = failure_results_json(
+        "the notebook is not valid JSON (line 3, column 1)", extra={"submission": "sub_17"}, execution_time=0.2
+    )
     results_validator(results)
     assert results["score"] == 0.0
     assert "could not be graded" in results["output"] and "not valid JSON" in results["output"]
@@ -94,6 +115,7 @@ def test_results_failure_reason_cannot_inject_html(results_validator):
 
 
 # ── content ─────────────────────────────────────────────────────────────────────────────────────
+
 
 def test_results_tags_carry_the_check_ids_in_rubric_order():
     results = results_json(judge(RUBRIC, TOLERANCES, MEASUREMENTS), MEASUREMENTS)
@@ -138,22 +160,28 @@ def test_results_output_reports_the_first_error_and_disarms_its_html():
     assert "`ValueError: operands could not be broadcast <b>together</b>`" in line  # inside a code span
 
 
-@pytest.mark.parametrize("status, reason, words", [
-    ("timeout", "timed out after 600 s", ["ran out of time", "timed out after 600 s", "cells ran"]),
-    ("kernel_died", "the kernel died in cell 7", ["kernel died", "cell 7"]),
-    ("sandbox_error", "bwrap failed", ["not in your work"]),
-])
+@pytest.mark.parametrize(
+    "status, reason, words",
+    [
+        ("timeout", "timed out after 600 s", ["ran out of time", "timed out after 600 s", "cells ran"]),
+        ("kernel_died", "the kernel died in cell 7", ["kernel died", "cell 7"]),
+        ("sandbox_error", "bwrap failed", ["not in your work"]),
+    ],
+)
 def test_results_output_explains_how_execution_ended(status, reason, words):
-    measurements = with_values(MEASUREMENTS, execution={**MEASUREMENTS["execution"], "status": status,
-                                                          "reason": reason, "cells_run": 9, "completed": False})
+    measurements = with_values(
+        MEASUREMENTS,
+        execution={**MEASUREMENTS["execution"], "status": status, "reason": reason, "cells_run": 9, "completed": False},
+    )
     output = results_json(judge(RUBRIC, TOLERANCES, measurements), measurements)["output"]
     for word in words:
         assert word in output
 
 
 def test_results_extra_data_records_versions_isolation_and_execution():
-    results = results_json(judge(RUBRIC, TOLERANCES, MEASUREMENTS), MEASUREMENTS,
-                           extra={"submission": "s1", "cache": "hit"})
+    results = results_json(
+        judge(RUBRIC, TOLERANCES, MEASUREMENTS), MEASUREMENTS, extra={"submission": "s1", "cache": "hit"}
+    )
     extra = results["extra_data"]
     assert extra["environment"]["onnxruntime"] == "1.32.0"
     assert extra["isolation"]["layers"][:2] == ["uid:autograder-sb0", "bwrap"]
@@ -170,9 +198,11 @@ def test_results_without_measurements_still_valid(results_validator):
 
 def test_results_are_plain_json_even_with_nan_and_numpy(results_validator):
     np = pytest.importorskip("numpy")
-    measurements = with_values(MEASUREMENTS, models__int8_dynamic__accuracy_drop=float("nan"),
-                               environment={"cpu_flags": np.array(["avx2"]), "threads": np.int64(1),
-                                            "ratio": float("inf")})
+    measurements = with_values(
+        MEASUREMENTS,
+        models__int8_dynamic__accuracy_drop=float("nan"),
+        environment={"cpu_flags": np.array(["avx2"]), "threads": np.int64(1), "ratio": float("inf")},
+    )
     results = results_json(judge(RUBRIC, TOLERANCES, measurements), measurements)
     results_validator(results)
     text = json.dumps(results, allow_nan=False)
@@ -189,35 +219,55 @@ def test_results_long_output_is_capped():
 
 # ── the schema itself rejects what Gradescope's format does not allow ──────────────────────────
 
-VALID = {"score": 1.0, "tests": [{"name": "t", "score": 1.0, "max_score": 1.0, "status": "passed",
-                                  "visibility": "visible", "tags": ["t"], "output_format": "md"}]}
+VALID = {
+    "score": 1.0,
+    "tests": [
+        {
+            "name": "t",
+            "score": 1.0,
+            "max_score": 1.0,
+            "status": "passed",
+            "visibility": "visible",
+            "tags": ["t"],
+            "output_format": "md",
+        }
+    ],
+}
 
 
-@pytest.mark.parametrize("change", [
-    {"visibility": "secret"},
-    {"output_format": "markdown"},
-    {"stdout_visibility": "always"},
-    {"execution_time": -1},
-    {"score": "full"},
-    {"visiblity": "hidden"},  # a typo of a documented key
-    {"leaderboard": [{"name": "Accuracy"}]},
-    {"leaderboard": [{"name": "Time", "value": 1.0, "order": "ascending"}]},
-], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"visibility": "secret"},
+        {"output_format": "markdown"},
+        {"stdout_visibility": "always"},
+        {"execution_time": -1},
+        {"score": "full"},
+        {"visiblity": "hidden"},  # a typo of a documented key
+        {"leaderboard": [{"name": "Accuracy"}]},
+        {"leaderboard": [{"name": "Time", "value": 1.0, "order": "ascending"}]},
+    ],
+    ids=lambda c: next(iter(c)),
+)
 def test_schema_rejects_bad_top_level(schema_validator, change):
     assert schema_validator.is_valid(VALID)
     assert not schema_validator.is_valid({**VALID, **change})
 
 
-@pytest.mark.parametrize("change", [
-    {"visibility": "students"},
-    {"status": "error"},
-    {"output_format": "markdown"},
-    {"tags": "t"},
-    {"number": 1},
-    {"max_score": -1},
-    {"extra_data": []},
-    {"points": 1},
-], ids=lambda c: next(iter(c)))
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"visibility": "students"},
+        {"status": "error"},
+        {"output_format": "markdown"},
+        {"tags": "t"},
+        {"number": 1},
+        {"max_score": -1},
+        {"extra_data": []},
+        {"points": 1},
+    ],
+    ids=lambda c: next(iter(c)),
+)
 def test_schema_rejects_bad_test(schema_validator, change):
     bad = {**VALID, "tests": [{**VALID["tests"][0], **change}]}
     assert not schema_validator.is_valid(bad)
@@ -225,28 +275,49 @@ def test_schema_rejects_bad_test(schema_validator, change):
 
 def test_schema_needs_a_score_somewhere(schema_validator):
     test_without_score = {k: v for k, v in VALID["tests"][0].items() if k != "score"}
-    assert schema_validator.is_valid({"tests": [VALID["tests"][0]]})          # every test has one
-    assert not schema_validator.is_valid({"tests": [test_without_score]})     # nobody has one
+    assert schema_validator.is_valid({"tests": [VALID["tests"][0]]})  # every test has one
+    assert not schema_validator.is_valid({"tests": [test_without_score]})  # nobody has one
     assert schema_validator.is_valid({"score": 0, "tests": [test_without_score]})
     assert not schema_validator.is_valid({})
 
 
 def test_schema_accepts_the_documented_example(schema_validator):
     example = {
-        "score": 44.0, "execution_time": 136, "output": "Text relevant to the entire submission",
-        "output_format": "simple_format", "test_output_format": "text", "test_name_format": "text",
-        "visibility": "after_due_date", "stdout_visibility": "visible", "extra_data": {},
-        "tests": [{"score": 2.0, "max_score": 2.0, "status": "passed", "name": "Your name here",
-                   "name_format": "text", "number": "1.1", "output": "Giant multiline string",
-                   "output_format": "text", "tags": ["tag1", "tag2", "tag3"], "visibility": "visible",
-                   "extra_data": {}}],
-        "leaderboard": [{"name": "Accuracy", "value": 0.926}, {"name": "Time", "value": 15.1, "order": "asc"},
-                        {"name": "Stars", "value": "*****"}],
+        "score": 44.0,
+        "execution_time": 136,
+        "output": "Text relevant to the entire submission",
+        "output_format": "simple_format",
+        "test_output_format": "text",
+        "test_name_format": "text",
+        "visibility": "after_due_date",
+        "stdout_visibility": "visible",
+        "extra_data": {},
+        "tests": [
+            {
+                "score": 2.0,
+                "max_score": 2.0,
+                "status": "passed",
+                "name": "Your name here",
+                "name_format": "text",
+                "number": "1.1",
+                "output": "Giant multiline string",
+                "output_format": "text",
+                "tags": ["tag1", "tag2", "tag3"],
+                "visibility": "visible",
+                "extra_data": {},
+            }
+        ],
+        "leaderboard": [
+            {"name": "Accuracy", "value": 0.926},
+            {"name": "Time", "value": 15.1, "order": "asc"},
+            {"name": "Stars", "value": "*****"},
+        ],
     }
     assert schema_validator.is_valid(example), list(schema_validator.iter_errors(example))
 
 
 # ── writing ─────────────────────────────────────────────────────────────────────────────────────
+
 
 def test_write_json_atomic_writes_and_replaces(tmp_path):
     target = tmp_path / "out" / "results.json"

@@ -45,33 +45,88 @@ from autograder.report import escape
 from autograder.student_text import CUT, DTYPE_NAMES, MASK, MAX_SYMBOLS, MAX_WORD, clean, mask
 
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "100"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
-CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
-              "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn")
+CATEGORIES = (
+    "Lu",
+    "Ll",
+    "Lt",
+    "Lm",
+    "Lo",
+    "Mn",
+    "Mc",
+    "Me",
+    "Nd",
+    "Nl",
+    "No",
+    "Pc",
+    "Pd",
+    "Ps",
+    "Pe",
+    "Pi",
+    "Pf",
+    "Po",
+    "Sm",
+    "Sc",
+    "Sk",
+    "So",
+    "Zs",
+    "Zl",
+    "Zp",
+    "Cc",
+    "Cf",
+    "Cs",
+    "Co",
+    "Cn",
+)
 # one character per byte: base + byte stays inside the block (no surrogates)
-BYTE_SCRIPTS = {"CJK": 0x4E00, "Hangul": 0xAC00, "Cyrillic": 0x0400, "Greek and Coptic": 0x0370,
-                "Arabic": 0x0600, "Devanagari and Bengali": 0x0900, "Latin extended": 0x0100,
-                "private use": 0xE000, "emoji": 0x1F300, "combining marks, then Greek": 0x0300,
-                "mathematical letters": 0x1D400, "Cherokee and Canadian syllabics": 0x13A0}
+BYTE_SCRIPTS = {
+    "CJK": 0x4E00,
+    "Hangul": 0xAC00,
+    "Cyrillic": 0x0400,
+    "Greek and Coptic": 0x0370,
+    "Arabic": 0x0600,
+    "Devanagari and Bengali": 0x0900,
+    "Latin extended": 0x0100,
+    "private use": 0xE000,
+    "emoji": 0x1F300,
+    "combining marks, then Greek": 0x0300,
+    "mathematical letters": 0x1D400,
+    "Cherokee and Canadian syllabics": 0x13A0,
+}
 # decimal digits of other scripts (their zero)
-DIGIT_SCRIPTS = {"ASCII": 0x30, "Arabic-Indic": 0x0660, "Extended Arabic-Indic": 0x06F0, "Devanagari": 0x0966,
-                 "Bengali": 0x09E6, "Thai": 0x0E50, "Myanmar": 0x1040, "fullwidth": 0xFF10,
-                 "mathematical bold": 0x1D7CE, "superscript": None}
+DIGIT_SCRIPTS = {
+    "ASCII": 0x30,
+    "Arabic-Indic": 0x0660,
+    "Extended Arabic-Indic": 0x06F0,
+    "Devanagari": 0x0966,
+    "Bengali": 0x09E6,
+    "Thai": 0x0E50,
+    "Myanmar": 0x1040,
+    "fullwidth": 0xFF10,
+    "mathematical bold": 0x1D7CE,
+    "superscript": None,
+}
 SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 CONTROL_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 
 
 # ── strategies ────────────────────────────────────────────────────────────────────────────────
 
+
 def _category_run(category: str):
     return st.text(st.characters(categories=[category]), min_size=1, max_size=8)
 
 
 hostile = st.lists(st.sampled_from(CATEGORIES).flatmap(_category_run), max_size=12).map("".join)
-hidden_arrays = st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=6) \
-    .map(lambda v: np.array(v, dtype=np.float32))
+hidden_arrays = st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=6).map(
+    lambda v: np.array(v, dtype=np.float32)
+)
 
 
 def _digits(n: int, script: str) -> str:
@@ -84,9 +139,14 @@ def _digits(n: int, script: str) -> str:
 def encodings(a: np.ndarray) -> dict[str, str]:
     """Every way the tests hide ``a`` in a text (what an attacker would write)."""
     raw = a.tobytes()
-    out = {"repr": " ".join(repr(float(v)) for v in a), "9 digits": ",".join(f"{float(v):.9g}" for v in a),
-           "exponent": " ".join(f"{float(v):e}" for v in a), "list": json.dumps(a.tolist()),
-           "hex": raw.hex(), "base64": base64.b64encode(raw).decode()}
+    out = {
+        "repr": " ".join(repr(float(v)) for v in a),
+        "9 digits": ",".join(f"{float(v):.9g}" for v in a),
+        "exponent": " ".join(f"{float(v):e}" for v in a),
+        "list": json.dumps(a.tolist()),
+        "hex": raw.hex(),
+        "base64": base64.b64encode(raw).decode(),
+    }
     for script, base in BYTE_SCRIPTS.items():
         out[f"one {script} character per byte"] = "".join(chr(base + b) for b in raw)
     for script in DIGIT_SCRIPTS:
@@ -111,8 +171,11 @@ def needles(a: np.ndarray) -> dict[str, str]:
 def _words_channel(needle: str) -> bool:
     """A rendering mask() keeps by design: printable ASCII with no digit and no run longer than a
     word (SECURITY.md: the capacity of that channel is bounded, not zero)."""
-    return (needle.isascii() and not any(ch.isdigit() for ch in needle)
-            and all(len(w) <= MAX_WORD for w in re.findall(r"\w+", needle)))
+    return (
+        needle.isascii()
+        and not any(ch.isdigit() for ch in needle)
+        and all(len(w) <= MAX_WORD for w in re.findall(r"\w+", needle))
+    )
 
 
 def _embedded(draw, a: np.ndarray) -> tuple[str, str]:
@@ -122,8 +185,9 @@ def _embedded(draw, a: np.ndarray) -> tuple[str, str]:
 
 # ── invariants ────────────────────────────────────────────────────────────────────────────────
 
+
 def assert_one_clean_line(out: str, limit: int) -> None:
-    out.encode("utf-8")                                   # valid UTF-8: no lone surrogate
+    out.encode("utf-8")  # valid UTF-8: no lone surrogate
     assert len(out) <= limit, (len(out), limit)
     bad = {unicodedata.category(ch) for ch in out} & CONTROL_CATEGORIES
     assert not bad and "\n" not in out, (bad, out)
@@ -142,12 +206,14 @@ def assert_masked(out: str, limit: int) -> None:
 
 
 def assert_no_hidden_value(out: str, a: np.ndarray) -> None:
-    readable = [what for what, needle in needles(a).items()
-                if len(needle) >= 3 and not _words_channel(needle) and needle in out]
+    readable = [
+        what for what, needle in needles(a).items() if len(needle) >= 3 and not _words_channel(needle) and needle in out
+    ]
     assert not readable, f"hidden data readable in {out!r}: {readable}"
 
 
 # ── channels ──────────────────────────────────────────────────────────────────────────────────
+
 
 @FUZZ
 @given(st.data(), hidden_arrays)
@@ -169,26 +235,35 @@ class FakeOrtError(Exception):
 
 
 @FUZZ
-@given(st.data(), hidden_arrays, st.sampled_from(sorted(onnx_errors.STATUS_NAMES)),
-       st.sampled_from(["Gather", "Reshape", "Div", "QLinearGlobalAveragePool", "NotAnOp", "Gather node. x"]))
+@given(
+    st.data(),
+    hidden_arrays,
+    st.sampled_from(sorted(onnx_errors.STATUS_NAMES)),
+    st.sampled_from(["Gather", "Reshape", "Div", "QLinearGlobalAveragePool", "NotAnOp", "Gather node. x"]),
+)
 def test_an_onnx_runtime_error_is_a_fixed_sentence(data, a, code, op):
     """ONNX Runtime's message names the node and the values that broke the run; the student reads
     one of the fixed sentences, whatever the message holds."""
     how, payload = _embedded(data.draw, a)
     node_name = data.draw(hostile)
-    message = (f"[ONNXRuntimeError] : {code} : {onnx_errors.STATUS_NAMES[code]} : Non-zero status code returned "
-               f"while running {op} node. Name:'{node_name}' Status Message: {payload}")
+    message = (
+        f"[ONNXRuntimeError] : {code} : {onnx_errors.STATUS_NAMES[code]} : Non-zero status code returned "
+        f"while running {op} node. Name:'{node_name}' Status Message: {payload}"
+    )
     out = onnx_errors.run_failure(FakeOrtError(message))
     assert_masked(out, student_text.MASK_LIMIT)
     assert_no_hidden_value(out, a)
     categories = "|".join(re.escape(words) for _, words in onnx_errors.CATEGORIES)
-    sentence = (rf"{re.escape(onnx_errors.PREFIX)}: (?:a `(?P<op>[A-Za-z]+)` (?:{categories}|error)"
-                rf"|an? (?:{categories}|error))(?: \((?P<status>[A-Z_]+)\))?")
+    sentence = (
+        rf"{re.escape(onnx_errors.PREFIX)}: (?:a `(?P<op>[A-Za-z]+)` (?:{categories}|error)"
+        rf"|an? (?:{categories}|error))(?: \((?P<status>[A-Z_]+)\))?"
+    )
     m = re.fullmatch(sentence, out)
     assert m, out
     assert m["status"] == onnx_errors.STATUS_NAMES[code]
-    assert m["op"] is None or (m["op"] == op.split()[0] and onnx_errors.known_operator(m["op"])), \
+    assert m["op"] is None or (m["op"] == op.split()[0] and onnx_errors.known_operator(m["op"])), (
         "only a known operator is named"
+    )
     assert (m["op"] is None) == (op == "NotAnOp")
 
 
@@ -205,7 +280,8 @@ def test_any_other_text_of_the_measuring_child_is_masked(data, a):
 results_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), hostile),
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(hostile, inner, max_size=4)),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 @FUZZ
@@ -233,7 +309,7 @@ def test_file_names_through_the_module(data, a, suffix):
     name = name + suffix
     span = escape.code_span(name, 200)
     fence = re.match(r"`+", span).group(0)
-    inner = span[len(fence):-len(fence)]
+    inner = span[len(fence) : -len(fence)]
     assert span.endswith(fence) and fence not in inner.strip(" "), span
     assert_one_clean_line(inner.strip(" ") or "x", 200)
     out = mask(name)
@@ -264,18 +340,18 @@ def test_mask_is_idempotent(text):
 CASES = [
     # (text, what must not be shown)
     ("idx=50318600 must be within the inclusive range [-2,1]", "50318600"),
-    ("丁七丂丄丅丆万丈", "丁七"),                               # one CJK character per byte
-    ("valeur ٥٠٣١٨٦٠٠", "٥٠٣"),                                 # Arabic-Indic digits
-    ("x = ５０３１８６００", "５０"),                             # fullwidth digits (NFKC: 50318600)
-    ("𝟓𝟎𝟑𝟏𝟖𝟔𝟎𝟎", "𝟓𝟎"),                                    # mathematical digits
-    ("⁵⁰³¹⁸⁶⁰⁰", "⁵⁰"),                                         # superscripts
-    ("五千零三十一万八千六百", "五千"),                          # CJK numerals
-    ("ⅯⅯⅮⅭⅭⅬⅩⅩⅩ", "Ⅿ"),                                       # Roman numerals
-    ("\ue012\ue034\ue056\ue078", "\ue012"),                      # private use
-    ("😀😁😂🤣", "😀"),                                          # emoji
-    ("a\u0301\u0302\u0303\u0304\u0305", "\u0303"),              # stacked combining marks
-    ("AADgPwAAEEBAAIBAAAAAAADgPw==", "AADgPwAAEEBAAIBAAAAAAADgPw"),   # base64, longer than a word
-    ("3f800000c0490fdb", "3f800000"),                            # hex
+    ("丁七丂丄丅丆万丈", "丁七"),  # one CJK character per byte
+    ("valeur ٥٠٣١٨٦٠٠", "٥٠٣"),  # Arabic-Indic digits
+    ("x = ５０３１８６００", "５０"),  # fullwidth digits (NFKC: 50318600)
+    ("𝟓𝟎𝟑𝟏𝟖𝟔𝟎𝟎", "𝟓𝟎"),  # mathematical digits
+    ("⁵⁰³¹⁸⁶⁰⁰", "⁵⁰"),  # superscripts
+    ("五千零三十一万八千六百", "五千"),  # CJK numerals
+    ("ⅯⅯⅮⅭⅭⅬⅩⅩⅩ", "Ⅿ"),  # Roman numerals
+    ("\ue012\ue034\ue056\ue078", "\ue012"),  # private use
+    ("😀😁😂🤣", "😀"),  # emoji
+    ("a\u0301\u0302\u0303\u0304\u0305", "\u0303"),  # stacked combining marks
+    ("AADgPwAAEEBAAIBAAAAAAADgPw==", "AADgPwAAEEBAAIBAAAAAAADgPw"),  # base64, longer than a word
+    ("3f800000c0490fdb", "3f800000"),  # hex
     ("1.0000001e-07, 2.5", "0000001"),
 ]
 
@@ -293,11 +369,14 @@ def test_a_word_of_letters_is_kept_the_channel_security_md_bounds():
     assert "deadbeefcafebabe" in mask("ValueError: deadbeefcafebabe")
 
 
-@pytest.mark.parametrize("text", [
-    "OverflowError: Python integer <n> out of bounds for uint8",
-    "could not broadcast input array from shape (<n>,) into shape (<n>,)",
-    "ONNX Runtime could not run it on the grader's rows: a `Gather` index out of range (INVALID_ARGUMENT)",
-    "TODO: dequantize",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "OverflowError: Python integer <n> out of bounds for uint8",
+        "could not broadcast input array from shape (<n>,) into shape (<n>,)",
+        "ONNX Runtime could not run it on the grader's rows: a `Gather` index out of range (INVALID_ARGUMENT)",
+        "TODO: dequantize",
+    ],
+)
 def test_plain_english_errors_are_kept(text):
     assert mask(text) == text

@@ -26,8 +26,14 @@ def _lines(**execution):
 
 # ── one numbering; no sentence that is not true ──────────────────────────────────────────────
 
-ERROR_LAST = {"cell": 40, "code_cell": 20, "where": "code cell 20 (cell 41 of the notebook)",
-              "ename": "KeyError", "evalue": "'latency'", "summary": "KeyError: 'latency'"}
+ERROR_LAST = {
+    "cell": 40,
+    "code_cell": 20,
+    "where": "code cell 20 (cell 41 of the notebook)",
+    "ename": "KeyError",
+    "evalue": "'latency'",
+    "summary": "KeyError: 'latency'",
+}
 
 
 def test_an_error_in_the_last_code_cell_does_not_say_later_cells_ran():
@@ -40,8 +46,10 @@ def test_an_error_in_the_last_code_cell_does_not_say_later_cells_ran():
 def test_an_error_before_the_last_code_cell_says_later_cells_ran():
     first = {**ERROR_LAST, "cell": 30, "code_cell": 15, "where": "code cell 15 (cell 31 of the notebook)"}
     text = _lines(cells_total=20, cells_run=20, cells_errored=2, first_error=first)
-    assert ("Code cell 15 (cell 31 of the notebook) raised `KeyError: 'latency'`; 2 cells raised errors in all. "
-            "The cells after it still ran") in text
+    assert (
+        "Code cell 15 (cell 31 of the notebook) raised `KeyError: 'latency'`; 2 cells raised errors in all. "
+        "The cells after it still ran"
+    ) in text
 
 
 def test_an_old_record_without_code_numbers_names_the_notebook_position_only():
@@ -67,18 +75,30 @@ def test_an_error_without_a_name_is_not_nonetype():
 def test_another_language_is_named_in_one_line_escaped():
     text = _lines(language="R")
     line = next(ln for ln in text.splitlines() if "language" in ln)
-    assert line == ("- Your notebook's metadata names the `R` language, but the grader runs every notebook with "
-                    "Python, so its cells ran as Python code. Write this assignment in Python (in Jupyter: "
-                    "Kernel › Change kernel › Python 3).")
+    assert line == (
+        "- Your notebook's metadata names the `R` language, but the grader runs every notebook with "
+        "Python, so its cells ran as Python code. Write this assignment in Python (in Jupyter: "
+        "Kernel › Change kernel › Python 3)."
+    )
     hostile = _lines(language="`x` <b>[y](z)")
-    assert "`` `x` <b>[y](z) ``" in hostile       # inside a code span: nothing renders
+    assert "`` `x` <b>[y](z) ``" in hostile  # inside a code span: nothing renders
 
 
 # ── no code, no credit ───────────────────────────────────────────────────────────────────────
 
+
 def _execution(**kw):
-    base = {"status": "completed", "reason": None, "cells_total": 3, "cells_run": 3, "cells_errored": 0,
-            "cells": [], "first_error": None, "probe": "completed", "duration_s": 1.0}
+    base = {
+        "status": "completed",
+        "reason": None,
+        "cells_total": 3,
+        "cells_run": 3,
+        "cells_errored": 0,
+        "cells": [],
+        "first_error": None,
+        "probe": "completed",
+        "duration_s": 1.0,
+    }
     return _execution_summary({**base, **kw})
 
 
@@ -95,20 +115,29 @@ def test_a_notebook_without_code_earns_nothing_for_running(assignment07, cells_t
 
 # ── placeholders and garbling, on the real lesson-07 rubric ─────────────────────────────────
 
+
 def _part(grade, check_id, name):
     check = next(c for c in grade["checks"] if c["id"] == check_id)
     return next(p for p in check["parts"] if p["name"] == name)
 
 
 def test_no_question_mark_for_a_missing_fp32_model(assignment07):
-    measurements = {"models": {"fp32": {"error": "artifacts/fp32.onnx is missing"},
-                               "int8_dynamic": {"size": {"ratio": 0.9}}, "int8_qdq": {"size": {"ratio": 0.9}}}}
+    measurements = {
+        "models": {
+            "fp32": {"error": "artifacts/fp32.onnx is missing"},
+            "int8_dynamic": {"size": {"ratio": 0.9}},
+            "int8_qdq": {"size": {"ratio": 0.9}},
+        }
+    }
     grade = judge(assignment07.rubric(), assignment07.tolerances(), measurements)
     hints = [p["hint"] for c in grade["checks"] if c["id"] == "size" for p in c["parts"]]
     assert hints and all("?" not in h and "parameters." not in h.split("Your fp32 model")[-1] for h in hints)
     assert not any("Your fp32 model has" in h for h in hints)
-    ok = judge(assignment07.rubric(), assignment07.tolerances(),
-               {"models": {**measurements["models"], "fp32": {"param_count": 66817, "canonical_bytes": 267996}}})
+    ok = judge(
+        assignment07.rubric(),
+        assignment07.tolerances(),
+        {"models": {**measurements["models"], "fp32": {"param_count": 66817, "canonical_bytes": 267996}}},
+    )
     assert "Your fp32 model has 66,817 parameters." in _part(ok, "size", "dynamic model size")["hint"]
 
 
@@ -135,14 +164,18 @@ def test_the_elementwise_explanation_is_said_once(assignment07):
 
     reported = importlib.import_module(assignment07.grading.__name__ + ".reported")
     keys = [f"{v}.{f}" for v in ("fp32", "int8_dynamic", "int8_qdq") for f in ("max_rel_drift", "edge_max_rel_drift")]
-    drift = Expected(0.1, reported.REPORT_TOLERANCE, where=" on the contract's X_test",
-                     alternatives=((0.5, reported.ELEMENTWISE),))
-    elementwise = {v: {f: 0.5 for f in ("max_rel_drift", "edge_max_rel_drift")} for v in ("fp32", "int8_dynamic", "int8_qdq")}
+    drift = Expected(
+        0.1, reported.REPORT_TOLERANCE, where=" on the contract's X_test", alternatives=((0.5, reported.ELEMENTWISE),)
+    )
+    elementwise = {
+        v: {f: 0.5 for f in ("max_rel_drift", "edge_max_rel_drift")} for v in ("fp32", "int8_dynamic", "int8_qdq")
+    }
     every = [f"{k}: reported 0.5, measured 0.1 on the contract's X_test ({reported.ELEMENTWISE.text})" for k in keys]
 
     def message(listed):
-        measurements = {"reported": {"present": True, "problems": listed, "checked": 15, "honest": 9,
-                                     "honest_share": 0.6}}
+        measurements = {
+            "reported": {"present": True, "problems": listed, "checked": 15, "honest": 9, "honest_share": 0.6}
+        }
         grade = judge(assignment07.rubric(), assignment07.tolerances(), measurements)
         return _part(grade, "reported_results", "every reported number matches the re-measurement")["message"]
 
@@ -163,13 +196,16 @@ def test_the_console_shows_a_list_threshold_literally():
 
 # ── short when nothing could be graded ───────────────────────────────────────────────────────
 
+
 def _nothing(**execution):
     """An untouched notebook: every function raises, no model file, no RESULTS."""
     return with_values(
         MEASUREMENTS,
         functions={"quantize": {"defined": False, "agree_share": 0.0, "agree": 0, "cases": 40}},
-        models={"error": "artifacts/fp32.onnx is missing"}, reported={"error": "RESULTS is not defined"},
-        execution={**MEASUREMENTS["execution"], **execution})
+        models={"error": "artifacts/fp32.onnx is missing"},
+        reported={"error": "RESULTS is not defined"},
+        execution={**MEASUREMENTS["execution"], **execution},
+    )
 
 
 def test_nothing_to_grade_is_one_paragraph_with_the_checks_in_one_line():
@@ -178,27 +214,33 @@ def test_nothing_to_grade_is_one_paragraph_with_the_checks_in_one_line():
     assert nothing_to_grade(grade)
     text = feedback_markdown(grade, measurements)
     assert "## Nothing to grade yet" in text and "## Checks" not in text and "Hint" not in text
-    assert ("Your notebook ran, but none of the checks found work of yours to measure (artifacts/fp32.onnx is "
-            "missing). The first error: code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`. "
-            "Complete the notebook's tasks") in text
-    assert ("Checks with nothing to grade yet (3): quantize agrees with QuantizeLinear, Dynamic int8 model, "
-            "int8 files are smaller; and 2 hidden checks.") in text
+    assert (
+        "Your notebook ran, but none of the checks found work of yours to measure (artifacts/fp32.onnx is "
+        "missing). The first error: code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`. "
+        "Complete the notebook's tasks"
+    ) in text
+    assert (
+        "Checks with nothing to grade yet (3): quantize agrees with QuantizeLinear, Dynamic int8 model, "
+        "int8 files are smaller; and 2 hidden checks."
+    ) in text
     assert len(text) < 2000 and "not measured" not in text
 
 
 def test_nothing_to_grade_is_short_on_gradescope_and_in_the_console():
-    measurements = _nothing(status="unreadable", reason="nb.ipynb is not valid JSON", cells_total=0,
-                            cells_run=0, completed=False)
+    measurements = _nothing(
+        status="unreadable", reason="nb.ipynb is not valid JSON", cells_total=0, cells_run=0, completed=False
+    )
     grade = judge(RUBRIC, TOLERANCES, measurements)
     results = results_json(grade, measurements)
     assert "Your notebook could not be read: nb.ipynb is not valid JSON. Open the file in Jupyter" in results["output"]
     assert all("Hint" not in t["output"] and len(t["output"]) < 400 for t in results["tests"])
     assert "Not measured: artifacts/fp32.onnx is missing" in next(
-        t["output"] for t in results["tests"] if t["tags"] == ["dynamic_model"])
+        t["output"] for t in results["tests"] if t["tags"] == ["dynamic_model"]
+    )
     out = io.StringIO()
     print_grade_table(grade, Console(file=out, width=120, color_system=None), measurements)
     shown = out.getvalue()
-    assert "really dynamically quantized" not in shown            # no part rows
+    assert "really dynamically quantized" not in shown  # no part rows
     assert "Your notebook could not be read: nb.ipynb is not valid JSON." in shown
     assert "Checks with nothing to grade yet (3)" in shown
 
@@ -213,7 +255,7 @@ def test_one_passing_part_of_the_work_gives_the_full_feedback():
 
 def test_hidden_results_never_decide_the_short_form():
     passing_hidden = copy.deepcopy(_nothing())
-    passing_hidden["reported"] = copy.deepcopy(MEASUREMENTS["reported"])   # the after_due_date check passes
+    passing_hidden["reported"] = copy.deepcopy(MEASUREMENTS["reported"])  # the after_due_date check passes
     grade = judge(RUBRIC, TOLERANCES, passing_hidden)
     assert any(c["passed"] for c in grade["checks"] if c["visibility"] != "visible")
     assert nothing_to_grade(grade)
@@ -225,6 +267,8 @@ def test_hidden_results_never_decide_the_short_form():
 def test_a_failure_on_the_grader_side_is_not_the_student_s_to_fix():
     measurements = _nothing(status="sandbox_error", reason="bwrap failed", cells_run=0, completed=False)
     text = feedback_markdown(judge(RUBRIC, TOLERANCES, measurements), measurements)
-    assert ("The grader could not run your notebook (a problem on our side, not in your work): bwrap failed. "
-            "This is not a judgment of your work: submit again") in text
+    assert (
+        "The grader could not run your notebook (a problem on our side, not in your work): bwrap failed. "
+        "This is not a judgment of your work: submit again"
+    ) in text
     assert "Complete the notebook's tasks" not in text

@@ -15,23 +15,45 @@ import pytest
 from autograder.report.integrity import integrity_report
 from autograder.report.summary import summary_html
 
-RUBRIC = {"checks": [{"id": "quantize", "title": "quantize agrees", "points": 10},
-                     {"id": "dequantize", "title": "dequantize agrees", "points": 5},
-                     {"id": "models", "title": "the models", "points": 2},
-                     {"id": "execution", "title": "runs", "points": 1}]}
-SYNTAX = {"name": "quantize", "kind": "syntax_error", "where": "code cell 9 (cell 16 of the notebook)",
-          "text": "quantize could not be checked: code cell 9 (cell 16 of the notebook), where it is defined, "
-                  "has a syntax error at line 4: expected ':'"}
+RUBRIC = {
+    "checks": [
+        {"id": "quantize", "title": "quantize agrees", "points": 10},
+        {"id": "dequantize", "title": "dequantize agrees", "points": 5},
+        {"id": "models", "title": "the models", "points": 2},
+        {"id": "execution", "title": "runs", "points": 1},
+    ]
+}
+SYNTAX = {
+    "name": "quantize",
+    "kind": "syntax_error",
+    "where": "code cell 9 (cell 16 of the notebook)",
+    "text": "quantize could not be checked: code cell 9 (cell 16 of the notebook), where it is defined, "
+    "has a syntax error at line 4: expected ':'",
+}
 
 
 def _part(name, passed, *, reason=None, measure="functions.x", message="failed"):
-    return {"name": name, "passed": passed, "points": 1, "score": 1 if passed else 0, "measure": measure,
-            "reason": reason, "message": reason or message}
+    return {
+        "name": name,
+        "passed": passed,
+        "points": 1,
+        "score": 1 if passed else 0,
+        "measure": measure,
+        "reason": reason,
+        "message": reason or message,
+    }
 
 
 def _check(cid, parts, cause=None):
-    check = {"id": cid, "title": cid, "visibility": "visible", "passed": all(p["passed"] for p in parts),
-             "score": sum(p["score"] for p in parts), "max_score": len(parts), "parts": parts}
+    check = {
+        "id": cid,
+        "title": cid,
+        "visibility": "visible",
+        "passed": all(p["passed"] for p in parts),
+        "score": sum(p["score"] for p in parts),
+        "max_score": len(parts),
+        "parts": parts,
+    }
     if cause:
         check["cause"] = {**cause, "name": cid}
     return check
@@ -43,40 +65,80 @@ def _write(out, name, status, checks, *, html=True):
     (folder / "feedback.md").write_text("# Feedback\n")
     if html:
         (folder / "feedback.html").write_text("<html></html>")
-    grade = {"checks": checks, "score": sum(c["score"] for c in checks), "max_score": sum(c["max_score"] for c in checks)}
+    grade = {
+        "checks": checks,
+        "score": sum(c["score"] for c in checks),
+        "max_score": sum(c["max_score"] for c in checks),
+    }
     (folder / "grade.json").write_text(json.dumps(grade))
-    failures = [{"check": c["id"], "title": c["id"], "part": p["name"], "message": p["message"], "reason": p["reason"]}
-                for c in checks for p in c["parts"] if not p["passed"]]
-    return {"name": name, "status": status, "score": float(grade["score"]), "max": float(grade["max_score"]),
-            "reason": "not a notebook" if status == "unreadable" else None,
-            "checks": {c["id"]: c["score"] for c in checks}, "checks_passed": {c["id"]: c["passed"] for c in checks},
-            "failures": failures, "first_error": None, "cells_errored": 0, "execution_s": 3.0}
+    failures = [
+        {"check": c["id"], "title": c["id"], "part": p["name"], "message": p["message"], "reason": p["reason"]}
+        for c in checks
+        for p in c["parts"]
+        if not p["passed"]
+    ]
+    return {
+        "name": name,
+        "status": status,
+        "score": float(grade["score"]),
+        "max": float(grade["max_score"]),
+        "reason": "not a notebook" if status == "unreadable" else None,
+        "checks": {c["id"]: c["score"] for c in checks},
+        "checks_passed": {c["id"]: c["passed"] for c in checks},
+        "failures": failures,
+        "first_error": None,
+        "cells_errored": 0,
+        "execution_s": 3.0,
+    }
 
 
 def _cascade(cid, n):
-    return [_part(f"{cid} part {k}", False, reason=f"the notebook does not define {cid} at its top level")
-            for k in range(n)]
+    return [
+        _part(f"{cid} part {k}", False, reason=f"the notebook does not define {cid} at its top level") for k in range(n)
+    ]
 
 
 @pytest.fixture
 def page(tmp_path):
     out = tmp_path / "class"
-    ok = lambda cid, n=2: _check(cid, [_part(f"{cid} part {k}", True) for k in range(n)])   # noqa: E731
+    ok = lambda cid, n=2: _check(cid, [_part(f"{cid} part {k}", True) for k in range(n)])  # noqa: E731
     runs = _check("execution", [_part("ran", True, measure="execution.completed")])
     rows = [
         _write(out, "ann", "ok", [ok("quantize"), ok("dequantize"), ok("models"), runs]),
         _write(out, "ben", "ok", [ok("quantize"), ok("dequantize"), ok("models"), runs], html=False),
         # a cascade: one broken cell leaves two checks and 13 parts unmeasured; the models are fine
-        _write(out, "cy", "ok", [_check("quantize", _cascade("quantize", 8), SYNTAX),
-                                 _check("dequantize", _cascade("dequantize", 5), SYNTAX), ok("models"), runs]),
+        _write(
+            out,
+            "cy",
+            "ok",
+            [
+                _check("quantize", _cascade("quantize", 8), SYNTAX),
+                _check("dequantize", _cascade("dequantize", 5), SYNTAX),
+                ok("models"),
+                runs,
+            ],
+        ),
         # the untouched starter: only the execution part passes (1 point)
-        _write(out, "template", "ok", [_check("quantize", [_part("q", False, message="raised NotImplementedError")]),
-                                       _check("dequantize", [_part("d", False, message="raised NotImplementedError")]),
-                                       _check("models", [_part("m", False, reason="artifacts/fp32.onnx is missing")]),
-                                       runs]),
-        _write(out, "garbled", "unreadable",
-               [_check(c, [_part("p", False, reason="the notebook did not run (unreadable)")])
-                for c in ("quantize", "dequantize", "models", "execution")]),
+        _write(
+            out,
+            "template",
+            "ok",
+            [
+                _check("quantize", [_part("q", False, message="raised NotImplementedError")]),
+                _check("dequantize", [_part("d", False, message="raised NotImplementedError")]),
+                _check("models", [_part("m", False, reason="artifacts/fp32.onnx is missing")]),
+                runs,
+            ],
+        ),
+        _write(
+            out,
+            "garbled",
+            "unreadable",
+            [
+                _check(c, [_part("p", False, reason="the notebook did not run (unreadable)")])
+                for c in ("quantize", "dequantize", "models", "execution")
+            ],
+        ),
     ]
     return out, summary_html(rows, out=out, assignment=None, rubric=RUBRIC, tolerances={}, warnings=[])
 
@@ -109,7 +171,7 @@ def test_common_failures_group_a_cascade_into_its_root_cause(page):
     _, html = page
     common = _section(html, "Most common failures")
     rows = common.split("<tbody>")[1].split("</tr>")[:-1]
-    assert len(rows) == 1, rows            # cy's 13 unmeasured parts are one cause
+    assert len(rows) == 1, rows  # cy's 13 unmeasured parts are one cause
     assert "dequantize, quantize: the cell that defines them has a syntax error" in rows[0]
     assert "line 4" in rows[0] and ">cy</a>" in rows[0]
     assert "template" not in common.split("<tbody>")[1] and "garbled" not in common.split("<tbody>")[1]
@@ -128,9 +190,9 @@ def test_the_assignments_examples_are_a_family_whose_pairs_are_expected(tmp_path
     for name in ("reference", "quantize_no_saturation", "static_per_tensor"):
         staged[name] = tmp_path / f"{name}.ipynb"
         shutil.copyfile(examples / f"{name}.ipynb", staged[name])
-    copy = tmp_path / "student.ipynb"        # a student's copy of an example, one byte changed
+    copy = tmp_path / "student.ipynb"  # a student's copy of an example, one byte changed
     copy.write_bytes(staged["reference"].read_bytes().replace(b'"cells"', b'"cells" ', 1))
-    leaked = {n: tmp_path / f"{n}.ipynb" for n in ("submission_1", "submission_2")}   # byte for byte, other names
+    leaked = {n: tmp_path / f"{n}.ipynb" for n in ("submission_1", "submission_2")}  # byte for byte, other names
     for path in leaked.values():
         shutil.copyfile(examples / "reference.ipynb", path)
     report = integrity_report({**staged, "student": copy, **leaked}, assignment07)
@@ -138,8 +200,9 @@ def test_the_assignments_examples_are_a_family_whose_pairs_are_expected(tmp_path
     family_pairs = [p for p in report.pairs if p.a in report.family and p.b in report.family]
     assert len(family_pairs) == 3 and all(p.expected and not p.flagged and p.share > 0.6 for p in family_pairs)
     others = [p for p in report.pairs if not (p.a in report.family and p.b in report.family)]
-    assert len(others) == 3 * 3 + 3 and all(p.flagged and not p.expected for p in others), \
+    assert len(others) == 3 * 3 + 3 and all(p.flagged and not p.expected for p in others), (
         "a student's copy, and two students handing in the same example under their names, are still flagged"
+    )
     assert report.flagged_total == len(others)
     assert all(re.fullmatch(r"code cell \d+ \(cell \d+ of the notebook\)", c) for p in report.pairs for c in p.cells_a)
 

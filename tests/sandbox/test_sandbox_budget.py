@@ -55,8 +55,11 @@ def test_stale_cgroups_of_dead_graders_are_swept_and_live_ones_kept(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
     parent = hierarchy.parents["memory"]
-    stale, mine, live = (parent / cgroups.slot_name(1, dead.pid), parent / cgroups.slot_name(1),
-                         parent / cgroups.slot_name(1, 1))
+    stale, mine, live = (
+        parent / cgroups.slot_name(1, dead.pid),
+        parent / cgroups.slot_name(1),
+        parent / cgroups.slot_name(1, 1),
+    )
     for d in (stale, mine, live):
         d.mkdir()
     other = parent / "someone-else"
@@ -73,7 +76,7 @@ def test_the_join_prefix_moves_the_command_into_every_folder_then_execs_it(tmp_p
     argv = cgroups.join_prefix(cg) + [sys.executable, "-c", "print('ran')"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.strip() == "ran", out
-    for d in cg.folders:   # "0" means "the writing process" to a real cgroup.procs
+    for d in cg.folders:  # "0" means "the writing process" to a real cgroup.procs
         assert (d / "cgroup.procs").read_text().strip() == "0"
     assert not any(p.exists() for p in procs)
 
@@ -120,7 +123,7 @@ def test_the_sites_patch_gives_default_sessions_a_bounded_pool():
 
     module = types.SimpleNamespace(InferenceSession=Session, SessionOptions=Options)
     jail_site.patch_onnxruntime(module, 3)
-    jail_site.patch_onnxruntime(module, 5)   # idempotent
+    jail_site.patch_onnxruntime(module, 5)  # idempotent
     default = Session(b"m")
     assert (default.options.intra_op_num_threads, default.options.inter_op_num_threads) == (3, 3)
     explicit = Options()
@@ -131,8 +134,7 @@ def test_the_sites_patch_gives_default_sessions_a_bounded_pool():
 
 def test_the_site_runs_in_a_fresh_interpreter_and_patches_onnxruntime(tmp_path):
     site = jail.write_site(tmp_path / "site")
-    code = ("import onnxruntime as ort\n"
-            "print(ort.InferenceSession._autograder_threads)")
+    code = "import onnxruntime as ort\nprint(ort.InferenceSession._autograder_threads)"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), jail_site.THREADS_VARIABLE: "2"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr[-2000:]

@@ -19,7 +19,7 @@ from autograder.sandbox.disk_watchdog import DiskWatchdog, Held, descendants, he
 
 MiB = 1 << 20
 
-HOLDER = r'''
+HOLDER = r"""
 import mmap, os, sys, time
 folder, how, n, each = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 held = []
@@ -38,12 +38,13 @@ for i in range(n):
         held.append(fd)
 print("ready", flush=True)
 time.sleep(60)
-'''
+"""
 
 
 def _holder(folder: Path, how: str, n: int = 3, each: int = 2 * MiB) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), how, str(n), str(each)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder), how, str(n), str(each)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -62,12 +63,17 @@ def test_files_held_after_deletion_are_counted_once_and_linked_ones_not(tmp_path
 def test_the_watchdog_stops_a_process_holding_deleted_files_past_the_cap(tmp_path):
     proc = _holder(tmp_path, "open", n=3, each=2 * MiB)
     try:
-        dog = DiskWatchdog([("its working directory", tmp_path, 4 * MiB, 100, None)], lambda: proc.pid,
-                           interval_s=0.05, held=Held(4 * MiB, None, tmp_path))
+        dog = DiskWatchdog(
+            [("its working directory", tmp_path, 4 * MiB, 100, None)],
+            lambda: proc.pid,
+            interval_s=0.05,
+            held=Held(4 * MiB, None, tmp_path),
+        )
         dog.start()
         assert proc.wait(timeout=30) == -9, "the watchdog did not stop the holder"
-        assert dog.fired == ("6 MB in its working directory (6 MB of it in files deleted but still open), "
-                             "more than its 4 MB"), dog.fired
+        assert dog.fired == (
+            "6 MB in its working directory (6 MB of it in files deleted but still open), more than its 4 MB"
+        ), dog.fired
     finally:
         proc.kill()
         proc.wait()
@@ -83,16 +89,23 @@ class _Disk:
         return os.statvfs_result((4096, 4096, 1 << 30, 0, self.free // 4096, 0, 0, 0, 0, 255))
 
 
-@pytest.mark.parametrize("free_after, fires", [
-    (2048 * MiB, False),          # lost more than the cap, but the disk is far from full
-    (1000 * MiB, True),           # lost more than the cap, and the disk is running low
-])
+@pytest.mark.parametrize(
+    "free_after, fires",
+    [
+        (2048 * MiB, False),  # lost more than the cap, but the disk is far from full
+        (1000 * MiB, True),  # lost more than the cap, and the disk is running low
+    ],
+)
 def test_lost_free_space_past_the_cap_stops_the_jail_once_the_disk_runs_low(tmp_path, free_after, fires):
     disk = _Disk(4096 * MiB)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        dog = DiskWatchdog([("its working directory", tmp_path, 64 * MiB, 100, None)], lambda: sleeper.pid,
-                           interval_s=0.05, held=Held(64 * MiB, None, tmp_path, statvfs=disk))
+        dog = DiskWatchdog(
+            [("its working directory", tmp_path, 64 * MiB, 100, None)],
+            lambda: sleeper.pid,
+            interval_s=0.05,
+            held=Held(64 * MiB, None, tmp_path, statvfs=disk),
+        )
         assert dog.over() is None
         disk.free = free_after
         why = dog.over()
@@ -109,8 +122,9 @@ def test_a_tree_too_deep_fires_with_the_reason(tmp_path):
     deep.mkdir(parents=True)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        dog = DiskWatchdog([("its working directory", tmp_path, 64 * MiB, 1000, None)], lambda: sleeper.pid,
-                           interval_s=0.05)
+        dog = DiskWatchdog(
+            [("its working directory", tmp_path, 64 * MiB, 1000, None)], lambda: sleeper.pid, interval_s=0.05
+        )
         dog.start()
         assert sleeper.wait(timeout=30) == -9
         assert dog.fired == "folders nested deeper than 256 levels in its working directory", dog.fired

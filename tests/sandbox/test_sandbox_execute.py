@@ -30,42 +30,54 @@ def test_clean_run_is_completed(run_cells):
 
 
 def test_error_is_recorded_and_later_cells_still_run(run_cells):
-    rec, ws = run_cells(["a = 1", "raise ValueError('bad \\x1b[31mred\\x1b[0m input')",
-                         "open('after.txt', 'w').write(str(a + 1))"])
+    rec, ws = run_cells(
+        ["a = 1", "raise ValueError('bad \\x1b[31mred\\x1b[0m input')", "open('after.txt', 'w').write(str(a + 1))"]
+    )
     assert rec["status"] == "completed"
     assert statuses(rec) == [(0, "ok"), (1, "error"), (2, "ok")]
     err = rec["cells"][1]
     assert err["ename"] == "ValueError"
     assert "bad" in err["evalue"] and "input" in err["evalue"]
     assert "\x1b" not in err["traceback"] and "ValueError" in err["traceback"]
-    assert rec["first_error"] == {"cell": 1, "code_cell": 2, "where": "code cell 2 (cell 2 of the notebook)",
-                                  "ename": "ValueError", "evalue": err["evalue"], "line": 1,
-                                  "summary": f"ValueError: {err['evalue']} (line 1)"}   # placed by cell and line
+    assert rec["first_error"] == {
+        "cell": 1,
+        "code_cell": 2,
+        "where": "code cell 2 (cell 2 of the notebook)",
+        "ename": "ValueError",
+        "evalue": err["evalue"],
+        "line": 1,
+        "summary": f"ValueError: {err['evalue']} (line 1)",
+    }  # placed by cell and line
     assert rec["cells_errored"] == 1
     assert (ws / "after.txt").read_text() == "2"
 
 
 def test_metadata_tags_and_kernelspec_are_ignored(run_cells):
-    cells = [new_code_cell("open('ran.txt', 'w').write('yes')", metadata={"tags": ["skip-execution"]}),
-             new_code_cell("raise RuntimeError('expected?')", metadata={"tags": ["raises-exception"]}),
-             "import sys\nopen('exe.txt', 'w').write(sys.executable)"]
+    cells = [
+        new_code_cell("open('ran.txt', 'w').write('yes')", metadata={"tags": ["skip-execution"]}),
+        new_code_cell("raise RuntimeError('expected?')", metadata={"tags": ["raises-exception"]}),
+        "import sys\nopen('exe.txt', 'w').write(sys.executable)",
+    ]
     bogus = {"kernelspec": {"name": "no-such-kernel", "display_name": "x", "language": "bash"}}
     rec, ws = run_cells(cells, metadata=bogus)
     assert rec["status"] == "completed", rec["reason"]
     assert statuses(rec) == [(0, "ok"), (1, "error"), (2, "ok")]
-    assert (ws / "ran.txt").read_text() == "yes"           # skip-execution did not skip
-    assert rec["first_error"]["ename"] == "RuntimeError"    # raises-exception did not hide it
-    assert "python" in (ws / "exe.txt").read_text()         # our kernel, not the bogus kernelspec
-    assert rec["language"] == "bash"                        # named, so the student can be told
+    assert (ws / "ran.txt").read_text() == "yes"  # skip-execution did not skip
+    assert rec["first_error"]["ename"] == "RuntimeError"  # raises-exception did not hide it
+    assert "python" in (ws / "exe.txt").read_text()  # our kernel, not the bogus kernelspec
+    assert rec["language"] == "bash"  # named, so the student can be told
 
 
 def test_cell_timeout_interrupts_and_continues(run_cells):
     limits = ExecutionLimits(cell_timeout_s=2, notebook_timeout_s=30)
-    rec, ws = run_cells([("md", "# intro"), new_raw_cell("raw"), "import time\ntime.sleep(60)",
-                         "open('next.txt', 'w').write('ran')"], limits=limits)
+    rec, ws = run_cells(
+        [("md", "# intro"), new_raw_cell("raw"), "import time\ntime.sleep(60)", "open('next.txt', 'w').write('ran')"],
+        limits=limits,
+    )
     assert rec["status"] == "timeout"
-    assert rec["reason"].startswith("code cell 1 (cell 3 of the notebook) exceeded the 2 s cell limit and was "
-                                    "interrupted"), rec["reason"]
+    assert rec["reason"].startswith(
+        "code cell 1 (cell 3 of the notebook) exceeded the 2 s cell limit and was interrupted"
+    ), rec["reason"]
     assert statuses(rec) == [(2, "timeout"), (3, "ok")]
     assert rec["cells_in_notebook"] == 4 and rec["cells_total"] == 2
     # not stopped before its limit (a lower bound holds on a loaded host; the reason says which limit)
@@ -75,9 +87,8 @@ def test_cell_timeout_interrupts_and_continues(run_cells):
 
 def test_loop_ignoring_sigint_is_stopped_by_the_deadline(run_cells):
     limits = ExecutionLimits(cell_timeout_s=2, notebook_timeout_s=3)
-    code = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-            "while True:\n    time.sleep(0.01)")
-    rec, _ = run_cells([code, "x = 1"], limits=limits)     # the loop never ends: a limit ended the run
+    code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.01)"
+    rec, _ = run_cells([code, "x = 1"], limits=limits)  # the loop never ends: a limit ended the run
     assert rec["status"] == "timeout"
     assert "did not stop" in rec["reason"] or "limit" in rec["reason"]
     assert statuses(rec) == [(0, "timeout"), (1, "not_run")]
@@ -129,11 +140,20 @@ def test_output_flood_is_capped_and_grader_memory_stays_small(tmp_path):
     """100 MB of prints (50 MB in lines, 50 MB in one write): outputs capped, the grader's peak RSS small."""
     from sandbox_helpers import worker_slot, write_notebook
 
-    nb = write_notebook(tmp_path, ["for i in range(50_000):\n    print('x' * 1000)",
-                                   "import sys\nsys.stdout.write('y' * 50_000_000)\nsys.stdout.flush()",
-                                   "z = 1"])
-    proc = subprocess.run([sys.executable, "-c", FLOOD_RUNNER, str(nb), str(tmp_path / "ws"), str(worker_slot())],
-                          capture_output=True, text=True, timeout=300)
+    nb = write_notebook(
+        tmp_path,
+        [
+            "for i in range(50_000):\n    print('x' * 1000)",
+            "import sys\nsys.stdout.write('y' * 50_000_000)\nsys.stdout.flush()",
+            "z = 1",
+        ],
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", FLOOD_RUNNER, str(nb), str(tmp_path / "ws"), str(worker_slot())],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     rec = out["record"]

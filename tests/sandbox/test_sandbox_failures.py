@@ -16,12 +16,15 @@ from waiting import ended
 @pytest.mark.kernel
 @pytest.mark.slow
 def test_kernel_that_cannot_start_is_startup_failed(tmp_path, monkeypatch):
-    monkeypatch.setattr(JailedKernelManager, "format_kernel_cmd",
-                        lambda self, extra_arguments=None: ["/bin/sh", "-c", "echo no interpreter here >&2; exit 7"])
+    monkeypatch.setattr(
+        JailedKernelManager,
+        "format_kernel_cmd",
+        lambda self, extra_arguments=None: ["/bin/sh", "-c", "echo no interpreter here >&2; exit 7"],
+    )
     nb = write_notebook(tmp_path, ["x = 1"])
     rec = run_submission(nb, tmp_path / "ws", limits=FAST, probe=None, slot=worker_slot())
     assert rec["status"] == "startup_failed"
-    assert "no interpreter here" in rec["reason"]          # the kernel's own stderr is quoted
+    assert "no interpreter here" in rec["reason"]  # the kernel's own stderr is quoted
     assert [c["status"] for c in rec["cells"]] == ["not_run"]
     assert rec["probe"] == "not_run"
 
@@ -29,6 +32,7 @@ def test_kernel_that_cannot_start_is_startup_failed(tmp_path, monkeypatch):
 def test_broken_setup_is_sandbox_error(tmp_path, monkeypatch):
     def boom(self):
         raise OSError("disk full")
+
     monkeypatch.setattr(execute._Run, "_prepare", boom)
     nb = write_notebook(tmp_path, ["x = 1"])
     rec = run_submission(nb, tmp_path / "ws", limits=FAST, probe=None, slot=worker_slot())

@@ -25,10 +25,14 @@ import pytest
 from namespacekit import reachable_interpreter
 from sandbox_helpers import worker_slot, write_notebook
 
-pytestmark = [pytest.mark.slow, pytest.mark.kernel, pytest.mark.root,   # the fallback's sandbox uid
-              pytest.mark.skipif(not shutil.which("unshare"), reason="the fallback needs unshare")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.kernel,
+    pytest.mark.root,  # the fallback's sandbox uid
+    pytest.mark.skipif(not shutil.which("unshare"), reason="the fallback needs unshare"),
+]
 
-RUNNER = r'''
+RUNNER = r"""
 import json, os, sys
 from pathlib import Path
 os.environ["AUTOGRADER_JAIL"] = "fallback"
@@ -37,7 +41,7 @@ from autograder.sandbox import run_submission
 rec = run_submission(Path(sys.argv[1]), Path(sys.argv[2]), probe=None, slot=int(sys.argv[3]),
                      limits=ExecutionLimits(cell_timeout_s=90, notebook_timeout_s=240, memory_mb=4096))
 print(json.dumps(rec))
-'''
+"""
 
 CELLS = [
     "import json, os\nr = {}\nimport numpy as np\na = np.random.default_rng(0).normal(size=(200, 50))\n"
@@ -108,11 +112,14 @@ def test_a_real_kernel_works_under_the_fallback_rules_and_the_attacks_fail(tmp_p
         cells = [f"SOCKET_PATH = {server.path!r}\nSHM_NAME = {shm.name!r}"] + CELLS
         nb = write_notebook(tmp_path, cells)
         ws = base / "ws"
-        script = ("set -e\n" + reachable_interpreter(hold)
-                  + f'exec "$0" -c "$1" {nb} {ws} {worker_slot()}\n')
-        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                               sys.executable, RUNNER], capture_output=True, text=True, timeout=400,
-                              cwd=str(Path(__file__).resolve().parents[2]))
+        script = "set -e\n" + reachable_interpreter(hold) + f'exec "$0" -c "$1" {nb} {ws} {worker_slot()}\n'
+        proc = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, sys.executable, RUNNER],
+            capture_output=True,
+            text=True,
+            timeout=400,
+            cwd=str(Path(__file__).resolve().parents[2]),
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         rec = json.loads(proc.stdout.strip().splitlines()[-1])
         iso = rec["isolation"]

@@ -33,12 +33,13 @@ def test_fallback_command_confines_with_uid_landlock_and_seccomp(tmp_path):
     argv, env = jail.kernel_command(iso, FAST, ws, run, site, ["/x/python", "-m", "ipykernel_launcher"])
     assert argv[0].endswith("setpriv") and "--reuid=64000" in argv and "--no-new-privs" in argv
     import json
+
     config = json.loads(argv[-1])
     assert config["seccomp"] == {"block_inet": True}
     assert config["rlimits"]["NPROC"] == 64 and config["rlimits"]["AS"] == FAST.memory_mb * 1024 * 1024
     rules = config["landlock"]
     assert str(ws) in rules["rw"] and str(run) in rules["rw"] and str(site) in rules["ro"]
-    assert "/tmp" not in rules["rw"] + rules["ro"] + rules["rx"]     # the host's /tmp is shared: not allowed
+    assert "/tmp" not in rules["rw"] + rules["ro"] + rules["rx"]  # the host's /tmp is shared: not allowed
     assert env["HOME"] == str(ws) and env["TMPDIR"] == str(run / "tmp") and env["PYTHONPATH"] == str(site)
     assert config["argv"] == ["/x/python", "-m", "ipykernel_launcher"]
 
@@ -54,8 +55,13 @@ def test_bwrap_command_mounts_only_what_the_kernel_needs(tmp_path):
         assert flag in argv
     project = str(Path(__file__).resolve().parents[2])
     bound = [argv[i + 2] for i, a in enumerate(argv) if a in ("--bind", "--ro-bind", "--ro-bind-try")]
-    assert not any(b == project or b.startswith(project + "/autograder") or b.startswith(project + "/assignments")
-                   or b.startswith(project + "/reference") for b in bound), bound
+    assert not any(
+        b == project
+        or b.startswith(project + "/autograder")
+        or b.startswith(project + "/assignments")
+        or b.startswith(project + "/reference")
+        for b in bound
+    ), bound
 
 
 @pytest.mark.kernel
@@ -67,11 +73,13 @@ def test_forced_fallback_runs_or_says_why(tmp_path, monkeypatch):
         assert "fallback unavailable" in str(e) or "fallback needs" in str(e), str(e)
         return
     assert iso["mode"] == "fallback"
-    code = ("import socket\ntry:\n    socket.socket(socket.AF_INET)\n    net = 'open'\nexcept OSError:\n    net = 'blocked'\n"
-            f"try:\n    open({str(Path(__file__).resolve())!r}).read()\n    read = 'read'\nexcept OSError:\n    read = 'denied'\n"
-            "open('out.txt', 'w').write(net + ' ' + read)")
+    code = (
+        "import socket\ntry:\n    socket.socket(socket.AF_INET)\n    net = 'open'\nexcept OSError:\n    net = 'blocked'\n"
+        f"try:\n    open({str(Path(__file__).resolve())!r}).read()\n    read = 'read'\nexcept OSError:\n    read = 'denied'\n"
+        "open('out.txt', 'w').write(net + ' ' + read)"
+    )
     nb = write_notebook(tmp_path, [code])
-    ws = Path("/tmp") / f"autograder-test-ws-{os.getpid()}"   # reachable by the sandbox uid (no 700 parents)
+    ws = Path("/tmp") / f"autograder-test-ws-{os.getpid()}"  # reachable by the sandbox uid (no 700 parents)
     try:
         rec = run_submission(nb, ws, limits=FAST, probe=None, slot=worker_slot())
         assert rec["status"] == "completed", rec["reason"]
@@ -95,7 +103,9 @@ def test_unsafe_no_sandbox_only_when_asked(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_unsafe_mode_still_runs_with_rlimits(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGRADER_JAIL", "none")
-    nb = write_notebook(tmp_path, ["import resource\nopen('as.txt', 'w').write(str(resource.getrlimit(resource.RLIMIT_AS)[0]))"])
+    nb = write_notebook(
+        tmp_path, ["import resource\nopen('as.txt', 'w').write(str(resource.getrlimit(resource.RLIMIT_AS)[0]))"]
+    )
     rec = run_submission(nb, tmp_path / "ws", limits=FAST, probe=None, unsafe_no_sandbox=True, slot=worker_slot())
     assert rec["status"] == "completed", rec["reason"]
     assert rec["isolation"]["mode"] == "none"
@@ -111,8 +121,10 @@ def test_concurrent_runs_use_separate_slots(tmp_path):
         folder = tmp_path / f"n{k}"
         folder.mkdir()
         nb = write_notebook(folder, ["import os, time\ntime.sleep(1)\nopen('uid.txt', 'w').write(str(os.getuid()))"])
-        results[k] = (run_submission(nb, folder / "ws", limits=FAST, probe=None, slot=worker_slot() * 2 + k),
-                      folder / "ws")
+        results[k] = (
+            run_submission(nb, folder / "ws", limits=FAST, probe=None, slot=worker_slot() * 2 + k),
+            folder / "ws",
+        )
 
     threads = [threading.Thread(target=one, args=(k,)) for k in range(2)]
     for t in threads:
@@ -127,6 +139,7 @@ def test_concurrent_runs_use_separate_slots(tmp_path):
 
 def test_workspace_must_be_empty(tmp_path):
     from autograder.errors import AutograderError
+
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "stale.txt").write_text("x")
@@ -137,19 +150,21 @@ def test_workspace_must_be_empty(tmp_path):
 
 @pytest.mark.kernel
 @pytest.mark.slow
-@pytest.mark.root                          # sandbox uids exist only when the grader is root
+@pytest.mark.root  # sandbox uids exist only when the grader is root
 def test_leftover_processes_of_the_uid_do_not_block_the_next_run(tmp_path):
     """70 processes of the slot's uid (more than RLIMIT_NPROC) are reaped before the kernel starts."""
     import subprocess
 
     from autograder.sandbox.users import ensure_user, pids_of_uid
 
-    slot = 40 + worker_slot()                     # a slot nothing else uses (claim_slot spares 16)
+    slot = 40 + worker_slot()  # a slot nothing else uses (claim_slot spares 16)
     user = ensure_user(slot)
-    sleepers = [subprocess.Popen(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",
-                                  "sleep", "300"]) for _ in range(70)]
+    sleepers = [
+        subprocess.Popen(["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", "sleep", "300"])
+        for _ in range(70)
+    ]
     waiter = threading.Thread(target=lambda: [p.wait() for p in sleepers], daemon=True)
-    waiter.start()                                # reap them as they die: zombies count against NPROC too
+    waiter.start()  # reap them as they die: zombies count against NPROC too
     try:
         nb = write_notebook(tmp_path, ["import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)"])
         rec = run_submission(nb, tmp_path / "ws", limits=FAST, probe=None, slot=slot)

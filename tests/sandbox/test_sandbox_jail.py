@@ -21,7 +21,7 @@ from needs import needs
 
 pytestmark = pytest.mark.slow
 
-INSPECT = r'''
+INSPECT = r"""
 import ctypes, json, os, socket, sys, time
 res = {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
        "cwd": os.getcwd(), "env": dict(os.environ), "ifaces": [n for _, n in socket.if_nameindex()]}
@@ -85,9 +85,9 @@ for pid in children:
     os.kill(pid, 9)
     os.waitpid(pid, 0)
 json.dump(res, open("jail.json", "w"))
-'''
+"""
 
-DAEMON = r'''
+DAEMON = r"""
 import os, time
 if os.fork() == 0:
     os.setsid()
@@ -95,7 +95,7 @@ if os.fork() == 0:
         os.execv("/bin/sleep", ["sleep", "3011"])
     os._exit(0)
 time.sleep(0.5)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def jail(tmp_path_factory):
     from sandbox_helpers import write_notebook
 
     tmp = tmp_path_factory.mktemp("jail")
-    secret = Path(f"/tmp/autograder-test-secret-{os.getpid()}.txt")   # world-readable, on the host's /tmp
+    secret = Path(f"/tmp/autograder-test-secret-{os.getpid()}.txt")  # world-readable, on the host's /tmp
     secret.write_text("hidden answer")
     os.chmod(secret, 0o644)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -119,9 +119,13 @@ def jail(tmp_path_factory):
     header = f"SECRET = {str(secret)!r}\nPORT = {port}\nPROJECT_FILE = {project_file!r}\n"
     try:
         nb = write_notebook(tmp, [header + INSPECT, DAEMON])
-        rec = run_submission(nb, tmp / "ws", limits=ExecutionLimits(cell_timeout_s=40, notebook_timeout_s=80,
-                                                                     memory_mb=2048),
-                             probe=None, slot=worker_slot())
+        rec = run_submission(
+            nb,
+            tmp / "ws",
+            limits=ExecutionLimits(cell_timeout_s=40, notebook_timeout_s=80, memory_mb=2048),
+            probe=None,
+            slot=worker_slot(),
+        )
         try:
             conn, _ = listener.accept()
             conn.close()
@@ -174,20 +178,29 @@ def test_environment_is_minimal(jail):
     assert not any(k.startswith("JPY_") for k in env), sorted(env)
     assert env["OMP_NUM_THREADS"] == "1" and env["MPLBACKEND"] == "Agg"
     from autograder.sandbox.jail import minimal_env
-    set_by_ipykernel = {"CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "PAGER", "GIT_PAGER", "TERM",
-                        "PYDEVD_USE_FRAME_EVAL", "LC_CTYPE"}
+
+    set_by_ipykernel = {
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "FORCE_COLOR",
+        "PAGER",
+        "GIT_PAGER",
+        "TERM",
+        "PYDEVD_USE_FRAME_EVAL",
+        "LC_CTYPE",
+    }
     extra = set(env) - set(minimal_env("/h", "/t", "/s")) - set_by_ipykernel
     assert extra == set(), f"unexpected variables in the kernel: {sorted(extra)}"
 
 
 def test_limits_hold(jail):
     inside = jail["inside"]
-    assert inside["fill_tmp_100mb"][0] == "OSError", inside["fill_tmp_100mb"]   # ENOSPC (tmpfs) or EFBIG
+    assert inside["fill_tmp_100mb"][0] == "OSError", inside["fill_tmp_100mb"]  # ENOSPC (tmpfs) or EFBIG
     layers = jail["record"]["isolation"]["layers"]
     # one 3 GB allocation against a 2 GB budget fails in the process itself: RLIMIT_DATA beside the
     # cgroup (whose OOM killer bounds the tree: tests/adversarial/test_adv_budget.py), else RLIMIT_AS
     assert inside["allocate_3gb"] == ["ok", "'MemoryError'"], inside["allocate_3gb"]
-    if "cgroup_pids" in layers:     # pids.max is far above 100 (tests/adversarial fork-bombs it)
+    if "cgroup_pids" in layers:  # pids.max is far above 100 (tests/adversarial fork-bombs it)
         assert inside["forks"] == 100, f"only {inside['forks']} of 100 forks succeeded under pids.max"
     else:
         assert inside["forks"] < 64, f"{inside['forks']} forks succeeded; RLIMIT_NPROC is 64"
@@ -213,6 +226,7 @@ def test_forked_daemon_is_gone_after_the_run(jail):
     user = [layer for layer in jail["record"]["isolation"]["layers"] if layer.startswith("uid:")]
     if user:
         import pwd
+
         assert pids_of_uid(pwd.getpwnam(user[0][4:]).pw_uid) == []
 
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUBRIC = ROOT / "assignments" / "07-quantization" / "rubric.toml"
 INPUTS = {"t": np.zeros((1, 2), np.float32)}
 
-TAKEN_OVER = r'''
+TAKEN_OVER = r"""
 import ctypes, json, os, socket, sys
 out = {"uid": os.getuid()}
 for name, path in (("rubric", RUBRIC), ("package", PACKAGE_FILE), ("grader_tmp", GRADER_TMP_FILE),
@@ -53,7 +53,7 @@ out["unshare_user"] = libc.unshare(0x10000000)
 out.update({k: v.strip() for k, _, v in (l.partition(":") for l in open("/proc/self/status"))
             if k in ("CapEff", "NoNewPrivs", "Seccomp")})
 json.dump({"ok": True, "facts": out}, open("result.json", "w"))
-'''
+"""
 
 
 def _child(monkeypatch, source: str) -> None:
@@ -91,9 +91,11 @@ def test_a_taken_over_child_reaches_nothing(measure_jail, monkeypatch, tmp_path)
     grader_file = tmp_path / "grader-only.txt"
     grader_file.write_text("grader-only")
     package_file = str(Path(onnx_load.__file__).resolve().parent.parent / "__init__.py")
-    source = (f"RUBRIC = {str(RUBRIC)!r}\nPACKAGE_FILE = {package_file!r}\nHOST_TMP_FILE = {str(host_tmp)!r}\n"
-              f"GRADER_TMP_FILE = {str(grader_file)!r}\n"
-              f"PORT = {server.getsockname()[1]}\n" + TAKEN_OVER)
+    source = (
+        f"RUBRIC = {str(RUBRIC)!r}\nPACKAGE_FILE = {package_file!r}\nHOST_TMP_FILE = {str(host_tmp)!r}\n"
+        f"GRADER_TMP_FILE = {str(grader_file)!r}\n"
+        f"PORT = {server.getsockname()[1]}\n" + TAKEN_OVER
+    )
     _child(monkeypatch, source)
     try:
         r = onnx_load.run_model_worker(b"not a model", inputs=INPUTS)
@@ -117,10 +119,12 @@ def test_a_taken_over_child_reaches_nothing(measure_jail, monkeypatch, tmp_path)
 @pytest.mark.parametrize("plant", ["fifo", "symlink", "huge", "list"])
 def test_a_forged_result_file_is_refused_without_blocking(monkeypatch, plant):
     """The child owns its job folder: result.json may be anything; the grader must not hang or follow."""
-    make = {"fifo": "os.mkfifo('result.json')",
-            "symlink": "os.symlink('/etc/passwd', 'result.json')",
-            "huge": "open('result.json', 'w').write('[' + '1,' * (3 << 20) + '1]')",
-            "list": "open('result.json', 'w').write('[1, 2]')"}[plant]
+    make = {
+        "fifo": "os.mkfifo('result.json')",
+        "symlink": "os.symlink('/etc/passwd', 'result.json')",
+        "huge": "open('result.json', 'w').write('[' + '1,' * (3 << 20) + '1]')",
+        "list": "open('result.json', 'w').write('[1, 2]')",
+    }[plant]
     _child(monkeypatch, f"import os\n{make}\n")
     r = returns(lambda: onnx_load.run_model_worker(b"not a model", inputs=INPUTS), f"reading a {plant} result.json")
     assert not r.ok and "without a result" in r.reason, r.reason
@@ -128,17 +132,21 @@ def test_a_forged_result_file_is_refused_without_blocking(monkeypatch, plant):
 
 
 def test_the_childs_output_is_kept_out_of_its_reach_and_only_its_end_read(monkeypatch):
-    flood = ("import os, sys\nfor _ in range(200):\n    sys.stderr.write('x' * 50_000 + '\\n')\n"
-             "sys.stderr.write('the last words\\n')\nfor n in os.listdir('.'):\n"
-             "    assert not n.startswith('stderr'), n\nsys.exit(5)")
+    flood = (
+        "import os, sys\nfor _ in range(200):\n    sys.stderr.write('x' * 50_000 + '\\n')\n"
+        "sys.stderr.write('the last words\\n')\nfor n in os.listdir('.'):\n"
+        "    assert not n.startswith('stderr'), n\nsys.exit(5)"
+    )
     _child(monkeypatch, flood)
     r = onnx_load.run_model_worker(b"not a model", inputs=INPUTS)
     assert not r.ok and r.reason == "the model worker stopped (exit 5) without a result: the last words", r.reason
 
 
 def test_without_the_jail_the_child_still_runs_with_rlimits(monkeypatch):
-    monkeypatch.setattr(sandbox, "measure_isolation", lambda: None)   # the name the measuring side uses
-    _child(monkeypatch, "import json, os, resource\njson.dump({'ok': True, 'facts': {'uid': os.getuid()}}, "
-                        "open('result.json', 'w'))")
+    monkeypatch.setattr(sandbox, "measure_isolation", lambda: None)  # the name the measuring side uses
+    _child(
+        monkeypatch,
+        "import json, os, resource\njson.dump({'ok': True, 'facts': {'uid': os.getuid()}}, open('result.json', 'w'))",
+    )
     r = onnx_load.run_model_worker(b"not a model", inputs=INPUTS)
     assert r.ok and r.result["facts"]["uid"] == os.getuid(), r

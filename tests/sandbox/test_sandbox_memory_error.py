@@ -35,15 +35,15 @@ def test_an_oversized_allocation_raises_memory_error_and_the_kernel_survives(tmp
     cells = [
         "import numpy as np\ndef quantize(x):\n    return np.rint(x)",
         f"try:\n    big = {allocation}\n    guarded = 'allocated'\nexcept MemoryError:\n    guarded = 'MemoryError'",
-        f"unguarded = {allocation}",                                  # raises: the cell errors, nothing dies
+        f"unguarded = {allocation}",  # raises: the cell errors, nothing dies
         "open('after.txt', 'w').write(f'{guarded} {quantize(2.5)}')",
     ]
-    rec = run_submission(write_notebook(tmp_path, cells), tmp_path / "ws", limits=LIMITS, probe=None,
-                         slot=worker_slot())
+    rec = run_submission(
+        write_notebook(tmp_path, cells), tmp_path / "ws", limits=LIMITS, probe=None, slot=worker_slot()
+    )
     assert rec["status"] == "completed", rec["reason"]
     assert [c["status"] for c in rec["cells"]] == ["ok", "ok", "error", "ok"], rec["cells"]
     assert rec["cells"][2]["ename"] == "MemoryError", rec["cells"][2]
     assert (tmp_path / "ws" / "after.txt").read_text() == "MemoryError 2.0"
     layers = rec["isolation"]["layers"]
     assert "cgroup_memory" in layers or "rlimits" in layers, layers
-

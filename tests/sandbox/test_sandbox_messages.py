@@ -17,8 +17,10 @@ from sandbox_helpers import FAST, worker_slot, write_notebook
 from waiting import returns
 
 SHORT = ExecutionLimits(cell_timeout_s=4, notebook_timeout_s=30, memory_mb=2048, output_cap_kb=256)
-BREAK_JSON = ("import json\n_dumps = json.dumps\n"
-              "json.dumps = lambda o, *a, **k: _dumps({'header': 'forged', 'content': {'status': 'ok'}})")
+BREAK_JSON = (
+    "import json\n_dumps = json.dumps\n"
+    "json.dumps = lambda o, *a, **k: _dumps({'header': 'forged', 'content': {'status': 'ok'}})"
+)
 
 
 def statuses(rec):
@@ -31,17 +33,21 @@ def test_every_socket_to_the_kernel_gives_up_a_blocked_send(tmp_path):
     km = JailedKernelManager(command_builder=lambda argv: argv, rundir=tmp_path, owner=None)
     km.write_connection_file()
     kc = km.client()
-    kc.context.setsockopt(zmq.IMMEDIATE, 1)       # queue nothing until a peer is connected: none is
+    kc.context.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing until a peer is connected: none is
     try:
         km._connect_control_socket()
-        sockets = {"control": km._control_socket, "shell": kc.shell_channel.socket,
-                   "stdin": kc.stdin_channel.socket, "iopub": kc.iopub_channel.socket}
+        sockets = {
+            "control": km._control_socket,
+            "shell": kc.shell_channel.socket,
+            "stdin": kc.stdin_channel.socket,
+            "iopub": kc.iopub_channel.socket,
+        }
         for name, sock in sockets.items():
             assert sock.getsockopt(zmq.SNDTIMEO) == SEND_TIMEOUT_MS, name
             assert sock.getsockopt(zmq.MAXMSGSIZE) == SOCKET_LIMITS[name][0], name
-        shell = zmq.Socket.shadow(sockets["shell"].underlying)   # a blocking send, as in the hang of H2
+        shell = zmq.Socket.shadow(sockets["shell"].underlying)  # a blocking send, as in the hang of H2
         shell.setsockopt(zmq.SNDTIMEO, 200)
-        with pytest.raises(zmq.Again):      # a send without SNDTIMEO would block for ever instead
+        with pytest.raises(zmq.Again):  # a send without SNDTIMEO would block for ever instead
             returns(lambda: kc.session.send(shell, "execute_request", {"code": ""}), "a blocked send")
     finally:
         kc.stop_channels()
@@ -58,7 +64,7 @@ def test_the_control_socket_does_not_linger_on_requests_to_a_stopped_kernel(tmp_
     try:
         km._connect_control_socket()
         assert km._control_socket.getsockopt(zmq.LINGER) == 0
-        km.session.send(km._control_socket, "interrupt_request", {})   # queued: no kernel reads it
+        km.session.send(km._control_socket, "interrupt_request", {})  # queued: no kernel reads it
     finally:
         km._close_control_socket()
         km.context.destroy()
@@ -103,6 +109,7 @@ def test_malformed_messages_during_the_probe_fail_only_the_probe(run_cells):
 def test_a_bug_of_the_harness_is_still_a_sandbox_error(tmp_path, monkeypatch):
     async def buggy(self, client, pos, budget_s):
         return undefined_name  # noqa: F821 - the bug under test
+
     monkeypatch.setattr(execute._Run, "_execute", buggy)
     nb = write_notebook(tmp_path, ["x = 1"])
     rec = run_submission(nb, tmp_path / "ws", limits=FAST, probe=None, slot=worker_slot())
@@ -111,7 +118,9 @@ def test_a_bug_of_the_harness_is_still_a_sandbox_error(tmp_path, monkeypatch):
 
 def test_the_notebook_client_is_quiet_at_exit():
     """nbclient's exit hook on a client whose kernel is already gone printed an ignored AssertionError."""
-    code = ("import atexit, nbformat\nfrom autograder.sandbox.kernel import CappedNotebookClient\n"
-            "c = CappedNotebookClient(nbformat.v4.new_notebook())\nc.km = None\natexit.register(c._cleanup_kernel)\n")
+    code = (
+        "import atexit, nbformat\nfrom autograder.sandbox.kernel import CappedNotebookClient\n"
+        "c = CappedNotebookClient(nbformat.v4.new_notebook())\nc.km = None\natexit.register(c._cleanup_kernel)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr

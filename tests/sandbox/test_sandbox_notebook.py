@@ -22,22 +22,26 @@ def _nb(tmp_path, text: str | bytes, name="nb.ipynb"):
     return p
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("this is not json", "not valid JSON"),
-    ('{"cells": [{"cell_type": "code", "source": "x=1"', "not valid JSON"),        # truncated
-    ('{"a": 1}', "not a Jupyter notebook"),
-    ('[1, 2, 3]', "not a Jupyter notebook"),
-    ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": [], "metadata": {}}', "format 3"),
-    ('{"nbformat": 4, "nbformat_minor": 5, "cells": "nope", "metadata": {}}', "'cells' is not a list"),
-    ('{"nbformat": 4, "nbformat_minor": 5, "cells": [{"source": "x"}], "metadata": {}}', "malformed"),
-    ('{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code", "source": 5}], "metadata": {}}',
-     "neither text"),
-    (b"\xff\xfe\x00garbage", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("this is not json", "not valid JSON"),
+        ('{"cells": [{"cell_type": "code", "source": "x=1"', "not valid JSON"),  # truncated
+        ('{"a": 1}', "not a Jupyter notebook"),
+        ("[1, 2, 3]", "not a Jupyter notebook"),
+        ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": [], "metadata": {}}', "format 3"),
+        ('{"nbformat": 4, "nbformat_minor": 5, "cells": "nope", "metadata": {}}', "'cells' is not a list"),
+        ('{"nbformat": 4, "nbformat_minor": 5, "cells": [{"source": "x"}], "metadata": {}}', "malformed"),
+        (
+            '{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code", "source": 5}], "metadata": {}}',
+            "neither text",
+        ),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+    ],
+)
 def test_unreadable_notebook_gives_reason(tmp_path, content, expected):
     with pytest.raises(UnreadableNotebook, match=expected):
         load_code_cells(_nb(tmp_path, content))
-
 
 
 def test_symlink_and_directory_are_refused(tmp_path):
@@ -54,11 +58,15 @@ def test_symlink_and_directory_are_refused(tmp_path):
 
 
 def test_code_cells_keep_original_indices_and_lose_metadata(tmp_path):
-    nb = new_notebook(cells=[new_markdown_cell("# title"),
-                             new_code_cell("x = 1", metadata={"tags": ["skip-execution"]}),
-                             new_markdown_cell("text"),
-                             new_code_cell(["y = ", "2"], metadata={"tags": ["raises-exception"]})],
-                      metadata={"kernelspec": {"name": "evil", "display_name": "evil", "language": "sh"}})
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("# title"),
+            new_code_cell("x = 1", metadata={"tags": ["skip-execution"]}),
+            new_markdown_cell("text"),
+            new_code_cell(["y = ", "2"], metadata={"tags": ["raises-exception"]}),
+        ],
+        metadata={"kernelspec": {"name": "evil", "display_name": "evil", "language": "sh"}},
+    )
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, path)
     cells, total = load_code_cells(path)

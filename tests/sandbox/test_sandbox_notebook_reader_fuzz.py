@@ -23,14 +23,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.sandbox.notebook import (MAX_JSON_ARRAYS, MAX_NOTEBOOK_BYTES, LoadedNotebook, UnreadableNotebook,
-                                         load_notebook, read_notebook_bytes)
+from autograder.sandbox.notebook import (
+    MAX_JSON_ARRAYS,
+    MAX_NOTEBOOK_BYTES,
+    LoadedNotebook,
+    UnreadableNotebook,
+    load_notebook,
+    read_notebook_bytes,
+)
 
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "40"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 40,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=EXAMPLES <= 40,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 NAME = "submission.ipynb"
-GRADER_BYTES = 48 * 1024 * 1024     # what one read may cost the grader's process, whatever the file
+GRADER_BYTES = 48 * 1024 * 1024  # what one read may cost the grader's process, whatever the file
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -39,28 +49,40 @@ def _encodable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-           | st.text(max_size=30))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=5), max_leaves=30)
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=30,
+)
 sources = st.text(max_size=60) | st.lists(st.text(max_size=20), max_size=4) | json_values
-cells = st.fixed_dictionaries({
-    "cell_type": st.sampled_from(["code", "markdown", "raw"]) | st.text(max_size=6) | json_values,
-    "source": sources,
-    "metadata": st.just({}) | json_values,
-})
-metadata = st.fixed_dictionaries({}, optional={
-    "autograder": st.fixed_dictionaries({"assignment": st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True)
-                                         | st.text(max_size=120) | json_values}),
-    "otter": st.fixed_dictionaries({"assignment_name": st.text(max_size=30) | json_values}),
-    "kernelspec": json_values,
-})
-notebooks = st.fixed_dictionaries({
-    "nbformat": st.sampled_from([4, 4, 4, 3, 5]) | json_values,
-    "nbformat_minor": st.integers(0, 10),
-    "metadata": metadata | json_values,
-    "cells": st.lists(cells, max_size=8) | json_values,
-})
+cells = st.fixed_dictionaries(
+    {
+        "cell_type": st.sampled_from(["code", "markdown", "raw"]) | st.text(max_size=6) | json_values,
+        "source": sources,
+        "metadata": st.just({}) | json_values,
+    }
+)
+metadata = st.fixed_dictionaries(
+    {},
+    optional={
+        "autograder": st.fixed_dictionaries(
+            {"assignment": st.from_regex(r"[A-Za-z0-9._-]{1,20}", fullmatch=True) | st.text(max_size=120) | json_values}
+        ),
+        "otter": st.fixed_dictionaries({"assignment_name": st.text(max_size=30) | json_values}),
+        "kernelspec": json_values,
+    },
+)
+notebooks = st.fixed_dictionaries(
+    {
+        "nbformat": st.sampled_from([4, 4, 4, 3, 5]) | json_values,
+        "nbformat_minor": st.integers(0, 10),
+        "metadata": metadata | json_values,
+        "cells": st.lists(cells, max_size=8) | json_values,
+    }
+)
 
 
 def _deep(depth: int, wide: int) -> str:
@@ -71,11 +93,19 @@ raw_texts = st.one_of(
     notebooks.map(json.dumps),
     json_values.map(json.dumps),
     st.builds(_deep, st.integers(0, 3000), st.integers(0, 2000)),
-    st.builds(lambda n: '{"nbformat": 4, "cells": [], "x": ' + "9" * n + "}", st.integers(1, 9000)),   # huge integers
+    st.builds(lambda n: '{"nbformat": 4, "cells": [], "x": ' + "9" * n + "}", st.integers(1, 9000)),  # huge integers
     st.builds(lambda n: '{"nbformat": 4, "cells": [], "x": 1e' + "9" * n + "}", st.integers(1, 400)),  # huge floats
-    st.builds(lambda a, b: '{"nbformat": 4, "cells": ' + json.dumps(a) + ', "cells": ' + json.dumps(b)
-              + ', "metadata": {}, "metadata": {"otter": {"assignment_name": "x"}}}',                # duplicate keys
-              st.lists(cells, max_size=3), st.lists(cells, max_size=3) | json_values),
+    st.builds(
+        lambda a, b: (
+            '{"nbformat": 4, "cells": '
+            + json.dumps(a)
+            + ', "cells": '
+            + json.dumps(b)
+            + ', "metadata": {}, "metadata": {"otter": {"assignment_name": "x"}}}'
+        ),  # duplicate keys
+        st.lists(cells, max_size=3),
+        st.lists(cells, max_size=3) | json_values,
+    ),
     st.text(max_size=200),
 )
 
@@ -85,16 +115,22 @@ def _with_bytes(text: str, prefix: bytes, cut: int | None) -> bytes:
     return data if cut is None else data[: cut % (len(data) + 1)]
 
 
-byte_inputs = st.builds(_with_bytes, raw_texts,
-                        st.sampled_from([b"", b"", b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00"]),
-                        st.none() | st.none() | st.integers(0, 10_000)) | st.binary(max_size=300)
+byte_inputs = st.builds(
+    _with_bytes,
+    raw_texts,
+    st.sampled_from([b"", b"", b"", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\x00"]),
+    st.none() | st.none() | st.integers(0, 10_000),
+) | st.binary(max_size=300)
 
 
 def _expected_code_cells(data: bytes) -> list[tuple[int, str]] | None:
     """What a parsed notebook must hold (the test parses the small generated input itself)."""
     nb = json.loads(data)
-    return [(i, _encodable("".join(c["source"]) if isinstance(c["source"], list) else c["source"]))
-            for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+    return [
+        (i, _encodable("".join(c["source"]) if isinstance(c["source"], list) else c["source"]))
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code"
+    ]
 
 
 def _read(data: bytes, **kwargs) -> tuple[LoadedNotebook | UnreadableNotebook, int]:
@@ -149,13 +185,16 @@ def test_a_format_4_notebook_reads_whole_and_its_declared_assignment_comes_back(
     assert isinstance(meta_only, LoadedNotebook) and meta_only.cells == [] and meta_only.declared == answer.declared
 
 
-@pytest.mark.parametrize("body, reason", [
-    ("[" + ",".join(["[]"] * (MAX_JSON_ARRAYS + 1)) + "]", "JSON lists"),
-    ('{"nbformat": 4, "cells": [], "x": "' + "[" * (MAX_JSON_ARRAYS + 10) + '"}', None),   # brackets in a string
-    ('{"nbformat": 3, "nbformat_minor": 0, "metadata": {}}', "uses notebook format 3"),    # no worksheets
-    ('{"nbformat": 3, "worksheets": []}', "uses notebook format 3"),
-    ('{"metadata": {}}', "not a Jupyter notebook"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("[" + ",".join(["[]"] * (MAX_JSON_ARRAYS + 1)) + "]", "JSON lists"),
+        ('{"nbformat": 4, "cells": [], "x": "' + "[" * (MAX_JSON_ARRAYS + 10) + '"}', None),  # brackets in a string
+        ('{"nbformat": 3, "nbformat_minor": 0, "metadata": {}}', "uses notebook format 3"),  # no worksheets
+        ('{"nbformat": 3, "worksheets": []}', "uses notebook format 3"),
+        ('{"metadata": {}}', "not a Jupyter notebook"),
+    ],
+)
 def test_structure_is_counted_before_it_is_built(body, reason):
     answer, peak = _read(body.encode())
     if reason is None:
@@ -174,7 +213,7 @@ def test_a_file_of_sixty_megabytes_of_empty_lists_costs_the_grader_nothing(tmp_p
         while f.tell() < 60 * 1024 * 1024:
             f.write(chunk)
         f.write(b"[]]")
-    for size in (60 * 1024 * 1024, MAX_NOTEBOOK_BYTES - 1024):   # over the cap, and just under it
+    for size in (60 * 1024 * 1024, MAX_NOTEBOOK_BYTES - 1024):  # over the cap, and just under it
         os.truncate(path, size - 1)
         with open(path, "ab") as f:
             f.write(b"]")

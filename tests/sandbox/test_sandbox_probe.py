@@ -13,7 +13,7 @@ from needs import needs
 
 pytestmark = pytest.mark.slow
 
-STUDENT = '''
+STUDENT = """
 import numpy as np
 
 def quantize(x, scale, zero_point, dtype=np.int8):
@@ -39,13 +39,23 @@ def hang(x):
 
 not_a_function = 42
 RESULTS = {"fp32": {"accuracy": np.float64(0.95), "size_bytes": np.int64(1234), "latency_ms": 0.5}}
-'''
+"""
 
 CASES = [
-    ProbeCase("quantize/ties", "quantize", (Arg.array(np.array([1.25, 1.75, -1.25], np.float32)), 0.5, 0),
-              {"dtype": Arg.dtype("int8")}, group="ties"),
-    ProbeCase("quantize/list_uint8", "quantize", (Arg.list([0.0, 300.0]), Arg.scalar(np.float32(1.0)), 10),
-              {"dtype": Arg.dtype("uint8")}, group="saturation"),
+    ProbeCase(
+        "quantize/ties",
+        "quantize",
+        (Arg.array(np.array([1.25, 1.75, -1.25], np.float32)), 0.5, 0),
+        {"dtype": Arg.dtype("int8")},
+        group="ties",
+    ),
+    ProbeCase(
+        "quantize/list_uint8",
+        "quantize",
+        (Arg.list([0.0, 300.0]), Arg.scalar(np.float32(1.0)), 10),
+        {"dtype": Arg.dtype("uint8")},
+        group="saturation",
+    ),
     ProbeCase("dequantize/basic", "dequantize", (Arg.array(np.array([1, 2], np.int8)), 0.5, 0)),
     ProbeCase("choose_qparams/basic", "choose_qparams", (-1.0, 1.55)),
     ProbeCase("object", "as_object", (1,)),
@@ -65,8 +75,13 @@ def probed(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("probe")
     nb = write_notebook(tmp, [STUDENT])
-    rec = run_submission(nb, tmp / "ws", limits=ExecutionLimits(cell_timeout_s=20, notebook_timeout_s=60),
-                         probe=ProbeSpec(CASES, FUNCTIONS), slot=worker_slot())
+    rec = run_submission(
+        nb,
+        tmp / "ws",
+        limits=ExecutionLimits(cell_timeout_s=20, notebook_timeout_s=60),
+        probe=ProbeSpec(CASES, FUNCTIONS),
+        slot=worker_slot(),
+    )
     return rec, read_probe_result(tmp / "ws", CASES, rec["probe"] == "completed"), tmp / "ws"
 
 
@@ -135,9 +150,18 @@ def test_inline_arguments_keep_their_kind_shape_and_dtype(tmp_path):
     """What the probe's decoder makes of each inline argument is exactly the case's value."""
     import json
 
-    values = [Arg.array(np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]), Arg.array(np.zeros((3, 0), np.int8)),
-              Arg.scalar(np.float32(-3.75)), Arg.scalar(np.uint8(200)), Arg.list(np.array([[0.5, 1.5]], np.float32)),
-              Arg.list(np.zeros(0, np.float32)), Arg.dtype("uint8"), 1.25, 7, True]
+    values = [
+        Arg.array(np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2]),
+        Arg.array(np.zeros((3, 0), np.int8)),
+        Arg.scalar(np.float32(-3.75)),
+        Arg.scalar(np.uint8(200)),
+        Arg.list(np.array([[0.5, 1.5]], np.float32)),
+        Arg.list(np.zeros(0, np.float32)),
+        Arg.dtype("uint8"),
+        1.25,
+        7,
+        True,
+    ]
     case = ProbeCase("echo", "echo", tuple(values))
     got: list = []
     ns: dict = {"__name__": "__main__", "echo": lambda *a: got.extend(a) or 0}
@@ -168,7 +192,7 @@ def test_probe_cells_leave_no_names_and_hold_only_their_own_case(tmp_path):
     inline = inline_cases(CASES[:4])
     sources = [case_source(c) for c in inline]
     for i, src in enumerate(sources):
-        for other in inline[:i] + inline[i + 1:]:
+        for other in inline[:i] + inline[i + 1 :]:
             assert other["id"] not in src, f"the cell of case {i} also carries case {other['id']}"
         exec(src, ns)
         assert json.loads((tmp_path / "probe_case.json").read_text())["id"] == inline[i]["id"]

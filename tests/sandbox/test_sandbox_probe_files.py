@@ -91,8 +91,13 @@ def probed(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("probe-files")
     nb = write_notebook(tmp, [STUDENT])
-    rec = run_submission(nb, tmp / "ws", limits=ExecutionLimits(cell_timeout_s=30, notebook_timeout_s=90),
-                         probe=ProbeSpec(CASES, [c.function for c in CASES]), slot=worker_slot())
+    rec = run_submission(
+        nb,
+        tmp / "ws",
+        limits=ExecutionLimits(cell_timeout_s=30, notebook_timeout_s=90),
+        probe=ProbeSpec(CASES, [c.function for c in CASES]),
+        slot=worker_slot(),
+    )
     return rec, read_probe_result(tmp / "ws", CASES, rec["probe"] == "completed"), tmp / "ws"
 
 
@@ -103,15 +108,19 @@ def test_a_function_gets_a_file_and_strings_and_returns_a_dict(probed):
     assert out.status == "ok", out
     assert out.value["bytes"] == len(MARKS[0]) and out.value["names"] == ["Conv", "Relu", ""]
     assert out.value["arr"].dtype == np.int16 and out.value["pair"] == (0.5, None)
-    fact = compare_output(Expect({"ai.onnx::Conv": 2, "ai.onnx::Relu": 2}, unit="node"),
-                          type(out)("ok", value=out.value["ops"]))
+    fact = compare_output(
+        Expect({"ai.onnx::Conv": 2, "ai.onnx::Relu": 2}, unit="node"), type(out)("ok", value=out.value["ops"])
+    )
     assert fact["account"] == "at ['ai.onnx::Relu']: the value differs, by 1 node"
 
 
 def test_each_call_sees_its_own_file_alone_in_a_private_folder(probed):
     _, result, _ = probed
-    looks = {"count": result.cases["count"].value["look"], "locks": result.cases["locks"].value,
-             "last": result.cases["last"].value["look"]}
+    looks = {
+        "count": result.cases["count"].value["look"],
+        "locks": result.cases["locks"].value,
+        "last": result.cases["last"].value["look"],
+    }
     for index, (case_id, look) in zip((0, 2, 3), looks.items()):
         assert look["marks"] == [index], f"{case_id} could read the files of other calls: {look}"
         assert look["folders"] == 1, f"{case_id} saw other calls' folders: {look}"

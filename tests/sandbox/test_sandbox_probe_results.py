@@ -16,8 +16,19 @@ from hypothesis.extra import numpy as hnp
 from probe_in_process import probe_in_process
 
 from autograder.measure.compare import compare_output
-from autograder.probe_format import (FILE_MAX_BYTES, RESULT_LIMITS, STRINGS_MAX_BYTES, STRINGS_MAX_ITEMS, Arg,
-                                     ProbeCase, ResultError, ResultLimits, array_view, check_cases, decode_result)
+from autograder.probe_format import (
+    FILE_MAX_BYTES,
+    RESULT_LIMITS,
+    STRINGS_MAX_BYTES,
+    STRINGS_MAX_ITEMS,
+    Arg,
+    ProbeCase,
+    ResultError,
+    ResultLimits,
+    array_view,
+    check_cases,
+    decode_result,
+)
 
 
 def test_a_dict_result_with_strings_and_a_file(ws):
@@ -27,8 +38,14 @@ def test_a_dict_result_with_strings_and_a_file(ws):
         seen["path"], seen["during"] = path, os.path.isfile(path)
         with open(path, "rb") as f:
             data = f.read()
-        return {"size": len(data), "names": names, "ops": collections.Counter(Conv=2), "none": None,
-                "arr": np.arange(3, dtype=np.int16), "pair": (1.5, np.float32(2))}
+        return {
+            "size": len(data),
+            "names": names,
+            "ops": collections.Counter(Conv=2),
+            "none": None,
+            "arr": np.arange(3, dtype=np.int16),
+            "pair": (1.5, np.float32(2)),
+        }
 
     case = ProbeCase("c", "count_ops", (Arg.file(b"\x00model bytes", "model.onnx"), Arg.strings(["Conv", "Relu"])))
     out = probe_in_process(ws, {"count_ops": count_ops}, [case]).cases["c"]
@@ -52,17 +69,46 @@ def ws(tmp_path):
 # ---------------------------------------------------------------- round trip (hypothesis)
 
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "60"))
-NUMERIC = [np.dtype(t) for t in ("bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float16", "float32",
-                                 "float64", "complex64", "complex128")]
+NUMERIC = [
+    np.dtype(t)
+    for t in (
+        "bool",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    )
+]
 
 _arrays = st.sampled_from(NUMERIC).flatmap(
-    lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)))
+    lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+)
 _scalars = _arrays.filter(lambda a: a.ndim == 0).map(lambda a: a[()])
-_leaves = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), st.floats(allow_nan=True),
-                    st.text(max_size=20), _arrays, _scalars)
-_values = st.recursive(_leaves, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.lists(inner, max_size=4).map(tuple),
-    st.dictionaries(st.text(max_size=10), inner, max_size=4)), max_leaves=25)
+_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    _arrays,
+    _scalars,
+)
+_values = st.recursive(
+    _leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    ),
+    max_leaves=25,
+)
 
 
 def same(a, b) -> bool:
@@ -80,8 +126,11 @@ def same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                      HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(value=_values)
 def test_json_like_results_round_trip(tmp_path_factory, value):
     ws = tmp_path_factory.mktemp("rt")
@@ -89,12 +138,13 @@ def test_json_like_results_round_trip(tmp_path_factory, value):
     assert out.status == "ok", out
     assert same(out.value, value), (out.value, value)
     view = array_view(value)
-    if view is not None:                   # the array view lessons 03 and 07 read is what it was
+    if view is not None:  # the array view lessons 03 and 07 read is what it was
         assert out.is_tuple == view[1] and len(out.values) == len(view[0])
         assert all(same(a, b) for a, b in zip(out.values, view[0]))
 
 
 # ---------------------------------------------------------------- bounds and refusals
+
 
 class Opaque:
     pass
@@ -138,7 +188,9 @@ class TrapFloat(float):
 
 def test_subclasses_are_read_by_their_base_class_alone(ws):
     """A Counter, a namedtuple, an IntEnum are fine; no method a subclass overrides is called."""
-    value = TrapDict({TrapStr("k"): TrapList([TrapInt(3), TrapFloat(0.5), TrapStr("s")]), "c": collections.Counter(a=1)})
+    value = TrapDict(
+        {TrapStr("k"): TrapList([TrapInt(3), TrapFloat(0.5), TrapStr("s")]), "c": collections.Counter(a=1)}
+    )
     out = probe_in_process(ws, {"f": lambda: value}, [ProbeCase("c", "f")]).cases["c"]
     assert out.status == "ok", out
     assert same(out.value, {"k": [3, 0.5, "s"], "c": {"a": 1}})
@@ -179,7 +231,7 @@ REFUSED = [
     ("huge keys", {"k" * 600_000: 1, "j" * 600_000: 2}, "bytes of strings"),
     ("an escaped encoding", "\x01" * (LIMITS.encoded_bytes // 6 + 1), "its JSON encoding is more than"),
     ("an int beyond 64 bits", 2**64, "an int beyond 64 bits"),
-    ("a negative int beyond 64 bits", [-2**63 - 1], "an int beyond 64 bits"),
+    ("a negative int beyond 64 bits", [-(2**63) - 1], "an int beyond 64 bits"),
     ("an object array", np.array([None, 1], dtype=object), "an array of dtype object"),
     ("a str array", np.array(["a"]), "an array of dtype"),
     ("a datetime", np.datetime64("2020-01-01"), "a NumPy value of dtype"),
@@ -188,16 +240,20 @@ REFUSED = [
 
 @pytest.mark.parametrize("result, words", [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_a_result_beyond_the_bounds_is_unconvertible_with_the_reason(ws, result, words):
-    out = probe_in_process(ws, {"f": lambda: result, "g": lambda: {"ok": [1]}},
-                           [ProbeCase("bad", "f"), ProbeCase("next", "g")]).cases
+    out = probe_in_process(
+        ws, {"f": lambda: result, "g": lambda: {"ok": [1]}}, [ProbeCase("bad", "f"), ProbeCase("next", "g")]
+    ).cases
     assert out["bad"].status == "unconvertible", out["bad"]
-    account = compare_output({"any": "thing"}, out["bad"])["account"]     # what the student reads
+    account = compare_output({"any": "thing"}, out["bad"])["account"]  # what the student reads
     assert account.startswith("returned a result the grader does not accept (") and words in account, account
     assert out["next"].status == "ok" and out["next"].value == {"ok": [1]}, "the next call is unaffected"
 
 
-@pytest.mark.parametrize("result", [deep(LIMITS.depth), list(range(LIMITS.leaves)), "x" * LIMITS.string_bytes,
-                                    {"k": 2**64 - 1, "m": -2**63}], ids=["8 deep", "10000 values", "1 MB", "64-bit"])
+@pytest.mark.parametrize(
+    "result",
+    [deep(LIMITS.depth), list(range(LIMITS.leaves)), "x" * LIMITS.string_bytes, {"k": 2**64 - 1, "m": -(2**63)}],
+    ids=["8 deep", "10000 values", "1 MB", "64-bit"],
+)
 def test_a_result_at_the_bounds_is_kept(ws, result):
     out = probe_in_process(ws, {"f": lambda: result}, [ProbeCase("c", "f")]).cases["c"]
     assert out.status == "ok" and same(out.value, result)
@@ -240,13 +296,32 @@ def test_a_forged_record_makes_the_case_unconvertible(ws):
 
 # ---------------------------------------------------------------- arguments
 
+
 @pytest.mark.parametrize("name", ["model.onnx", "a", "M-1_b.bin", "x" * 100])
 def test_a_plain_file_name_is_accepted(name):
     assert Arg.file(b"", name).value == (name, b"")
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", ".hidden", "a/b", "../m.onnx", "/etc/passwd", "a\\b", "a\x00b",
-                                  "x" * 101, "mödel.onnx", "a b", "-", 3, None])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        ".",
+        "..",
+        ".hidden",
+        "a/b",
+        "../m.onnx",
+        "/etc/passwd",
+        "a\\b",
+        "a\x00b",
+        "x" * 101,
+        "mödel.onnx",
+        "a b",
+        "-",
+        3,
+        None,
+    ],
+)
 def test_a_file_name_that_is_not_a_plain_name_is_refused(name):
     with pytest.raises(ValueError if isinstance(name, str) else (ValueError, TypeError)):
         Arg.file(b"data", name)
@@ -283,7 +358,8 @@ def test_the_plugin_refuses_cases_the_probe_cannot_send(tmp_path):
         "def probe_cases():\n"
         "    f = Arg.file(b'x', 'm.onnx')\n"
         "    return [ProbeCase('c', 'count_ops', (f,), {'again': f})]\n"
-        "def measure(ctx):\n    return {}\n")
+        "def measure(ctx):\n    return {}\n"
+    )
     (tmp_path / "reference" / "files-01").mkdir(parents=True)
     with pytest.raises(AssignmentError, match="files-01/grading: probe case 'c': two file arguments are named alike"):
         load_assignment("files-01", tmp_path).grading.probe_cases()
@@ -302,12 +378,15 @@ def test_file_and_strings_arguments_are_described_without_their_content():
 def test_all_results_together_are_bounded(ws, monkeypatch):
     """Past the grader's bound on all results' encodings, a call is unconvertible and says so."""
     monkeypatch.setattr("autograder.sandbox.probe_run.ENCODINGS_MAX_BYTES", 200)
-    out = probe_in_process(ws, {"f": lambda: {"text": "x" * 120}},
-                           [ProbeCase("first", "f"), ProbeCase("second", "f")]).cases
+    out = probe_in_process(
+        ws, {"f": lambda: {"text": "x" * 120}}, [ProbeCase("first", "f"), ProbeCase("second", "f")]
+    ).cases
     assert out["first"].status == "ok"
     assert out["second"].status == "unconvertible"
-    assert compare_output({"text": "x"}, out["second"])["account"] == \
-        "returned a result the grader does not accept (all results of the probe together are too large)"
+    assert (
+        compare_output({"text": "x"}, out["second"])["account"]
+        == "returned a result the grader does not accept (all results of the probe together are too large)"
+    )
 
 
 def test_the_probe_budget_counts_the_bytes_its_cells_carry():
@@ -315,4 +394,6 @@ def test_the_probe_budget_counts_the_bytes_its_cells_carry():
     from autograder.sandbox.probe_run import PAYLOAD_S_PER_MIB, probe_budget_s
 
     limits = ExecutionLimits()
-    assert probe_budget_s(limits, 3, 8 * 1024 * 1024) - probe_budget_s(limits, 3) == pytest.approx(8 * PAYLOAD_S_PER_MIB)
+    assert probe_budget_s(limits, 3, 8 * 1024 * 1024) - probe_budget_s(limits, 3) == pytest.approx(
+        8 * PAYLOAD_S_PER_MIB
+    )

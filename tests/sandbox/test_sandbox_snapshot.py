@@ -33,10 +33,11 @@ def test_restore_brings_back_the_pre_probe_tree_and_only_the_graders_probe_files
     (ws / REPORTED_FILE).write_text('{"leak": "hidden inputs"}')
     (ws / "deadbeef").write_text("")
     os.unlink(ws / "link")
-    os.symlink("/etc/shadow", ws / OUTPUTS_FILE)   # planted where the grader will write
+    os.symlink("/etc/shadow", ws / OUTPUTS_FILE)  # planted where the grader will write
     snapshot.restore(snap, ws, ({"cases": {}, "functions": {"f": "defined"}}, {"c0": np.arange(3)}), CAP)
-    assert sorted(p.name for p in ws.iterdir()) == sorted(["artifacts", REPORTED_FILE, "link", "fifo", OUTPUTS_FILE,
-                                                           REPORT_FILE])
+    assert sorted(p.name for p in ws.iterdir()) == sorted(
+        ["artifacts", REPORTED_FILE, "link", "fifo", OUTPUTS_FILE, REPORT_FILE]
+    )
     assert (ws / "artifacts" / "fp32.onnx").read_bytes() == b"model"
     assert json.loads((ws / REPORTED_FILE).read_text()) == {"fp32": {"accuracy": 0.9}}
     assert os.readlink(ws / "link") == "/etc/passwd" and not (ws / OUTPUTS_FILE).is_symlink()

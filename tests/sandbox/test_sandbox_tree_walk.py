@@ -30,8 +30,11 @@ from autograder.sandbox.workspace import copy_tree_safely
 CANARY = b"outside the tree: never copied, never changed"
 # A bounded run in `make test`; AUTOGRADER_FUZZ_EXAMPLES=500 for a longer one (nightly, by hand).
 EXAMPLES = int(os.environ.get("AUTOGRADER_FUZZ_EXAMPLES", "15"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 # ------------------------------------------------------------------ shapes
@@ -42,7 +45,7 @@ class File:
 
 @dataclass(frozen=True)
 class Link:
-    target: str          # "OUT" is replaced by the outside folder's path
+    target: str  # "OUT" is replaced by the outside folder's path
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,10 @@ def _ok_name(raw: bytes) -> bool:
 
 
 NAMES = st.one_of(
-    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="/\0"), min_size=1, max_size=12)
-    .filter(lambda n: _ok_name(n.encode())),
-    st.binary(min_size=1, max_size=12).filter(_ok_name).map(os.fsdecode),       # not UTF-8
+    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="/\0"), min_size=1, max_size=12).filter(
+        lambda n: _ok_name(n.encode())
+    ),
+    st.binary(min_size=1, max_size=12).filter(_ok_name).map(os.fsdecode),  # not UTF-8
 )
 LEAVES = st.one_of(
     st.binary(max_size=300).map(File),
@@ -71,8 +75,9 @@ LEAVES = st.one_of(
     st.just(Dir()),
 )
 TREES = st.recursive(LEAVES, lambda kids: st.dictionaries(NAMES, kids, max_size=6).map(Dir), max_leaves=30)
-SHAPES = st.tuples(st.dictionaries(NAMES, TREES, max_size=8).map(Dir),
-                   st.sampled_from([0, 1, 3, 255, 256, 257, 300]))        # a chain of nested folders
+SHAPES = st.tuples(
+    st.dictionaries(NAMES, TREES, max_size=8).map(Dir), st.sampled_from([0, 1, 3, 255, 256, 257, 300])
+)  # a chain of nested folders
 
 
 def _build(fd: int, node: Dir, outside: Path) -> None:
@@ -177,11 +182,13 @@ def test_copy_is_an_inert_replica_or_the_graded_reason(place, shape, cap):
     except tree_walk.TreeLimitError as e:
         assert too_deep or too_many, f"refused a tree within the limits: {e}"
         assert e.kind in (["depth"] if too_deep else []) + (["entries"] if too_many else []), e
-        assert e.sentence in ("the working directory is nested deeper than 256 folders",
-                              f"the working directory holds more than {cap:,} files and folders")
+        assert e.sentence in (
+            "the working directory is nested deeper than 256 folders",
+            f"the working directory holds more than {cap:,} files and folders",
+        )
     else:
         assert not (too_deep or too_many), f"copied a tree past the limits ({deepest} deep, {entries} entries)"
-        if chain <= 10:      # os.walk's paths stay short enough to compare
+        if chain <= 10:  # os.walk's paths stay short enough to compare
             assert _describe(dest) == _describe(src)
         try:
             used, counted = tree_walk.usage(src, what="the tree", max_entries=cap)
@@ -197,9 +204,12 @@ def test_copy_is_an_inert_replica_or_the_graded_reason(place, shape, cap):
 
 
 @SETTINGS
-@given(shape=st.dictionaries(NAMES, TREES, min_size=1, max_size=8).map(Dir),
-       moves=st.lists(st.sampled_from(["vanish", "to_dir", "to_link", "to_fifo", "to_file", "ghost", "keep"]),
-                      min_size=1, max_size=8))
+@given(
+    shape=st.dictionaries(NAMES, TREES, min_size=1, max_size=8).map(Dir),
+    moves=st.lists(
+        st.sampled_from(["vanish", "to_dir", "to_link", "to_fifo", "to_file", "ghost", "keep"]), min_size=1, max_size=8
+    ),
+)
 def test_names_that_vanish_or_change_type_after_the_listing_are_skipped(place, monkeypatch, shape, moves):
     """Every listing is followed, before the walker looks at a name, by real changes to the tree:
     a listed entry removed, replaced by a folder, a link out, a FIFO or a file, a name that was
@@ -216,7 +226,7 @@ def test_names_that_vanish_or_change_type_after_the_listing_are_skipped(place, m
         os.close(top)
     real_names = tree_walk._names
     turn = iter(range(10**6))
-    changing = []                 # the changes' own removals list folders too: those are not raced
+    changing = []  # the changes' own removals list folders too: those are not raced
 
     def racing_names(fd: int, room: int):
         names = real_names(fd, room)
@@ -236,8 +246,9 @@ def test_names_that_vanish_or_change_type_after_the_listing_are_skipped(place, m
     monkeypatch.setattr(tree_walk, "_names", racing_names)
     copy_tree_safely(src, dest)
     tree_walk.usage(src, what="the tree")
-    assert not [p for p in dest.rglob("*") if p.is_file() and not p.is_symlink() and p.read_bytes() == CANARY], \
+    assert not [p for p in dest.rglob("*") if p.is_file() and not p.is_symlink() and p.read_bytes() == CANARY], (
         "the copy followed a link out of the tree"
+    )
     tree_walk.empty_folder(dest)
     tree_walk.remove_tree(src)
     monkeypatch.undo()
@@ -287,7 +298,7 @@ def test_a_tree_churned_by_a_thread_is_walked_without_an_exception(place):
                         _chain(top, 3, name=f"c{i % 11}")
                 except OSError:
                     pass
-        except BaseException as e:   # noqa: BLE001 - reported by the test
+        except BaseException as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
         finally:
             os.close(top)
@@ -300,8 +311,9 @@ def test_a_tree_churned_by_a_thread_is_walked_without_an_exception(place):
             dest.mkdir()
             copy_tree_safely(src, dest)
             tree_walk.usage(src, what="the tree")
-            assert not [p for p in dest.rglob("*") if p.is_file() and not p.is_symlink()
-                        and p.read_bytes() == CANARY], "the copy followed a link out of the tree"
+            assert not [
+                p for p in dest.rglob("*") if p.is_file() and not p.is_symlink() and p.read_bytes() == CANARY
+            ], "the copy followed a link out of the tree"
             tree_walk.remove_tree(dest)
             assert not dest.exists()
     finally:
@@ -323,7 +335,7 @@ def test_clean_up_removes_a_tree_3000_deep_with_few_descriptors(place):
     top = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
     try:
         _chain(top, 3000)
-        _chain(top, 700, name="x" * 200)             # paths far past PATH_MAX
+        _chain(top, 700, name="x" * 200)  # paths far past PATH_MAX
         os.symlink(str(outside), "out", dir_fd=top)
     finally:
         os.close(top)
@@ -353,10 +365,10 @@ def test_a_wide_tree_stops_at_the_entry_cap_and_is_still_removed(place):
     assert os.listdir(wide) == []
 
 
-@pytest.mark.root                          # entries of another uid
+@pytest.mark.root  # entries of another uid
 def test_in_a_shared_folder_only_the_uids_entries_go_at_any_depth(place):
     base, _ = place
-    shared, uid = base / "shm", 64124                  # no process runs as it
+    shared, uid = base / "shm", 64124  # no process runs as it
     shared.mkdir()
     (shared / "other").write_bytes(b"neighbour's")
     mine = shared / "mine"

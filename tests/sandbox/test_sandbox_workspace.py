@@ -18,19 +18,28 @@ from autograder.errors import AutograderError
 from autograder import proc_info, tree_walk
 from autograder.sandbox import disk_watchdog, run_submission, workspace
 from autograder.sandbox.disk_watchdog import DiskWatchdog
-from autograder.sandbox.workspace import (MountError, copy_tree_safely, is_mount_point, mounted_cap,
-                                          prepared_workspace, sweep_stale_mounts)
+from autograder.sandbox.workspace import (
+    MountError,
+    copy_tree_safely,
+    is_mount_point,
+    mounted_cap,
+    prepared_workspace,
+    sweep_stale_mounts,
+)
 
 from sandbox_helpers import FAST, worker_slot, write_notebook
 from waiting import NEVER_S, ended, returns
 
 MiB = 1 << 20
-as_root = pytest.mark.root                 # mounting a tmpfs needs a root grader
+as_root = pytest.mark.root  # mounting a tmpfs needs a root grader
 
 
 def _my_mounts() -> list[str]:
-    return [m.point for m in proc_info.mounts()
-            if m.source.startswith("autograder-") and m.source.endswith(f"-{os.getpid()}")]
+    return [
+        m.point
+        for m in proc_info.mounts()
+        if m.source.startswith("autograder-") and m.source.endswith(f"-{os.getpid()}")
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +85,7 @@ def test_kept_workspace_is_the_tree_as_it_was_and_inert(tmp_path):
         (ws / "d" / "e").mkdir(parents=True)
         (ws / "d" / "e" / "b.bin").write_bytes(b"x" * 100_000)
         with open(ws / "sparse.bin", "wb") as f:
-            f.truncate(1 << 40)                   # 1 TB apparent, no data: must not become 1 TB on disk
+            f.truncate(1 << 40)  # 1 TB apparent, no data: must not become 1 TB on disk
         os.symlink(secret, ws / "link")
         os.symlink(tmp_path, ws / "d" / "dirlink")
         os.mkfifo(ws / "fifo")
@@ -85,9 +94,17 @@ def test_kept_workspace_is_the_tree_as_it_was_and_inert(tmp_path):
         srv.close()
     assert not is_mount_point(ws)
     kinds = {p.relative_to(ws).as_posix(): stat.S_IFMT(p.lstat().st_mode) for p in ws.rglob("*")}
-    assert kinds == {"a.txt": stat.S_IFREG, "d": stat.S_IFDIR, "d/e": stat.S_IFDIR, "d/e/b.bin": stat.S_IFREG,
-                     "d/dirlink": stat.S_IFLNK, "sparse.bin": stat.S_IFREG, "link": stat.S_IFLNK,
-                     "fifo": stat.S_IFIFO, "sock": stat.S_IFSOCK}, kinds
+    assert kinds == {
+        "a.txt": stat.S_IFREG,
+        "d": stat.S_IFDIR,
+        "d/e": stat.S_IFDIR,
+        "d/e/b.bin": stat.S_IFREG,
+        "d/dirlink": stat.S_IFLNK,
+        "sparse.bin": stat.S_IFREG,
+        "link": stat.S_IFLNK,
+        "fifo": stat.S_IFIFO,
+        "sock": stat.S_IFSOCK,
+    }, kinds
     assert (ws / "a.txt").read_text() == "hello" and (ws / "a.txt").stat().st_mode & 0o7777 == 0o755
     assert (ws / "d" / "e" / "b.bin").stat().st_size == 100_000
     assert os.readlink(ws / "link") == str(secret) and os.readlink(ws / "d" / "dirlink") == str(tmp_path)
@@ -130,6 +147,7 @@ def test_a_full_workspace_is_refused_before_anything_is_mounted(tmp_path):
 def test_a_refused_mount_means_no_cap_recorded(tmp_path, monkeypatch):
     def refuse(*a, **kw):
         raise MountError(errno.EPERM, "mount: operation not permitted")
+
     monkeypatch.setattr(workspace, "_mount_tmpfs", refuse)
     ws = tmp_path / "ws"
     with prepared_workspace(ws, ExecutionLimits()) as got:
@@ -162,7 +180,7 @@ def test_copy_never_blocks_never_follows_and_stays_within_its_budget(tmp_path):
     deep.mkdir(parents=True)
     (deep / "bottom.txt").write_text("70 deep")
     (src / "f.txt").write_text("kept")
-    os.mkfifo(src / "fifo")               # never opened: no writer would ever come
+    os.mkfifo(src / "fifo")  # never opened: no writer would ever come
     os.symlink("/etc/hostname", src / "l")
     dest.mkdir()
     assert returns(lambda: copy_tree_safely(src, dest), "copying a tree with a FIFO") == 2
@@ -198,8 +216,10 @@ def _counting_polls(dog: DiskWatchdog) -> threading.Semaphore:
 
 
 def test_disk_watchdog_kills_past_the_byte_cap_or_the_file_cap(tmp_path):
-    for name, fill in (("bytes", lambda d: (d / "big").write_bytes(b"x" * (2 * MiB))),
-                       ("files", lambda d: [(d / f"f{i}").touch() for i in range(300)])):
+    for name, fill in (
+        ("bytes", lambda d: (d / "big").write_bytes(b"x" * (2 * MiB))),
+        ("files", lambda d: [(d / f"f{i}").touch() for i in range(300)]),
+    ):
         folder = tmp_path / name
         folder.mkdir()
         sleeper = subprocess.Popen(["sleep", "600"])
@@ -207,13 +227,16 @@ def test_disk_watchdog_kills_past_the_byte_cap_or_the_file_cap(tmp_path):
             dog = DiskWatchdog([("the folder", folder, MiB, 100, None)], lambda s=sleeper: s.pid, interval_s=0.05)
             polls = _counting_polls(dog)
             dog.start()
-            for _ in range(2):                    # it looked at the folder below the cap, twice
+            for _ in range(2):  # it looked at the folder below the cap, twice
                 assert polls.acquire(timeout=NEVER_S), f"{name}: the watchdog never looked at the folder"
             assert sleeper.poll() is None and not dog.fired, f"{name}: killed below the cap"
             fill(folder)
             assert sleeper.wait(timeout=10) == -9, f"{name}: the watchdog did not kill past the cap"
-            assert dog.fired == ("2 MB in the folder, more than its 1 MB" if name == "bytes"
-                                 else "more than 100 files and folders in the folder"), dog.fired
+            assert dog.fired == (
+                "2 MB in the folder, more than its 1 MB"
+                if name == "bytes"
+                else "more than 100 files and folders in the folder"
+            ), dog.fired
         finally:
             sleeper.kill()
             sleeper.wait()
@@ -221,7 +244,7 @@ def test_disk_watchdog_kills_past_the_byte_cap_or_the_file_cap(tmp_path):
 
 @as_root
 def test_in_a_shared_folder_only_the_sandbox_uids_entries_count_and_are_removed(tmp_path):
-    uid = 64123                                   # no process runs as it
+    uid = 64123  # no process runs as it
     (tmp_path / "mine").write_bytes(b"x" * 100_000)
     (tmp_path / "mine_dir").mkdir()
     (tmp_path / "mine_dir" / "inner").write_bytes(b"y" * 100_000)
@@ -252,7 +275,7 @@ def test_disk_watchdog_stands_down_when_done(tmp_path):
 
 
 # ------------------------------------------------------------------ through run_submission
-FILL = '''
+FILL = """
 import os, sys, json
 def fill(folder, files, each):
     written, error = 0, None
@@ -277,7 +300,7 @@ for i in range(1, 5):
     if os.path.exists("fill%d.bin" % i):
         os.unlink("fill%d.bin" % i)
 json.dump(out, open("fill.json", "w"))
-'''
+"""
 
 
 @pytest.mark.kernel
@@ -304,14 +327,19 @@ def test_notebook_writes_stop_at_the_caps(tmp_path):
 def test_without_a_mount_the_watchdog_stops_the_kernel(tmp_path, monkeypatch):
     def refuse(*a, **kw):
         raise MountError(errno.EPERM, "mount: operation not permitted")
+
     monkeypatch.setattr(workspace, "_mount_tmpfs", refuse)
     # the cell would sleep past its 20 s limit: only the watchdog ends it as a dead kernel (a watchdog
     # that waited for the cell would see it end as a timeout instead)
-    cells = ["import os\nfor i in range(3):\n    with open('f%d.bin' % i, 'wb') as f:\n"
-             "        os.posix_fallocate(f.fileno(), 0, 30 << 20)\nimport time\ntime.sleep(600)", "x = 1"]
+    cells = [
+        "import os\nfor i in range(3):\n    with open('f%d.bin' % i, 'wb') as f:\n"
+        "        os.posix_fallocate(f.fileno(), 0, 30 << 20)\nimport time\ntime.sleep(600)",
+        "x = 1",
+    ]
     nb = write_notebook(tmp_path, cells)
-    rec = run_submission(nb, tmp_path / "ws", limits=dataclasses.replace(FAST, workspace_mb=32), probe=None,
-                         slot=worker_slot())
+    rec = run_submission(
+        nb, tmp_path / "ws", limits=dataclasses.replace(FAST, workspace_mb=32), probe=None, slot=worker_slot()
+    )
     assert "workspace_watchdog" in rec["isolation"]["layers"], rec["isolation"]
     assert rec["status"] == "kernel_died", rec["reason"]
     assert "in its working directory, more than its 32 MB" in rec["reason"], rec["reason"]

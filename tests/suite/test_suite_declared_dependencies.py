@@ -93,8 +93,10 @@ def undeclared(files: list[Path], allowed: set[str], where: str, local: set[str]
         if not dists:
             problems.append(f"{module} (imported by {importers[0]}) is provided by no installed distribution")
         elif not dists & allowed:
-            problems.append(f"{module} (imported by {importers[0]}) comes from {', '.join(sorted(dists))}, "
-                            f"which {where} does not declare")
+            problems.append(
+                f"{module} (imported by {importers[0]}) comes from {', '.join(sorted(dists))}, "
+                f"which {where} does not declare"
+            )
     return problems
 
 
@@ -113,8 +115,10 @@ def test_the_test_extra_declares_what_tests_and_benchmarks_import():
 def test_the_scan_sees_imports_anywhere_in_a_file(tmp_path):
     """Inside functions, try blocks and from-imports; relative and standard-library ones aside."""
     source = tmp_path / "m.py"
-    source.write_text("import os, numpy.linalg\nfrom . import x\ntry:\n    import scipy\nexcept ImportError:\n"
-                      "    pass\ndef f():\n    from yaml import safe_load\n")
+    source.write_text(
+        "import os, numpy.linalg\nfrom . import x\ntry:\n    import scipy\nexcept ImportError:\n"
+        "    pass\ndef f():\n    from yaml import safe_load\n"
+    )
     assert set(third_party_imports([source], tmp_path)) == {"numpy", "scipy", "yaml"}
 
 
@@ -128,8 +132,9 @@ def _pins() -> dict[str, str]:
     return pins
 
 
-DECLARED = [Requirement(r) for r in PROJECT["dependencies"]] + \
-    [Requirement(r) for reqs in PROJECT.get("optional-dependencies", {}).values() for r in reqs]
+DECLARED = [Requirement(r) for r in PROJECT["dependencies"]] + [
+    Requirement(r) for reqs in PROJECT.get("optional-dependencies", {}).values() for r in reqs
+]
 
 
 @pytest.mark.parametrize("requirement", DECLARED, ids=str)
@@ -137,14 +142,16 @@ def test_every_declaration_is_pinned_within_its_range_and_installed_so(requireme
     pins = _pins()
     name = canonicalize_name(requirement.name)
     assert name in pins, f"{requirement} has no pin in constraints.txt"
-    assert requirement.specifier.contains(pins[name], prereleases=True), \
+    assert requirement.specifier.contains(pins[name], prereleases=True), (
         f"constraints.txt pins {name}=={pins[name]}, outside pyproject.toml's {requirement}"
+    )
     try:
         installed = md.version(requirement.name)
     except md.PackageNotFoundError:
         pytest.skip(f"{name} is not installed here")
-    assert Version(installed) == Version(pins[name]), \
+    assert Version(installed) == Version(pins[name]), (
         f"{name} {installed} is installed, constraints.txt pins {pins[name]}: run make setup, or update the pin"
+    )
 
 
 def test_requires_python_is_a_version_every_pin_installs_on():
@@ -159,8 +166,11 @@ def test_requires_python_is_a_version_every_pin_installs_on():
             meta = md.metadata(name)
         except md.PackageNotFoundError:
             continue
-        if md.version(name) == version and meta.get("Requires-Python") \
-                and not SpecifierSet(meta["Requires-Python"]).contains(floor, prereleases=True):
+        if (
+            md.version(name) == version
+            and meta.get("Requires-Python")
+            and not SpecifierSet(meta["Requires-Python"]).contains(floor, prereleases=True)
+        ):
             refused.append(f"{name}=={version} requires Python {meta['Requires-Python']}")
     assert not refused, f"requires-python {ours} admits Python {floor}, which these pins refuse:\n" + "\n".join(refused)
 

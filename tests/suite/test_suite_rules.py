@@ -22,8 +22,12 @@ def _reads_clock(expr: ast.AST) -> bool:
     for node in ast.walk(expr):
         if isinstance(node, ast.Call):
             f = node.func
-            if isinstance(f, ast.Attribute) and f.attr in CLOCKS and isinstance(f.value, ast.Name) \
-                    and f.value.id == "time":
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr in CLOCKS
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "time"
+            ):
                 return True
             if isinstance(f, ast.Name) and f.id in CLOCKS - {"time"}:
                 return True
@@ -37,8 +41,15 @@ def _timed(expr: ast.AST, clocked: set[str]) -> bool:
     for node in ast.walk(expr):
         if id(node) in called:
             continue
-        name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.value
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            else None
+        )
         if name is not None and (name in clocked or DURATION.search(name)):
             return True
     return False
@@ -49,8 +60,9 @@ def _bounded_above(compare: ast.Compare, clocked: set[str]) -> bool:
     (``duration > 0``) holds however slow the machine, an upper bound does not."""
     sides = [compare.left, *compare.comparators]
     for left, op, right in zip(sides, compare.ops, sides[1:]):
-        if (isinstance(op, (ast.Lt, ast.LtE)) and _timed(left, clocked)) or \
-                (isinstance(op, (ast.Gt, ast.GtE)) and _timed(right, clocked)):
+        if (isinstance(op, (ast.Lt, ast.LtE)) and _timed(left, clocked)) or (
+            isinstance(op, (ast.Gt, ast.GtE)) and _timed(right, clocked)
+        ):
             return True
     return False
 
@@ -73,23 +85,26 @@ def wall_clock_asserts(source: str) -> list[int]:
     return sorted(found)
 
 
-@pytest.mark.parametrize("source, flagged", [
-    ("t0 = time.monotonic()\nrun()\nassert time.monotonic() - t0 < 5", True),
-    ("started = time.perf_counter()\nrun()\nelapsed = time.perf_counter() - started\nassert elapsed < 5", True),
-    ("assert g.wall_s < 30, g", True),
-    ("assert rec['duration_s'] <= 26", True),
-    ("took = measure()\nassert took < 15", True),
-    ("assert ok and (time.time() - start) < 1", True),
-    ("assert 5 > elapsed", True),
-    ("assert 1.5 < rec['cells'][0]['duration_s'] < 30", True),
-    ("assert rec['duration_s'] > 0", False),
-    ("assert rec['cells'][0]['duration_s'] >= 1.5", False),
-    ("assert wall_clock_asserts(source) == []", False),
-    ("end = time.monotonic() + 60\nwhile time.monotonic() < end:\n    poll()\nassert done()", False),
-    ("assert rec['status'] == 'timeout' and 'cell limit' in rec['reason']", False),
-    ("assert not thread.is_alive(), 'blocked'", False),
-    ("assert size < 1 << 20", False),
-])
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("t0 = time.monotonic()\nrun()\nassert time.monotonic() - t0 < 5", True),
+        ("started = time.perf_counter()\nrun()\nelapsed = time.perf_counter() - started\nassert elapsed < 5", True),
+        ("assert g.wall_s < 30, g", True),
+        ("assert rec['duration_s'] <= 26", True),
+        ("took = measure()\nassert took < 15", True),
+        ("assert ok and (time.time() - start) < 1", True),
+        ("assert 5 > elapsed", True),
+        ("assert 1.5 < rec['cells'][0]['duration_s'] < 30", True),
+        ("assert rec['duration_s'] > 0", False),
+        ("assert rec['cells'][0]['duration_s'] >= 1.5", False),
+        ("assert wall_clock_asserts(source) == []", False),
+        ("end = time.monotonic() + 60\nwhile time.monotonic() < end:\n    poll()\nassert done()", False),
+        ("assert rec['status'] == 'timeout' and 'cell limit' in rec['reason']", False),
+        ("assert not thread.is_alive(), 'blocked'", False),
+        ("assert size < 1 << 20", False),
+    ],
+)
 def test_the_detector_tells_a_timed_assert_from_a_behavioural_one(source, flagged):
     assert bool(wall_clock_asserts(source)) is flagged, source
 
@@ -105,6 +120,7 @@ def test_no_test_asserts_how_long_something_took():
 
 
 # ------------------------------------------------------------------ what a test needs
+
 
 def _fixture(name: str, func) -> SimpleNamespace:
     return SimpleNamespace(argname=name, func=func)
@@ -141,17 +157,20 @@ def _plain():
     pass
 
 
-@pytest.mark.parametrize("defs, marks, as_root, expected", [
-    ({}, (), True, set()),
-    ({"tmp_path": _plain}, (), True, set()),
-    ({"graded": _grades}, (), True, {"kernel"}),
-    # through another fixture: the closure holds every fixture the test uses, however indirectly
-    ({"report": _plain, "graded": _grades, "tmp_path": _plain}, (), True, {"kernel"}),
-    ({"cluster": _cluster, "graded": _grades}, (), True, {"dask", "kernel"}),
-    ({"graded": _grades}, ("kernel",), True, {"kernel"}),
-    ({}, ("root",), True, {"root"}),
-    ({}, ("root",), False, {"root", "skip"}),
-])
+@pytest.mark.parametrize(
+    "defs, marks, as_root, expected",
+    [
+        ({}, (), True, set()),
+        ({"tmp_path": _plain}, (), True, set()),
+        ({"graded": _grades}, (), True, {"kernel"}),
+        # through another fixture: the closure holds every fixture the test uses, however indirectly
+        ({"report": _plain, "graded": _grades, "tmp_path": _plain}, (), True, {"kernel"}),
+        ({"cluster": _cluster, "graded": _grades}, (), True, {"dask", "kernel"}),
+        ({"graded": _grades}, ("kernel",), True, {"kernel"}),
+        ({}, ("root",), True, {"root"}),
+        ({}, ("root",), False, {"root", "skip"}),
+    ],
+)
 def test_a_fixtures_needs_mark_every_test_that_uses_it(defs, marks, as_root, expected):
     item = _Item({name: _fixture(name, func) for name, func in defs.items()}, marks)
     mark_by_fixtures([item], as_root=as_root)

@@ -44,9 +44,9 @@ class Public:
 
 @dataclass(frozen=True)
 class Hidden:
-    seed: str            # "secret:<fingerprint>" of the secret it was drawn from
-    X: np.ndarray        # "hidden"
-    X_edge: np.ndarray   # "hidden_edge"
+    seed: str  # "secret:<fingerprint>" of the secret it was drawn from
+    X: np.ndarray  # "hidden"
+    X_edge: np.ndarray  # "hidden_edge"
 
 
 def _frozen(*arrays: np.ndarray) -> None:

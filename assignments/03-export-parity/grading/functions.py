@@ -36,7 +36,7 @@ from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
 from . import data
 
-PROBE_STREAM = "03-export-parity/probe-cases"   # parity_report's random inputs: a stream of the hidden-data secret
+PROBE_STREAM = "03-export-parity/probe-cases"  # parity_report's random inputs: a stream of the hidden-data secret
 SKLEARN_FUNCTION = "sklearn_probabilities"
 SKLEARN_SETS = ("hidden", "hidden_edge", "public_test")
 FLOAT64_ROUNDING = Tolerance(rtol=float(4 * np.finfo(np.float64).eps), atol=float(np.finfo(np.float64).tiny))
@@ -50,8 +50,8 @@ def _probs(rng: np.random.Generator, n: int, classes: int = 2) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-EXACT_STEP = 2.0 ** -16     # three-class probabilities are multiples of it: exact in float32 too
-CLOSE = 2.0 ** -20          # a difference like float32 rounding's, still exact in float32
+EXACT_STEP = 2.0**-16  # three-class probabilities are multiples of it: exact in float32 too
+CLOSE = 2.0**-20  # a difference like float32 rounding's, still exact in float32
 
 
 def _exact(p: np.ndarray) -> np.ndarray:
@@ -67,7 +67,7 @@ def _exact(p: np.ndarray) -> np.ndarray:
     others[rows, top] = -1.0
     tied = others.max(axis=1) == q[rows, top]
     second = np.argmax(others, axis=1)
-    q[rows[tied], top[tied]] += EXACT_STEP        # the first of two equal classes wins by one step
+    q[rows[tied], top[tied]] += EXACT_STEP  # the first of two equal classes wins by one step
     q[rows[tied], second[tied]] -= EXACT_STEP
     return q
 
@@ -92,16 +92,17 @@ def parity_report_cases(rng: np.random.Generator) -> list[ProbeCase]:
     # cases vary the number of classes only, never the precision or the rule for ties
     three = _exact(_probs(rng, 120, classes=3))
     swapped = three.copy()
-    swapped[:30] = swapped[:30, ::-1]                      # reversed rows: most change their class
+    swapped[:30] = swapped[:30, ::-1]  # reversed rows: most change their class
     moved = np.array([[0.1875, 0.3125, 0.5], [0.125, 0.375, 0.5], [0.625, 0.25, 0.125], [0.3125, 0.25, 0.4375]])
-    moved_onnx = np.array([[0.1875, 0.4375, 0.375], [0.125, 0.375, 0.5], [0.3125, 0.25, 0.4375],
-                           [0.3125, 0.25, 0.4375]])
+    moved_onnx = np.array(
+        [[0.1875, 0.4375, 0.375], [0.125, 0.375, 0.5], [0.3125, 0.25, 0.4375], [0.3125, 0.25, 0.4375]]
+    )
     large = _probs(rng, 5000)
     base = _probs(rng, 40)
     flipped = base.copy()
-    flipped[:10] = flipped[:10, ::-1]                      # a quarter of the rows change their class
+    flipped[:10] = flipped[:10, ::-1]  # a quarter of the rows change their class
     tiny = _probs(rng, 100)
-    ties = np.full((6, 2), 0.5)                            # the first class wins a tie: 4 of 6 agree
+    ties = np.full((6, 2), 0.5)  # the first class wins a tie: 4 of 6 agree
     untied = np.array([[0.75, 0.25]] * 4 + [[0.25, 0.75]] * 2)
     # float64 p_ref beside float32 p_onnx is what scikit-learn and an ONNX model give: that group's
     # name says so, so a precision slip's first disagreement points at precision
@@ -110,12 +111,16 @@ def parity_report_cases(rng: np.random.Generator) -> list[ProbeCase]:
         _case("labels_differ", "float64_vs_float32", base, flipped.astype(np.float32)),
         _case("three_classes_close", "three_classes", three, _close(three)),
         _case("three_classes_labels_differ", "three_classes", three, swapped),
-        _case("three_classes_middle_class_wins", "three_classes", moved, moved_onnx),   # p[:, 1] stays <= 0.5
+        _case("three_classes_middle_class_wins", "three_classes", moved, moved_onnx),  # p[:, 1] stays <= 0.5
         _case("large_batch", "float64_vs_float32", large, large.astype(np.float32)),
         _case("differences_below_float32", "float64_inputs", tiny, tiny + rng.uniform(-1e-9, 1e-9, tiny.shape)),
         _case("identical", "float64_inputs", two[:50], two[:50].copy()),
-        _case("both_float32", "float32_inputs", two[:80].astype(np.float32),
-              (two[:80] + rng.normal(0, 1e-4, (80, 2))).astype(np.float32)),
+        _case(
+            "both_float32",
+            "float32_inputs",
+            two[:80].astype(np.float32),
+            (two[:80] + rng.normal(0, 1e-4, (80, 2))).astype(np.float32),
+        ),
         _case("argmax_ties", "ties", ties, untied),
         _case("one_row", "float64_inputs", np.array([[0.25, 0.75]]), np.array([[0.3, 0.7]])),
     ]
@@ -125,8 +130,10 @@ def sklearn_cases() -> list[ProbeCase]:
     """The calls that collect the student's scikit-learn probabilities on the parity sets."""
     hidden, public = data.hidden_sets(), data.public_split()
     arrays = {"hidden": hidden.X, "hidden_edge": hidden.X_edge, "public_test": public.X_test}
-    return [ProbeCase(f"{SKLEARN_FUNCTION}/{name}", SKLEARN_FUNCTION, (Arg.array(arrays[name]),), {}, name)
-            for name in SKLEARN_SETS]
+    return [
+        ProbeCase(f"{SKLEARN_FUNCTION}/{name}", SKLEARN_FUNCTION, (Arg.array(arrays[name]),), {}, name)
+        for name in SKLEARN_SETS
+    ]
 
 
 def probe_cases() -> list[ProbeCase]:
@@ -135,6 +142,7 @@ def probe_cases() -> list[ProbeCase]:
 
 
 # ---------------------------------------------------------------- the reference's answers
+
 
 def reference_parity(p_ref, p_onnx) -> tuple[float, float]:
     """The contract's numbers: max |p_ref − p_onnx| in float64, and the share of equal argmax."""
@@ -161,24 +169,32 @@ def parity_arithmetic(cases: list[ProbeCase], probe: ProbeResult) -> str | None:
     seen: list[tuple[float, ProbeCase]] = []
     for case in cases:
         got = probe.cases.get(case.id) if case.function == "parity_report" and probe.ran else None
-        if got is None or got.status != "ok" or not got.values or got.values[0].size != 1 \
-                or got.values[0].dtype.kind not in "fiu":
+        if (
+            got is None
+            or got.status != "ok"
+            or not got.values
+            or got.values[0].size != 1
+            or got.values[0].dtype.kind not in "fiu"
+        ):
             continue
         value = float(got.values[0].reshape(()))
         if np.isfinite(value):
             seen.append((value, case))
     tol = FLOAT64_ROUNDING
     for name, parity in ARITHMETICS.items():
-        if seen and all(abs(v - (want := parity(c.raw(0), c.raw(1))[0])) <= tol.atol + tol.rtol * abs(want)
-                        for v, c in seen):
+        if seen and all(
+            abs(v - (want := parity(c.raw(0), c.raw(1))[0])) <= tol.atol + tol.rtol * abs(want) for v, c in seen
+        ):
             return name
     return None
 
 
 def expect_parity_report(case: ProbeCase) -> tuple[Expect, Expect]:
     max_abs_diff, agreement = reference_parity(case.raw(0), case.raw(1))
-    return (Expect(np.array(max_abs_diff), dtype_kinds="f", label="max_abs_diff"),
-            Expect(np.array(agreement), dtype_kinds="f", label="label_agreement"))
+    return (
+        Expect(np.array(max_abs_diff), dtype_kinds="f", label="max_abs_diff"),
+        Expect(np.array(agreement), dtype_kinds="f", label="label_agreement"),
+    )
 
 
 EXPECTATIONS = {"parity_report": expect_parity_report}

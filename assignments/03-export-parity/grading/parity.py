@@ -40,13 +40,17 @@ from . import data
 from .functions import ARITHMETICS, SKLEARN_FUNCTION, SKLEARN_SETS
 
 ARTIFACT = "pipeline"
-FACTS = ("graph",)                  # operators, opsets, parameter count; no quantization facts
+FACTS = ("graph",)  # operators, opsets, parameter count; no quantization facts
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 30)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
-    adapt=True)
-REPORTED_FIELDS = {"max_abs_diff": "notebook_max_abs_diff", "label_agreement": "notebook_label_agreement",
-                   "onnx_accuracy": "onnx_accuracy"}
+    adapt=True,
+)
+REPORTED_FIELDS = {
+    "max_abs_diff": "notebook_max_abs_diff",
+    "label_agreement": "notebook_label_agreement",
+    "onnx_accuracy": "onnx_accuracy",
+}
 CONTRACT_ARITHMETIC = next(iter(ARITHMETICS))
 # The notebook and the grader run the same model on the same X_test and get the same outputs, bit
 # for bit (measured: multi-threaded and single-threaded sessions agree exactly; predict_proba is
@@ -58,6 +62,7 @@ WHERE = " on the contract's X_test"
 
 # ── models ─────────────────────────────────────────────────────────────────────────────────────
 
+
 def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRun | None]:
     """``models.pipeline`` and the worker's run (None when the file could not be checked)."""
     path = assignment.artifacts[ARTIFACT]
@@ -67,19 +72,29 @@ def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRu
     except UnsafeFileError as e:
         return {"error": str(e)}, None
     hidden, public = data.hidden_sets(), data.public_split()
-    run = run_model_worker(model, inputs={"hidden": hidden.X, "hidden_edge": hidden.X_edge,
-                                          "public_test": public.X_test},
-                           interface=INTERFACE, facts=FACTS, policy=policy)
+    run = run_model_worker(
+        model,
+        inputs={"hidden": hidden.X, "hidden_edge": hidden.X_edge, "public_test": public.X_test},
+        interface=INTERFACE,
+        facts=FACTS,
+        policy=policy,
+    )
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}, None
-    facts: dict[str, Any] = {"path": path, "size_bytes": len(model), "valid": True, **run.result["facts"],
-                             "adapted": list(run.result.get("adapted", []))}
+    facts: dict[str, Any] = {
+        "path": path,
+        "size_bytes": len(model),
+        "valid": True,
+        **run.result["facts"],
+        "adapted": list(run.result.get("adapted", [])),
+    }
     if run.result.get("run_error"):
         facts["run_error"] = run.result["run_error"]
     return facts, run
 
 
 # ── parity ─────────────────────────────────────────────────────────────────────────────────────
+
 
 def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
     """The student's scikit-learn probabilities per parity set, or why there are none."""
@@ -95,14 +110,18 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
         n = len(case.raw(0))
         if got is None or got.status != "ok":
             err = (got.error or {}) if got else {}
-            return (f"{SKLEARN_FUNCTION} failed on {n} rows of the grader's data: "
-                    f"{err.get('type', 'no result')}: {str(err.get('message', ''))[:200]}")
+            return (
+                f"{SKLEARN_FUNCTION} failed on {n} rows of the grader's data: "
+                f"{err.get('type', 'no result')}: {str(err.get('message', ''))[:200]}"
+            )
         if got.is_tuple or len(got.values) != 1:
             return f"{SKLEARN_FUNCTION} returned a tuple, expected one [N, 2] array of probabilities"
         p = got.values[0]
         if p.dtype.kind != "f" or p.shape != (n, 2):
-            return (f"{SKLEARN_FUNCTION} returned {p.dtype} of {shape_words(p.shape)} for {n} rows, "
-                    f"expected floats of shape ({n}, 2)")   # its shape may be made from the hidden rows
+            return (
+                f"{SKLEARN_FUNCTION} returned {p.dtype} of {shape_words(p.shape)} for {n} rows, "
+                f"expected floats of shape ({n}, 2)"
+            )  # its shape may be made from the hidden rows
         if not np.all(np.isfinite(p)):
             return f"{SKLEARN_FUNCTION} returned NaN or infinite probabilities"
         out[case.group] = p
@@ -110,8 +129,9 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
     return out if not missing else f"{SKLEARN_FUNCTION} was not called on {missing}"
 
 
-def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None,
-                   arithmetic: str | None = None) -> dict[str, Any]:
+def measure_parity(
+    cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None, arithmetic: str | None = None
+) -> dict[str, Any]:
     """The ``parity`` section (see the module's docstring). ``arithmetic``: how the notebook's own
     parity_report computes (``functions.parity_arithmetic``; None: the contract's float64), for
     the ``notebook_*`` numbers that RESULTS is judged against."""
@@ -130,14 +150,16 @@ def measure_parity(cases, probe: ProbeResult, model: dict[str, Any], run: Worker
     own = arithmetic if arithmetic in ARITHMETICS else CONTRACT_ARITHMETIC
     own_max_abs_diff, own_label_agreement = ARITHMETICS[own](sk["public_test"], onnx["public_test"])
     return {
-        "rows": len(onnx["hidden"]), "edge_rows": len(onnx["hidden_edge"]),
+        "rows": len(onnx["hidden"]),
+        "edge_rows": len(onnx["hidden_edge"]),
         "max_abs_diff": metrics.max_abs_dp(onnx["hidden"], sk["hidden"]),
         "label_agreement": probabilities.label_agreement(onnx["hidden"], sk["hidden"]),
         "edge_max_abs_diff": metrics.max_abs_dp(onnx["hidden_edge"], sk["hidden_edge"]),
         "edge_label_agreement": probabilities.label_agreement(onnx["hidden_edge"], sk["hidden_edge"]),
         "public_max_abs_diff": metrics.max_abs_dp(onnx["public_test"], sk["public_test"]),
         "public_label_agreement": probabilities.label_agreement(onnx["public_test"], sk["public_test"]),
-        "notebook_arithmetic": own, "notebook_max_abs_diff": own_max_abs_diff,
+        "notebook_arithmetic": own,
+        "notebook_max_abs_diff": own_max_abs_diff,
         "notebook_label_agreement": own_label_agreement,
         "onnx_accuracy": probabilities.accuracy(onnx["public_test"], y_test),
         "sklearn_accuracy": probabilities.accuracy(sk["public_test"], y_test),
@@ -150,8 +172,11 @@ PERCENT = Hint("a percentage?", "a percentage? the contract asks for a share in 
 
 
 def _max_abs_diff_hint(arithmetic: str) -> Hint:
-    return Hint("see parity_report", f"the largest |difference| of any probability, in {arithmetic} as your "
-                "parity_report computes it: report what parity_report returns")
+    return Hint(
+        "see parity_report",
+        f"the largest |difference| of any probability, in {arithmetic} as your "
+        "parity_report computes it: report what parity_report returns",
+    )
 
 
 def measure_reported(reported: Any, reported_error: str | None, parity: dict[str, Any]) -> dict[str, Any]:
@@ -163,6 +188,12 @@ def measure_reported(reported: Any, reported_error: str | None, parity: dict[str
     for field, source in REPORTED_FIELDS.items():
         measured = parity.get(source) if "error" not in parity else None
         percent = ((100 * measured, PERCENT),) if is_number(measured) and measured else ()
-        expected[field] = Expected(measured, REPORT_TOLERANCE, why_not=why, where=WHERE, alternatives=percent,
-                                   hint=_max_abs_diff_hint(arithmetic) if field == "max_abs_diff" else None)
+        expected[field] = Expected(
+            measured,
+            REPORT_TOLERANCE,
+            why_not=why,
+            where=WHERE,
+            alternatives=percent,
+            hint=_max_abs_diff_hint(arithmetic) if field == "max_abs_diff" else None,
+        )
     return check_reported(reported, expected, missing_reason=reported_error)

@@ -58,9 +58,12 @@ def hidden_model(rng: np.random.Generator, n_range: tuple[int, int], pools) -> b
         nodes.append(helper.make_node(op, [previous], [f"t{i}"], name=f"n{i}", domain=domain))
         previous = f"t{i}"
         domains.add(domain)
-    graph = helper.make_graph(nodes, f"hidden_{int(rng.integers(1 << 30))}",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
-                              [helper.make_tensor_value_info(previous, TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        nodes,
+        f"hidden_{int(rng.integers(1 << 30))}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, None)],
+    )
     imports = [helper.make_opsetid(d, OPSETS[d]) for d in sorted(domains | {""}) if d != "ai.onnx"]
     return helper.make_model(graph, opset_imports=imports, producer_name="grader").SerializeToString()
 

@@ -30,7 +30,7 @@ WIDE_SHARE, WIDE_SCALE = 0.25, 4.0
 @dataclass(frozen=True)
 class Public:
     X_timing: np.ndarray
-    model: np.ndarray      # the contract model's bytes (uint8)
+    model: np.ndarray  # the contract model's bytes (uint8)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 CONTRACT_SEED = 5
-N_FEATURES, N_CLASSES = 16, 4          # what build_mlp writes (its code is the notebook's, literals included)
+N_FEATURES, N_CLASSES = 16, 4  # what build_mlp writes (its code is the notebook's, literals included)
 INPUT, OUTPUT = "x", "probabilities"
 LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
 SAVED_LEVEL = "ORT_ENABLE_EXTENDED"
@@ -64,9 +64,12 @@ def build_mlp(rng):
     h = dense(3, gelu(2, dense(2, h, 64, 64)), 64, 4)
     nodes.append(helper.make_node("Softmax", [h], ["probabilities"], axis=-1, name="softmax"))
     graph = helper.make_graph(
-        nodes, "mlp_gelu_layernorm",
+        nodes,
+        "mlp_gelu_layernorm",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 16])],
-        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 4])], weights)
+        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 4])],
+        weights,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="lesson05")
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)

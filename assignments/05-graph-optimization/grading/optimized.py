@@ -25,8 +25,10 @@ from .model import INPUT, N_CLASSES, N_FEATURES, OUTPUT, contract_model_bytes
 
 ARTIFACT = "optimized"
 CONTRIB_DOMAIN = "com.microsoft"
-INTERFACE = ModelInterface(inputs=(TensorSpec(INPUT, "float32", (None, N_FEATURES)),),
-                           outputs=(TensorSpec(OUTPUT, "float32", (None, N_CLASSES)),))
+INTERFACE = ModelInterface(
+    inputs=(TensorSpec(INPUT, "float32", (None, N_FEATURES)),),
+    outputs=(TensorSpec(OUTPUT, "float32", (None, N_CLASSES)),),
+)
 
 
 def contract_outputs(x: np.ndarray) -> np.ndarray:
@@ -45,16 +47,23 @@ def measure_optimized(assignment, workspace) -> dict[str, Any]:
     except UnsafeFileError as e:
         return {"error": str(e)}
     hidden = data.hidden_rows()
-    run = run_model_worker(model, inputs={"hidden": hidden}, interface=INTERFACE, facts=("graph",),
-                           policy=assignment.model_policy)
+    run = run_model_worker(
+        model, inputs={"hidden": hidden}, interface=INTERFACE, facts=("graph",), policy=assignment.model_policy
+    )
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}
     facts = run.result["facts"]
     original = contract_node_count()
     out: dict[str, Any] = {
-        "path": path, "valid": True, "interface_ok": facts.get("interface_ok"), "problems": facts.get("problems", []),
-        "node_count": facts["node_count"], "op_counts": facts["op_counts"], "original_node_count": original,
-        "nodes_removed": original - facts["node_count"], "fewer_nodes": facts["node_count"] < original,
+        "path": path,
+        "valid": True,
+        "interface_ok": facts.get("interface_ok"),
+        "problems": facts.get("problems", []),
+        "node_count": facts["node_count"],
+        "op_counts": facts["op_counts"],
+        "original_node_count": original,
+        "nodes_removed": original - facts["node_count"],
+        "fewer_nodes": facts["node_count"] < original,
         "contrib_ops": sum(n for op, n in facts["op_counts"].items() if op.startswith(CONTRIB_DOMAIN + ".")),
     }
     if run.result.get("run_error"):
@@ -62,6 +71,10 @@ def measure_optimized(assignment, workspace) -> dict[str, Any]:
     got = run.outputs.get(f"hidden__{OUTPUT}")
     want = contract_outputs(hidden)
     if got is None or got.shape != want.shape or not np.all(np.isfinite(got)):
-        return {**out, "max_abs_diff": None, "run_error": "its probabilities are missing, of another shape, or not finite"}
+        return {
+            **out,
+            "max_abs_diff": None,
+            "run_error": "its probabilities are missing, of another shape, or not finite",
+        }
     out["max_abs_diff"] = float(np.max(np.abs(got.astype(np.float64) - want)))
     return out

@@ -26,8 +26,10 @@ from . import data
 from .model import LEVELS, contract_model_bytes
 
 TIMING_RUNS = 100
-COUNT_HINT = Hint("node counts", "count the graph ONNX Runtime saved for that level (optimized_model_filepath), "
-                                 "not the model the session loaded")
+COUNT_HINT = Hint(
+    "node counts",
+    "count the graph ONNX Runtime saved for that level (optimized_model_filepath), not the model the session loaded",
+)
 
 
 def grader_levels(policy) -> dict[str, dict[str, Any]]:
@@ -35,13 +37,22 @@ def grader_levels(policy) -> dict[str, dict[str, Any]]:
     the worker could not measure it, with ``why_not``)."""
     out = {}
     for level in LEVELS:
-        run = run_model_worker(contract_model_bytes(), inputs={"timing": data.timing_batch()}, facts=("session",),
-                               latency_input="timing", latency_rounds=TIMING_RUNS, policy=policy,
-                               optimization_level=level)
+        run = run_model_worker(
+            contract_model_bytes(),
+            inputs={"timing": data.timing_batch()},
+            facts=("session",),
+            latency_input="timing",
+            latency_rounds=TIMING_RUNS,
+            policy=policy,
+            optimization_level=level,
+        )
         session = run.result["facts"].get("session", {}) if run.ok else {}
         latency = run.result.get("latency") if run.ok else None
-        out[level] = {"node_count": session.get("node_count"), "latency_ms": latency["model_ms"] if latency else None,
-                      "why_not": None if run.ok else run.reason}
+        out[level] = {
+            "node_count": session.get("node_count"),
+            "latency_ms": latency["model_ms"] if latency else None,
+            "why_not": None if run.ok else run.reason,
+        }
     return out
 
 
@@ -62,17 +73,30 @@ def _only(reported: Any, key: str) -> Any:
 def measure_reported(reported: Any, reported_error: str | None, policy) -> dict[str, Any]:
     """The ``reported`` section: ``present``, ``node_counts`` and ``latency`` (see the module)."""
     levels = grader_levels(policy)
-    nodes = check_reported(_only(reported, "node_counts"), {
-        f"node_counts.{level}": Expected(m["node_count"], 0, why_not=m["why_not"], unit="nodes",
-                                         where=f" at {level}", hint=COUNT_HINT)
-        for level, m in levels.items()}, missing_reason=reported_error)
-    latency = check_reported(_only(reported, "latency_ms"), {
-        f"latency_ms.{level}": Expected(m["latency_ms"], None, why_not=m["why_not"], positive=True, unit="ms")
-        for level, m in levels.items()}, missing_reason=reported_error)
+    nodes = check_reported(
+        _only(reported, "node_counts"),
+        {
+            f"node_counts.{level}": Expected(
+                m["node_count"], 0, why_not=m["why_not"], unit="nodes", where=f" at {level}", hint=COUNT_HINT
+            )
+            for level, m in levels.items()
+        },
+        missing_reason=reported_error,
+    )
+    latency = check_reported(
+        _only(reported, "latency_ms"),
+        {
+            f"latency_ms.{level}": Expected(m["latency_ms"], None, why_not=m["why_not"], positive=True, unit="ms")
+            for level, m in levels.items()
+        },
+        missing_reason=reported_error,
+    )
     values = reported.get("latency_ms") if isinstance(reported, Mapping) else None
-    ratios = [_ratio(values.get(level) if isinstance(values, Mapping) else None, m["latency_ms"])
-              for level, m in levels.items()]
-    if None in ratios:   # a latency missing or not a positive number: the first problem says which
+    ratios = [
+        _ratio(values.get(level) if isinstance(values, Mapping) else None, m["latency_ms"])
+        for level, m in levels.items()
+    ]
+    if None in ratios:  # a latency missing or not a positive number: the first problem says which
         problems = latency["problems"] or ["a latency could not be compared with the grader's"]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         latency = {"error": problems[0] + more}

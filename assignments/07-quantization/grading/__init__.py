@@ -46,8 +46,9 @@ def measure(ctx) -> dict[str, Any]:
     return {
         "functions": measure_functions(ctx.cases, ctx.probe),
         "models": models,
-        "reported": measure_reported(ctx.assignment, ctx.workspace, ctx.probe.reported,
-                                     ctx.probe.reported_error, models),
+        "reported": measure_reported(
+            ctx.assignment, ctx.workspace, ctx.probe.reported, ctx.probe.reported_error, models
+        ),
         "figure": figure_section(runs, models, data.public_split()),
     }
 
@@ -60,9 +61,10 @@ def calibration_samples(ctx) -> list[dict[str, Any]]:
 
 
 def leaderboard(grade: dict[str, Any], measurements: dict[str, Any]) -> list[dict[str, Any]]:
-    """"Smallest int8 model (KB)" among the int8 models that kept their accuracy, and its accuracy."""
-    passed = {(c.get("id"), p.get("name")) for c in grade.get("checks", [])
-              for p in c.get("parts", []) if p.get("passed")}
+    """ "Smallest int8 model (KB)" among the int8 models that kept their accuracy, and its accuracy."""
+    passed = {
+        (c.get("id"), p.get("name")) for c in grade.get("checks", []) for p in c.get("parts", []) if p.get("passed")
+    }
     models = measurements.get("models") if isinstance(measurements.get("models"), dict) else {}
     kept = []
     for check, name in LEADERBOARD_MODELS.items():
@@ -72,8 +74,9 @@ def leaderboard(grade: dict[str, Any], measurements: dict[str, Any]) -> list[dic
     if not kept:
         return []
     size, _name, accuracy = min(kept)
-    entries: list[dict[str, Any]] = [{"name": "Smallest int8 model (KB)", "value": round(size / 1024, 1),
-                                      "order": "asc"}]
+    entries: list[dict[str, Any]] = [
+        {"name": "Smallest int8 model (KB)", "value": round(size / 1024, 1), "order": "asc"}
+    ]
     if isinstance(accuracy, (int, float)) and not isinstance(accuracy, bool):
         entries.append({"name": "int8 accuracy", "value": round(float(accuracy), 4)})
     return entries

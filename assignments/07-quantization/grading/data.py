@@ -33,7 +33,7 @@ EDGE_FACTOR = 3.0
 
 @dataclass(frozen=True)
 class Split:
-    seed: int | str          # the public seed, or "secret:<fingerprint>" for the hidden split
+    seed: int | str  # the public seed, or "secret:<fingerprint>" for the hidden split
     X_train: np.ndarray
     X_test: np.ndarray
     y_train: np.ndarray
@@ -55,8 +55,9 @@ def make_split(seed: int | HiddenSecret, n_samples: int = N_SAMPLES) -> Split:
         source, random_state = seed, seed
     X, y = make_moons(n_samples=n_samples, noise=NOISE, random_state=random_state)
     X = X.astype(np.float32)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=TEST_SIZE, random_state=random_state,
-                                                        stratify=y)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=TEST_SIZE, random_state=random_state, stratify=y
+    )
     mu = X_train.mean(axis=0)
     X_edge = (mu + EDGE_FACTOR * (X_test - mu)).astype(np.float32)
     arrays = [X_train, X_test, y_train, y_test, mu, X_edge]

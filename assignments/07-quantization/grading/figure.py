@@ -29,10 +29,10 @@ from autograder.measure import metrics
 
 from . import data
 
-GRID_SET = "figure_grid"      # the model worker's input set of the grid
-GRID_N = 100                  # 100 × 100 = 10,000 rows per model
-MARGIN = 0.05                 # of the public points' span, on each side
-WORST = 5                     # rows marked as the worst drifts
+GRID_SET = "figure_grid"  # the model worker's input set of the grid
+GRID_N = 100  # 100 × 100 = 10,000 rows per model
+MARGIN = 0.05  # of the public points' span, on each side
+WORST = 5  # rows marked as the worst drifts
 BASE, VARIANT = "fp32", "int8_qdq"
 DECIMALS = 4
 
@@ -42,8 +42,7 @@ def grid_axes(public: data.Split) -> tuple[np.ndarray, np.ndarray]:
     pts = np.concatenate([public.X_test, public.X_edge]).astype(np.float64)
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     pad = MARGIN * (hi - lo)
-    return (np.linspace(lo[0] - pad[0], hi[0] + pad[0], GRID_N),
-            np.linspace(lo[1] - pad[1], hi[1] + pad[1], GRID_N))
+    return (np.linspace(lo[0] - pad[0], hi[0] + pad[0], GRID_N), np.linspace(lo[1] - pad[1], hi[1] + pad[1], GRID_N))
 
 
 def grid_points(public: data.Split) -> np.ndarray:
@@ -79,27 +78,45 @@ def figure_section(runs: dict[str, Any], models: dict[str, Any], public: data.Sp
     for name, key, X in (("X_test", "public_test", public.X_test), ("X_edge", "public_edge", public.X_edge)):
         drift = row_rel_drift(variant.p(key), base.p(key))
         all_drift.append((name, X, drift))
-        sets.append({"name": name, "label": f"{name} (public, {len(X)} rows)", "marker": "o" if name == "X_test" else "^",
-                     "xy": np.round(X.astype(np.float64), DECIMALS).tolist(), "value": _round(drift)})
-    worst = sorted(((float(d[i]), name, int(i), X[i]) for name, X, d in all_drift for i in range(len(X))),
-                   key=lambda t: -t[0])[:WORST]
+        sets.append(
+            {
+                "name": name,
+                "label": f"{name} (public, {len(X)} rows)",
+                "marker": "o" if name == "X_test" else "^",
+                "xy": np.round(X.astype(np.float64), DECIMALS).tolist(),
+                "value": _round(drift),
+            }
+        )
+    worst = sorted(
+        ((float(d[i]), name, int(i), X[i]) for name, X, d in all_drift for i in range(len(X))), key=lambda t: -t[0]
+    )[:WORST]
     return {
         "kind": "decision_plane",
         "title": "Your fp32 and int8 QDQ models on the two-moons plane",
-        "x_label": "feature x₀", "y_label": "feature x₁",
+        "x_label": "feature x₀",
+        "y_label": "feature x₁",
         "grid": {"x": [float(xs[0]), float(xs[-1])], "y": [float(ys[0]), float(ys[-1])], "shape": [GRID_N, GRID_N]},
         "boundaries": [
             {"name": BASE, "label": "fp32 boundary (fp32.onnx)", "p1": encode_probabilities(grid[BASE][:, 1])},
-            {"name": VARIANT, "label": "int8 QDQ boundary (int8_qdq.onnx)", "p1": encode_probabilities(grid[VARIANT][:, 1])}],
+            {
+                "name": VARIANT,
+                "label": "int8 QDQ boundary (int8_qdq.onnx)",
+                "p1": encode_probabilities(grid[VARIANT][:, 1]),
+            },
+        ],
         "points": sets,
         "value_label": "drift of int8 QDQ vs fp32, per row",
-        "worst": [{"set": name, "row": i, "xy": np.round(x.astype(np.float64), DECIMALS).tolist(),
-                   "value": round(d, 6)} for d, name, i, x in worst],
-        "caption": ("Shaded red: where the two models pick different classes. Points: the contract's public "
-                    "X_test and X_edge (the rows your notebook uses; none of the grader's hidden inputs), coloured by "
-                    "max_j |p_int8 - p_fp32| / max_j |p_fp32| on that row, the measure of max_rel_drift (below "
-                    "0.0001 drawn at 0.0001). Far from the training data the int8 boundary can move while the "
-                    "accuracy on X_test stays the same."),
+        "worst": [
+            {"set": name, "row": i, "xy": np.round(x.astype(np.float64), DECIMALS).tolist(), "value": round(d, 6)}
+            for d, name, i, x in worst
+        ],
+        "caption": (
+            "Shaded red: where the two models pick different classes. Points: the contract's public "
+            "X_test and X_edge (the rows your notebook uses; none of the grader's hidden inputs), coloured by "
+            "max_j |p_int8 - p_fp32| / max_j |p_fp32| on that row, the measure of max_rel_drift (below "
+            "0.0001 drawn at 0.0001). Far from the training data the int8 boundary can move while the "
+            "accuracy on X_test stays the same."
+        ),
         "data": "public",
     }
 
@@ -116,14 +133,16 @@ def _no_figure(runs: dict[str, Any], models: dict[str, Any]) -> str | None:
         if art.outputs_error:
             return f"no picture: the outputs of {files[name]} are unusable ({_short(art.outputs_error)})"
     if not models[VARIANT].get("quantized"):
-        return ("no picture: int8_qdq.onnx is not quantized, and the picture shows where int8 quantization moves "
-                "your fp32 boundary; quantize it statically (QDQ) to see it")
+        return (
+            "no picture: int8_qdq.onnx is not quantized, and the picture shows where int8 quantization moves "
+            "your fp32 boundary; quantize it statically (QDQ) to see it"
+        )
     return None
 
 
 def _short(reason: object, limit: int = 200) -> str:
     text = " ".join(str(reason).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _round(values: np.ndarray) -> list[float]:

@@ -47,12 +47,14 @@ from .reported import measure_reported as measure_reported  # noqa: F401  (kept 
 # The contract: one input X float32 [N, 2]; outputs label int64 [N] and probabilities float32 [N, 2].
 INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
-    outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))))
-FACTS = ("graph", "quantization", "size", "derived_from")   # the model worker's fact groups this assignment needs
+    outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
+)
+FACTS = ("graph", "quantization", "size", "derived_from")  # the model worker's fact groups this assignment needs
 BASELINE = "fp32"
 STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
-LATENCY_INPUT = "public_test"   # the contract's latency: one run on all of X_test
-LATENCY_ROUNDS = 50             # as the contract asks of the notebook; fewer is less stable (README)
+LATENCY_INPUT = "public_test"  # the contract's latency: one run on all of X_test
+LATENCY_ROUNDS = 50  # as the contract asks of the notebook; fewer is less stable (README)
+
 
 @dataclass
 class _Artifact:
@@ -84,13 +86,18 @@ class _Artifact:
 
 
 def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
-    return {"hidden_test": hidden.X_test, "hidden_edge": hidden.X_edge,
-            "public_test": public.X_test, "public_edge": public.X_edge,
-            figure.GRID_SET: figure.grid_points(public)}   # the picture's plane (public ranges), 10k rows
+    return {
+        "hidden_test": hidden.X_test,
+        "hidden_edge": hidden.X_edge,
+        "public_test": public.X_test,
+        "public_edge": public.X_edge,
+        figure.GRID_SET: figure.grid_points(public),
+    }  # the picture's plane (public ranges), 10k rows
 
 
-def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, policy: ModelPolicy,
-                  baseline: _Artifact | None = None) -> _Artifact:
+def _load_and_run(
+    name: str, path: str, workspace: Path, inputs: dict, policy: ModelPolicy, baseline: _Artifact | None = None
+) -> _Artifact:
     art = _Artifact(name, path)
     try:
         art.data = read_model_bytes(workspace, path, policy.limits)
@@ -99,9 +106,16 @@ def _load_and_run(name: str, path: str, workspace: Path, inputs: dict, policy: M
         return art
     usable_base = baseline is not None and baseline.error is None
     art.run = run_model_worker(
-        art.data, inputs=inputs, interface=INTERFACE, facts=FACTS, baseline=baseline.data if usable_base else None,
-        latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
-        latency_baseline=usable_base and baseline.outputs_error is None, policy=policy)
+        art.data,
+        inputs=inputs,
+        interface=INTERFACE,
+        facts=FACTS,
+        baseline=baseline.data if usable_base else None,
+        latency_input=LATENCY_INPUT,
+        latency_rounds=LATENCY_ROUNDS,
+        latency_baseline=usable_base and baseline.outputs_error is None,
+        policy=policy,
+    )
     if not art.run.ok:
         art.error = f"invalid model: {art.run.reason}"
     elif art.run.result.get("facts", {}).get("interface_ok") and art.run.result.get("run_error"):
@@ -116,15 +130,20 @@ def retime(assignment, workspace: Path, variant: str) -> float | None:
         model = read_model_bytes(Path(workspace), assignment.artifacts[variant], assignment.model_policy.limits)
     except (UnsafeFileError, KeyError):
         return None
-    run = run_model_worker(model, inputs={LATENCY_INPUT: data.public_split().X_test}, interface=INTERFACE,
-                           facts=(), latency_input=LATENCY_INPUT, latency_rounds=LATENCY_ROUNDS,
-                           policy=assignment.model_policy)
+    run = run_model_worker(
+        model,
+        inputs={LATENCY_INPUT: data.public_split().X_test},
+        interface=INTERFACE,
+        facts=(),
+        latency_input=LATENCY_INPUT,
+        latency_rounds=LATENCY_ROUNDS,
+        policy=assignment.model_policy,
+    )
     latency = (run.result.get("latency") or {}) if run.ok else {}
     return latency.get("model_ms")
 
 
-def measure_models(assignment, workspace: Path, *,
-                   runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
+def measure_models(assignment, workspace: Path, *, runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
     ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
     hidden = data.hidden_split(assignment)
@@ -137,8 +156,12 @@ def measure_models(assignment, workspace: Path, *,
     # the variants only read the baseline: measured side by side where cores allow (warm_pool)
     variants = [(name, path) for name, path in artifacts.items() if name != BASELINE]
     with ThreadPoolExecutor(max_workers=max(1, min(len(variants), measure_jobs()))) as pool:
-        measured = dict(zip([n for n, _ in variants], pool.map(
-            lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base), variants)))
+        measured = dict(
+            zip(
+                [n for n, _ in variants],
+                pool.map(lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base), variants),
+            )
+        )
     out: dict[str, Any] = {}
     for name in artifacts:
         art = base if name == BASELINE else measured[name]
@@ -155,10 +178,14 @@ def quantization_gate(facts: dict[str, Any]) -> str | None:
     if quantized and not floats:
         return None
     if not quantized:
-        return (f"not judged: the file is not quantized (classified as '{facts.get('classification')}': "
-                f"{facts.get('classification_detail')})")
-    return (f"not judged: the file is only partly quantized ({floats} MatMul/Gemm still multiply by float "
-            f"weights, {quantized} by integer ones)")
+        return (
+            f"not judged: the file is not quantized (classified as '{facts.get('classification')}': "
+            f"{facts.get('classification_detail')})"
+        )
+    return (
+        f"not judged: the file is only partly quantized ({floats} MatMul/Gemm still multiply by float "
+        f"weights, {quantized} by integer ones)"
+    )
 
 
 def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifact | None) -> dict[str, Any]:
@@ -192,7 +219,8 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
         if base is None:  # the baseline against itself: 0.0 by definition, computed all the same
             out["public_split"].update(
                 max_rel_drift=metrics.max_rel_drift(art.p("public_test"), art.p("public_test")),
-                edge_max_rel_drift=metrics.max_rel_drift(art.p("public_edge"), art.p("public_edge")))
+                edge_max_rel_drift=metrics.max_rel_drift(art.p("public_edge"), art.p("public_edge")),
+            )
     if base is not None:
         out.update(_comparison(art, base, hidden, public, out, latency, gate))
     if art.name in STATIC_VARIANTS:
@@ -209,21 +237,35 @@ def _calibration(facts: dict[str, Any], hidden: data.Split, public: data.Split, 
     live = iq.get("live") or []
     if not live:
         unused = iq.get("unused") or 0
-        return {"error": "no QuantizeLinear with a fixed scale reads the input X and feeds the outputs, so no "
-                         "calibrated input range was found" + (f" ({unused} unused one(s) ignored)" if unused else "")}
+        return {
+            "error": "no QuantizeLinear with a fixed scale reads the input X and feeds the outputs, so no "
+            "calibrated input range was found" + (f" ({unused} unused one(s) ignored)" if unused else "")
+        }
     n = hidden.X_test.shape[1]
     lo = np.max([np.broadcast_to(np.asarray(q["low"], dtype=np.float64), (n,)) for q in live], axis=0)
     hi = np.min([np.broadcast_to(np.asarray(q["high"], dtype=np.float64), (n,)) for q in live], axis=0)
     source = calibration_source(iq, public)
-    return {"input_range": facts["calibrated_input_range"],
-            "data_range": [float(hidden.X_test.min()), float(hidden.X_test.max())],
-            "coverage": metrics.coverage(hidden.X_test, lo, hi),
-            "live_input_quantizers": len(live), "unused_input_quantizers": int(iq.get("unused") or 0),
-            "source": source["source"], "source_detail": source["detail"], "source_ends": source["ends"]}
+    return {
+        "input_range": facts["calibrated_input_range"],
+        "data_range": [float(hidden.X_test.min()), float(hidden.X_test.max())],
+        "coverage": metrics.coverage(hidden.X_test, lo, hi),
+        "live_input_quantizers": len(live),
+        "unused_input_quantizers": int(iq.get("unused") or 0),
+        "source": source["source"],
+        "source_detail": source["detail"],
+        "source_ends": source["ends"],
+    }
 
 
-def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: data.Split,
-                facts: dict, latency: dict, gate: str | None) -> dict[str, Any]:
+def _comparison(
+    art: _Artifact,
+    base: _Artifact,
+    hidden: data.Split,
+    public: data.Split,
+    facts: dict,
+    latency: dict,
+    gate: str | None,
+) -> dict[str, Any]:
     """Fields relative to the student's own fp32 model; ``quality`` and ``size`` only for a
     quantized file (else their ``error`` says why they are not judged)."""
     if base.error:
@@ -231,18 +273,23 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
         return {"comparison_error": why["error"], "quality": why, "size": why}
     base_facts = base.run.result["facts"]
     out: dict[str, Any] = {"file_size_ratio": metrics.size_ratio(len(art.data), len(base.data))}
-    size = {"ratio": metrics.size_ratio(facts["canonical_bytes"], base_facts["canonical_bytes"]),
-            "canonical_bytes": facts["canonical_bytes"], "fp32_canonical_bytes": base_facts["canonical_bytes"],
-            "file_ratio": out["file_size_ratio"]}
+    size = {
+        "ratio": metrics.size_ratio(facts["canonical_bytes"], base_facts["canonical_bytes"]),
+        "canonical_bytes": facts["canonical_bytes"],
+        "fp32_canonical_bytes": base_facts["canonical_bytes"],
+        "file_ratio": out["file_size_ratio"],
+    }
     out["size"] = {"error": gate, **size} if gate else size
     derived = art.run.result.get("derived") or {}
     if derived:
         out["derived_from_fp32"] = bool(derived["derived"])
         out["derived_residual"] = derived["residual"]
-        out["derived_detail"] = (f"{derived['quantized_weights'] - derived['unmatched_weights']} of "
-                                 f"{derived['quantized_weights']} quantized weights match an fp32 weight's shape; "
-                                 f"{derived['fp32_weights_covered']} of {derived['fp32_weights']} fp32 weights "
-                                 "are reproduced within scale/2")
+        out["derived_detail"] = (
+            f"{derived['quantized_weights'] - derived['unmatched_weights']} of "
+            f"{derived['quantized_weights']} quantized weights match an fp32 weight's shape; "
+            f"{derived['fp32_weights_covered']} of {derived['fp32_weights']} fp32 weights "
+            "are reproduced within scale/2"
+        )
     if "baseline_ms" in latency:
         out["latency_ratio"] = metrics.latency_ratio(latency["model_paired_ms"], latency["baseline_ms"])
     why = None
@@ -269,8 +316,10 @@ def _comparison(art: _Artifact, base: _Artifact, hidden: data.Split, public: dat
     out["quality"] = {"error": gate, **quality} if gate else quality
     pt, rt, pe_, re_pub = art.p("public_test"), base.p("public_test"), art.p("public_edge"), base.p("public_edge")
     facts["public_split"].update(
-        max_rel_drift=metrics.max_rel_drift(pt, rt), edge_max_rel_drift=metrics.max_rel_drift(pe_, re_pub),
+        max_rel_drift=metrics.max_rel_drift(pt, rt),
+        edge_max_rel_drift=metrics.max_rel_drift(pe_, re_pub),
         # the usual wrong definition, only to explain a mismatch in ``reported``
         elementwise_max_rel_drift=metrics.elementwise_max_rel_drift(pt, rt),
-        edge_elementwise_max_rel_drift=metrics.elementwise_max_rel_drift(pe_, re_pub))
+        edge_elementwise_max_rel_drift=metrics.elementwise_max_rel_drift(pe_, re_pub),
+    )
     return out

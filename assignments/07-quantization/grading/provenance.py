@@ -34,7 +34,7 @@ from .data import Split
 # |width − (qmax − qmin)·scale| for an honest MinMax range: the float32 subtraction rmax − rmin and
 # the float32 scale each round by at most 2^-24 relative; observed 1.8e-8 to 4.4e-8 × width. Four
 # times the bound of both leaves room and stays far below the spacing of the data's extreme values.
-WIDTH_RTOL = 4 * 2.0 * 2.0 ** -24
+WIDTH_RTOL = 4 * 2.0 * 2.0**-24
 ABS_TOL = 1e-7
 NOT_A_FINDING = ("X_train", "undetermined")
 
@@ -48,7 +48,7 @@ def _where(value: float, magnitude: bool, arrays: dict[str, np.ndarray], feature
     only the ``magnitude`` is known)."""
     out = []
     for name, a in arrays.items():
-        cols = a if feature is None else a[:, feature:feature + 1]
+        cols = a if feature is None else a[:, feature : feature + 1]
         hit = cols == np.float32(value)
         if magnitude:
             hit = hit | (cols == np.float32(-value))
@@ -62,13 +62,15 @@ def _candidates(values: np.ndarray, scale: float, zp: float, qmin: int, qmax: in
     (two ends for ``[rmin, rmax]``, one when the other end is 0 or the range is symmetric)."""
     width = (qmax - qmin) * scale
     tol = WIDTH_RTOL * width + ABS_TOL
-    if zp in (qmin, qmax):     # the range was widened to reach 0: only its other end is a value
+    if zp in (qmin, qmax):  # the range was widened to reach 0: only its other end is a value
         end = width if zp == qmin else -width
         return [((float(v), False),) for v in np.unique(values[np.abs(values - end) <= tol])]
-    lo_est = (qmin - zp) * scale                      # rmin lies within scale/2 of it
-    out = [((float(a), False), (float(b), False))
-           for a in np.unique(values[np.abs(values - lo_est) <= scale / 2 + tol])
-           for b in np.unique(values[np.abs(values - (a + width)) <= tol])]
+    lo_est = (qmin - zp) * scale  # rmin lies within scale/2 of it
+    out = [
+        ((float(a), False), (float(b), False))
+        for a in np.unique(values[np.abs(values - lo_est) <= scale / 2 + tol])
+        for b in np.unique(values[np.abs(values - (a + width)) <= tol])
+    ]
     if not out and abs(zp - (qmin + qmax) / 2) <= 0.5:  # [−m, m]: only m = max |value| is known
         mags = np.abs(values)
         out = [((float(v), True),) for v in np.unique(mags[np.abs(mags - width / 2) <= tol])]
@@ -79,7 +81,7 @@ def _beyond_train(scale: float, zp: float, qmin: int, qmax: int, train: np.ndarr
     """Ends of the range that no MinMax calibration on rows of ``train`` can reach."""
     width = (qmax - qmin) * scale
     slack = WIDTH_RTOL * width + ABS_TOL
-    if zp not in (qmin, qmax) and abs(zp - (qmin + qmax) / 2) <= 0.5:   # maybe symmetric: m only
+    if zp not in (qmin, qmax) and abs(zp - (qmin + qmax) / 2) <= 0.5:  # maybe symmetric: m only
         m, top = width / 2, float(np.abs(train).max())
         return [f"its half-width {m:.4g} > X_train's largest |value| {top:.4g}"] if m > top + slack else []
     out = []
@@ -95,8 +97,9 @@ def _one(scale: float, zp: float, qmin: int, qmax: int, split: Split, feature: i
     arrays = _arrays(split)
     pick = (lambda a: a.ravel()) if feature is None else (lambda a: a[:, feature])
     values = np.concatenate([pick(a) for a in arrays.values()]).astype(np.float64)
-    found = [[_where(v, mag, arrays, feature) for v, mag in ends]
-             for ends in _candidates(values, scale, zp, qmin, qmax)]
+    found = [
+        [_where(v, mag, arrays, feature) for v, mag in ends] for ends in _candidates(values, scale, zp, qmin, qmax)
+    ]
     in_train = [f for f in found if all(any(w["in"] == "X_train" for w in where) for where in f)]
     if in_train:
         return {"source": "X_train", "ends": in_train[0]}
@@ -121,8 +124,9 @@ def calibration_source(input_quantization: dict[str, Any], split: Split) -> dict
             continue
         for j, (s, z) in enumerate(zip(scales, zps)):
             if s > 0:
-                findings.append(_one(float(s), float(z), int(q["qmin"]), int(q["qmax"]), split,
-                                     j if per_feature else None))
+                findings.append(
+                    _one(float(s), float(z), int(q["qmin"]), int(q["qmax"]), split, j if per_feature else None)
+                )
     if not findings:
         return {"source": "undetermined", "ends": [], "detail": "no input quantizer with a usable scale"}
     worst = next((f for f in findings if f["source"] not in NOT_A_FINDING), findings[0])

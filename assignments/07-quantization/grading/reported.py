@@ -40,7 +40,9 @@ REPORT_TOLERANCE = Tolerance(rtol=1e-5, atol=1e-6)
 # excess 1-15%); beyond 25% the grader's own timing may have been hit by load: time it again.
 RETIME_ABOVE = 1.25
 RETIMES = 2
-ELEMENTWISE = Hint("element-wise?", "the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|")
+ELEMENTWISE = Hint(
+    "element-wise?", "the contract normalises per row: max_j|p−r| / max_j|r|, not element-wise |p−r|/|r|"
+)
 ACCURACY = Hint("accuracy?", "argmax of probabilities on all of X_test in one call vs y_test")
 ONE_CALL = Hint("one call?", "difference beyond float rounding; one call on the whole array?")
 
@@ -113,10 +115,15 @@ def _latency(fields: dict[str, Any], variants: list[str], retime=None) -> dict[s
     if missing:
         return {"error": "latencies could not be compared: " + "; ".join(missing)}
     worst = max(records, key=lambda v: records[v][2])
-    detail = ", ".join(f"{v} reported {r:.3g} ms, the grader measured {m:.3g} ms ({f:.2f}×)"
-                       for v, (r, m, f) in records.items())
-    return {"excess": statistics.median(f - 1.0 for _, _, f in records.values()),
-            "max_excess": records[worst][2] - 1.0, "worst": worst, "detail": detail}
+    detail = ", ".join(
+        f"{v} reported {r:.3g} ms, the grader measured {m:.3g} ms ({f:.2f}×)" for v, (r, m, f) in records.items()
+    )
+    return {
+        "excess": statistics.median(f - 1.0 for _, _, f in records.values()),
+        "max_excess": records[worst][2] - 1.0,
+        "worst": worst,
+        "detail": detail,
+    }
 
 
 def _expected(variant: str, field: str, models: dict, workspace: Path, assignment) -> Expected:
@@ -125,23 +132,35 @@ def _expected(variant: str, field: str, models: dict, workspace: Path, assignmen
     not_judged = _not_judged(variant, models) if field != "latency_ms" else None
     if field == "size_bytes":
         return Expected(measured, 0, why_not=why, unit="bytes", where=" in the file", not_judged=not_judged)
-    if field == "latency_ms":   # its form only: how close it is, is the ``latency`` subsection's business
+    if field == "latency_ms":  # its form only: how close it is, is the ``latency`` subsection's business
         return Expected(measured, None, why_not=why, positive=True, unit="ms")
     where = f" on the contract's {'X_edge' if 'edge' in field else 'X_test'}"
     if field == "accuracy":
         return Expected(measured, REPORT_TOLERANCE, why_not=why, where=where, hint=ACCURACY, not_judged=not_judged)
     elementwise = _elementwise(models, variant, field)
-    return Expected(measured, REPORT_TOLERANCE, why_not=why, where=where, alternatives=((elementwise, ELEMENTWISE),),
-                    hint=ONE_CALL, nonfinite_hint=ELEMENTWISE, not_judged=not_judged)
+    return Expected(
+        measured,
+        REPORT_TOLERANCE,
+        why_not=why,
+        where=where,
+        alternatives=((elementwise, ELEMENTWISE),),
+        hint=ONE_CALL,
+        nonfinite_hint=ELEMENTWISE,
+        not_judged=not_judged,
+    )
 
 
-def measure_reported(assignment, workspace: Path, reported: Any, reported_error: str | None,
-                     models: dict) -> dict[str, Any]:
+def measure_reported(
+    assignment, workspace: Path, reported: Any, reported_error: str | None, models: dict
+) -> dict[str, Any]:
     """The ``reported`` section: is each of RESULTS' 15 numbers what the grader measures
     (autograder.measure.reported.check_reported), and how far are the latencies from its timing?"""
     variants = list(assignment.artifacts)
-    expected = {f"{variant}.{field}": _expected(variant, field, models, Path(workspace), assignment)
-                for variant in variants for field in REPORTED_FIELDS}
+    expected = {
+        f"{variant}.{field}": _expected(variant, field, models, Path(workspace), assignment)
+        for variant in variants
+        for field in REPORTED_FIELDS
+    }
     facts = check_reported(reported, expected, missing_reason=reported_error)
     if not facts["present"]:
         return {**facts, "latency": {"error": facts["problems"][0]}}

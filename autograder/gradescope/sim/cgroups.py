@@ -46,20 +46,24 @@ class CgroupStats:
     """What the host read from the container's cgroups after (or during) a run."""
 
     memory_limit_bytes: int
-    memory_max_usage_bytes: int      # the kernel's high-water mark: anonymous memory and page cache
-    peak_rss_bytes: int              # sampled: total_rss + total_shmem (what cannot be reclaimed)
+    memory_max_usage_bytes: int  # the kernel's high-water mark: anonymous memory and page cache
+    peak_rss_bytes: int  # sampled: total_rss + total_shmem (what cannot be reclaimed)
     oom_kills: int
-    cpu_quota: float                 # CPUs (cfs_quota_us / cfs_period_us)
-    cpu_seconds: float               # CPU time the whole tree used
-    throttled_s: float               # time the tree waited for its CPU quota
+    cpu_quota: float  # CPUs (cfs_quota_us / cfs_period_us)
+    cpu_seconds: float  # CPU time the whole tree used
+    throttled_s: float  # time the tree waited for its CPU quota
 
     def as_dict(self) -> dict:
         mib = 1024 * 1024
-        return {"memory_limit_mb": round(self.memory_limit_bytes / mib),
-                "memory_max_usage_mb": round(self.memory_max_usage_bytes / mib, 1),
-                "peak_rss_mb": round(self.peak_rss_bytes / mib, 1), "oom_kills": self.oom_kills,
-                "cpus": self.cpu_quota, "cpu_seconds": round(self.cpu_seconds, 1),
-                "throttled_s": round(self.throttled_s, 1)}
+        return {
+            "memory_limit_mb": round(self.memory_limit_bytes / mib),
+            "memory_max_usage_mb": round(self.memory_max_usage_bytes / mib, 1),
+            "peak_rss_mb": round(self.peak_rss_bytes / mib, 1),
+            "oom_kills": self.oom_kills,
+            "cpus": self.cpu_quota,
+            "cpu_seconds": round(self.cpu_seconds, 1),
+            "throttled_s": round(self.throttled_s, 1),
+        }
 
 
 @dataclass
@@ -76,9 +80,11 @@ class ContainerCgroup:
         mounts = v1_mounts()
         missing = [c for c in ("memory", "cpu", "cpuacct") if c not in mounts]
         if missing:
-            raise CgroupError(f"cgroup v1 controllers {missing} are not mounted under {CGROUP_ROOT}; the "
-                              "container simulation needs the v1 memory, cpu and cpuacct controllers (hint: "
-                              "a cgroup v2-only host is not supported by `gradescope simulate` yet)")
+            raise CgroupError(
+                f"cgroup v1 controllers {missing} are not mounted under {CGROUP_ROOT}; the "
+                "container simulation needs the v1 memory, cpu and cpuacct controllers (hint: "
+                "a cgroup v2-only host is not supported by `gradescope simulate` yet)"
+            )
         current = current_v1_paths()
         cls.remove_stale(mounts)
         name = f"{NAME_PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
@@ -102,8 +108,10 @@ class ContainerCgroup:
                 (cg.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(float(cpus) * PERIOD_US)), encoding="ascii")
         except OSError as e:
             cg.remove()
-            raise CgroupError(f"cannot make the container's cgroups ({e}); the simulation needs root and "
-                              "writable cgroup v1 controllers") from e
+            raise CgroupError(
+                f"cannot make the container's cgroups ({e}); the simulation needs root and "
+                "writable cgroup v1 controllers"
+            ) from e
         return cg
 
     @staticmethod
@@ -151,10 +159,12 @@ class ContainerCgroup:
         return CgroupStats(
             memory_limit_bytes=int(_read(mem / "memory.limit_in_bytes")),
             memory_max_usage_bytes=int(_read(mem / "memory.max_usage_in_bytes")),
-            peak_rss_bytes=self.peak_rss, oom_kills=int(oom.group(1)) if oom else 0,
+            peak_rss_bytes=self.peak_rss,
+            oom_kills=int(oom.group(1)) if oom else 0,
             cpu_quota=round(quota / period, 3) if quota > 0 else 0.0,
             cpu_seconds=int(_read(acct / "cpuacct.usage")) / 1e9,
-            throttled_s=int(throttled.group(1)) / 1e9 if throttled else 0.0)
+            throttled_s=int(throttled.group(1)) / 1e9 if throttled else 0.0,
+        )
 
     def remove(self, timeout_s: float = 10.0) -> None:
         """Remove the cgroups; every process left in them is the container's and is killed first."""
@@ -172,4 +182,3 @@ class ContainerCgroup:
                         except ProcessLookupError:
                             pass
                     time.sleep(0.05)
-

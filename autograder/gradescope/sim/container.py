@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import AutograderError
-from ...tree_walk import remove_tree   # the container's files: what run_autograder left
+from ...tree_walk import remove_tree  # the container's files: what run_autograder left
 from . import container_init, docker_profile
 from .cgroups import CgroupError, CgroupStats, ContainerCgroup, current_v1_paths, v1_mounts
 
-SYSTEM_PYTHON = "/usr/bin/python3"     # runs container_init; Debian's, with python3-seccomp
-STATE_PARENT = Path("/var/tmp")        # on disk, as a container's writable layer is
+SYSTEM_PYTHON = "/usr/bin/python3"  # runs container_init; Debian's, with python3-seccomp
+STATE_PARENT = Path("/var/tmp")  # on disk, as a container's writable layer is
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib64", "lib32", "libx32")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-SHARED_LOCKS = "/run/autograder"       # the sandbox slots' locks: machine-wide, like their uids
+SHARED_LOCKS = "/run/autograder"  # the sandbox slots' locks: machine-wide, like their uids
 LOG_MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -52,7 +52,7 @@ class ContainerSpec:
 
     memory_mb: int | None = 768
     cpus: float | None = 0.5
-    rootfs: Path | None = None          # a root file system folder; None: the host's system folders
+    rootfs: Path | None = None  # a root file system folder; None: the host's system folders
     binds: list[tuple[str, str, str]] = field(default_factory=list)
     hostname: str = "gradescope"
     seccomp: bool = True
@@ -64,7 +64,7 @@ class ContainerRun:
     wall_s: float
     timed_out: bool
     stats: CgroupStats
-    log: str                            # stdout and stderr of the command, interleaved, capped
+    log: str  # stdout and stderr of the command, interleaved, capped
 
     @property
     def start_failed(self) -> bool:
@@ -90,6 +90,7 @@ def unavailable_reason() -> str | None:
 
 # ------------------------------------------------------------------------------- the file system
 
+
 def _system_ops(rootfs: Path | None) -> list[list]:
     """Mount operations for the container's system folders (paths inside the container)."""
     ops: list[list] = []
@@ -106,7 +107,7 @@ def _system_ops(rootfs: Path | None) -> list[list]:
         for d, mode in (("/opt", "0755"), ("/var", "0755"), ("/home", "0755"), ("/mnt", "0755")):
             ops.append(["mkdir", d, mode])
     else:
-        for name in ("resolv.conf", "hosts"):       # as Docker does: the host's name resolution
+        for name in ("resolv.conf", "hosts"):  # as Docker does: the host's name resolution
             if os.path.isfile(f"/etc/{name}"):
                 ops.append(["bind", f"/etc/{name}", f"/etc/{name}", "ro"])
     ops.append(["proc", "/proc"])
@@ -114,10 +115,15 @@ def _system_ops(rootfs: Path | None) -> list[list]:
     for dev in DEVICES:
         if os.path.exists(f"/dev/{dev}"):
             ops.append(["bind", f"/dev/{dev}", f"/dev/{dev}", "rw"])
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ):
         ops.append(["symlink", f"/dev/{name}", target])
-    ops.append(["tmpfs", "/dev/shm", "mode=1777,size=64m"])   # Docker's default --shm-size
+    ops.append(["tmpfs", "/dev/shm", "mode=1777,size=64m"])  # Docker's default --shm-size
     ops.append(["tmpfs", "/run", "mode=0755,size=16m"])
     return ops
 
@@ -157,8 +163,16 @@ def _private_dirs(state: Path, rootfs: Path | None) -> list[list]:
 
 # ------------------------------------------------------------------------------- running
 
-def run_container(spec: ContainerSpec, argv: list[str], *, env: dict[str, str] | None = None, cwd: str = "/",
-                  timeout_s: float | None = None, log_path: Path | None = None) -> ContainerRun:
+
+def run_container(
+    spec: ContainerSpec,
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str = "/",
+    timeout_s: float | None = None,
+    log_path: Path | None = None,
+) -> ContainerRun:
     """Run ``argv`` as root in the container ``spec`` describes; wait (at most ``timeout_s``, then
     the whole container is killed, as Gradescope's time limit does) and return what happened."""
     why = unavailable_reason()
@@ -177,12 +191,32 @@ def run_container(spec: ContainerSpec, argv: list[str], *, env: dict[str, str] |
             root = str(state / "root-mount")
         ops = _system_ops(spec.rootfs) + _private_dirs(state, spec.rootfs) + _cgroup_ops(cgroup)
         ops += [["bind", host, inside, mode] for host, inside, mode in spec.binds]
-        config = {"root": root, "rootfs": spec.rootfs is not None, "ops": ops, "hostname": spec.hostname,
-                  "profile": docker_profile.__file__, "seccomp": spec.seccomp, "argv": list(argv), "cwd": cwd,
-                  "env": {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", **(env or {})}}
-        command = [shutil.which("unshare") or "unshare", "--mount", "--pid", "--fork", "--uts", "--ipc",
-                   "--propagation", "private", "--kill-child",
-                   SYSTEM_PYTHON, "-I", container_init.__file__, json.dumps(config)]
+        config = {
+            "root": root,
+            "rootfs": spec.rootfs is not None,
+            "ops": ops,
+            "hostname": spec.hostname,
+            "profile": docker_profile.__file__,
+            "seccomp": spec.seccomp,
+            "argv": list(argv),
+            "cwd": cwd,
+            "env": {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", **(env or {})},
+        }
+        command = [
+            shutil.which("unshare") or "unshare",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--uts",
+            "--ipc",
+            "--propagation",
+            "private",
+            "--kill-child",
+            SYSTEM_PYTHON,
+            "-I",
+            container_init.__file__,
+            json.dumps(config),
+        ]
         log_file = Path(log_path) if log_path else state / "container.log"
         return _supervise(command, cgroup, log_file, timeout_s)
     finally:
@@ -199,8 +233,14 @@ def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, time
 
     started = time.monotonic()
     with open(log_file, "wb") as log:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: cgroup.attach(os.getpid()), cwd="/")
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: cgroup.attach(os.getpid()),
+            cwd="/",
+        )
         thread = threading.Thread(target=sampler, daemon=True)
         thread.start()
         timed_out = False
@@ -208,7 +248,7 @@ def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, time
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()            # unshare --kill-child: its child, PID 1 of the namespace, dies, and all of it
+            proc.kill()  # unshare --kill-child: its child, PID 1 of the namespace, dies, and all of it
             rc = proc.wait()
         except BaseException:
             proc.kill()
@@ -219,12 +259,11 @@ def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, time
             thread.join()
     wall = time.monotonic() - started
     deadline = time.monotonic() + 10
-    while cgroup.pids() and time.monotonic() < deadline:   # the namespace's processes are going
+    while cgroup.pids() and time.monotonic() < deadline:  # the namespace's processes are going
         time.sleep(0.05)
     cgroup.sample()
     stats = cgroup.stats()
     data = log_file.read_bytes()
     if len(data) > LOG_MAX_BYTES:
-        data = data[: LOG_MAX_BYTES // 2] + b"\n[... log cut ...]\n" + data[-LOG_MAX_BYTES // 2:]
-    return ContainerRun(returncode=rc, wall_s=wall, timed_out=timed_out, stats=stats,
-                        log=data.decode(errors="replace"))
+        data = data[: LOG_MAX_BYTES // 2] + b"\n[... log cut ...]\n" + data[-LOG_MAX_BYTES // 2 :]
+    return ContainerRun(returncode=rc, wall_s=wall, timed_out=timed_out, stats=stats, log=data.decode(errors="replace"))

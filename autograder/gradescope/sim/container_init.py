@@ -53,8 +53,16 @@ def _check(rc, what):
 
 
 def mount(source, target, fstype, flags, data=None):
-    _check(libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(),
-                      ctypes.c_ulong(flags), data and data.encode()), f"mount {source} on {target}")
+    _check(
+        libc.mount(
+            source and source.encode(),
+            target.encode(),
+            fstype and fstype.encode(),
+            ctypes.c_ulong(flags),
+            data and data.encode(),
+        ),
+        f"mount {source} on {target}",
+    )
 
 
 def _statvfs_flags(path):
@@ -108,7 +116,7 @@ def apply_op(root, op):
 def make_root(cfg):
     """Mount the new root and fill it; returns its path (still seen from the host's tree)."""
     root = cfg["root"]
-    if cfg.get("rootfs"):                 # a root file system folder: bind it onto itself
+    if cfg.get("rootfs"):  # a root file system folder: bind it onto itself
         mount(root, root, None, MS_BIND | MS_REC)
     else:
         mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
@@ -151,10 +159,9 @@ def restrict(cfg, profile):
         import seccomp  # Debian's python3-seccomp; imported before the host's tree is gone
 
         flt, _skipped = profile.build_filter(seccomp, platform.machine())
-        flt.load()      # needs CAP_SYS_ADMIN, still held: no no_new_privs, as in Docker
+        flt.load()  # needs CAP_SYS_ADMIN, still held: no no_new_privs, as in Docker
     mask = sum(1 << c for c in keep)
-    data = (CapData * 2)(CapData(mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, 0),
-                         CapData(mask >> 32, mask >> 32, 0))
+    data = (CapData * 2)(CapData(mask & 0xFFFFFFFF, mask & 0xFFFFFFFF, 0), CapData(mask >> 32, mask >> 32, 0))
     _check(libc.capset(ctypes.byref(CapHeader(CAP_VERSION_3, 0)), data), "capset")
 
 

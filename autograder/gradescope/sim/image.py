@@ -40,8 +40,8 @@ from . import rootfs as rootfs_mod
 from .container import ContainerSpec, run_container
 
 DEFAULT_CACHE = Path("/var/cache/autograder/gradescope-sim")
-SETUP_PYTHON = "/usr/bin/python3"       # the image's own Python of the pinned version
-IMAGE_FORMAT = 1                        # bump when the layout below changes
+SETUP_PYTHON = "/usr/bin/python3"  # the image's own Python of the pinned version
+IMAGE_FORMAT = 1  # bump when the layout below changes
 KEEP_IMAGES = 2
 SETUP_TIMEOUT_S = 1800
 # The host's CA bundle, for setup.sh's downloads from the package registries (this workplace's
@@ -57,18 +57,18 @@ class ImageBuildError(AutograderError):
 class Image:
     key: str
     folder: Path
-    base: str                           # host | debian
+    base: str  # host | debian
 
     @property
-    def opt(self) -> Path:              # /opt/autograder (base host)
+    def opt(self) -> Path:  # /opt/autograder (base host)
         return self.folder / "opt-autograder"
 
     @property
-    def source(self) -> Path:           # /autograder/source as setup.sh left it
+    def source(self) -> Path:  # /autograder/source as setup.sh left it
         return self.folder / "autograder-source"
 
     @property
-    def rootfs(self) -> Path | None:    # the whole root file system (base debian)
+    def rootfs(self) -> Path | None:  # the whole root file system (base debian)
         return self.folder / "rootfs" if self.base == "debian" else None
 
     @property
@@ -122,8 +122,9 @@ def _lock(path: Path, shared: bool = False, blocking: bool = True) -> Iterator[b
 
 
 @contextmanager
-def image_for(zip_path: Path, *, base: str = "host", cache_dir: Path = DEFAULT_CACHE,
-              rebuild: bool = False) -> Iterator[Image]:
+def image_for(
+    zip_path: Path, *, base: str = "host", cache_dir: Path = DEFAULT_CACHE, rebuild: bool = False
+) -> Iterator[Image]:
     """The image of ``zip_path``, built when not cached; held (not evicted) while in use."""
     if base not in ("host", "debian"):
         raise ImageBuildError(f"unknown image base {base!r} (host or debian)")
@@ -159,16 +160,20 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
         rootfs_mod.unpack(tarball, image.rootfs)
         rootfs_mod.separate_system_ids(image.rootfs)
         autograder = image.rootfs / "autograder"
-        spec = ContainerSpec(memory_mb=None, cpus=None, rootfs=image.rootfs,
-                             binds=[(HOST_CA, "/run/host-ca.crt", "ro")])
+        spec = ContainerSpec(
+            memory_mb=None, cpus=None, rootfs=image.rootfs, binds=[(HOST_CA, "/run/host-ca.crt", "ro")]
+        )
         # the host's CA bundle: this workplace's egress to the registries needs it; Gradescope does not
         env = {"SSL_CERT_FILE": "/run/host-ca.crt", "PIP_CERT": "/run/host-ca.crt"}
     else:
         autograder = image.folder / "autograder"
         image.opt.mkdir()
         os.chmod(image.opt, 0o755)
-        spec = ContainerSpec(memory_mb=None, cpus=None,
-                             binds=[(str(image.opt), "/opt/autograder", "rw"), (str(autograder), "/autograder", "rw")])
+        spec = ContainerSpec(
+            memory_mb=None,
+            cpus=None,
+            binds=[(str(image.opt), "/opt/autograder", "rw"), (str(autograder), "/autograder", "rw")],
+        )
         env = {"SSL_CERT_FILE": HOST_CA}
     uv_cache = cache_dir / "uv-cache"
     uv_cache.mkdir(exist_ok=True)
@@ -177,11 +182,19 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
     unpack_zip(zip_path, autograder / "source")
     shutil.copy2(autograder / "source" / "run_autograder", autograder / "run_autograder")
     os.chmod(autograder / "run_autograder", 0o755)
-    run = run_container(spec, ["/bin/bash", "/autograder/source/setup.sh", "--python", SETUP_PYTHON],
-                        env=env, cwd="/", timeout_s=SETUP_TIMEOUT_S, log_path=image.folder / "setup.log")
+    run = run_container(
+        spec,
+        ["/bin/bash", "/autograder/source/setup.sh", "--python", SETUP_PYTHON],
+        env=env,
+        cwd="/",
+        timeout_s=SETUP_TIMEOUT_S,
+        log_path=image.folder / "setup.log",
+    )
     if run.returncode != 0 or run.timed_out:
-        raise ImageBuildError(f"setup.sh failed in the simulated image (exit {run.returncode}"
-                              f"{', timed out' if run.timed_out else ''}):\n{run.log[-3000:]}")
+        raise ImageBuildError(
+            f"setup.sh failed in the simulated image (exit {run.returncode}"
+            f"{', timed out' if run.timed_out else ''}):\n{run.log[-3000:]}"
+        )
     if image.rootfs is None:
         shutil.move(str(autograder / "source"), image.source)
         shutil.move(str(autograder / "run_autograder"), image.folder / "run_autograder")
@@ -189,9 +202,20 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
     else:
         shutil.copytree(autograder / "source", image.source, symlinks=True)
         shutil.copy2(autograder / "run_autograder", image.folder / "run_autograder")
-    (image.folder / "image.json").write_text(json.dumps({
-        "key": image.key, "base": image.base, "zip": str(zip_path), "built_s": round(time.monotonic() - started, 1),
-        "setup_python": SETUP_PYTHON}, indent=2) + "\n", encoding="utf-8")
+    (image.folder / "image.json").write_text(
+        json.dumps(
+            {
+                "key": image.key,
+                "base": image.base,
+                "zip": str(zip_path),
+                "built_s": round(time.monotonic() - started, 1),
+                "setup_python": SETUP_PYTHON,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 def _evict(images: Path) -> None:
@@ -201,7 +225,7 @@ def _evict(images: Path) -> None:
         with _lock(images / f"{old.name}.lock", blocking=False) as free:
             if free:
                 shutil.rmtree(old, ignore_errors=True)
-    for lock in images.glob("*.lock"):       # the locks of images gone for a day
+    for lock in images.glob("*.lock"):  # the locks of images gone for a day
         if not (images / lock.stem).exists() and time.time() - lock.stat().st_mtime > 24 * 3600:
             lock.unlink(missing_ok=True)
 

@@ -47,10 +47,10 @@ def debian_tarball(cache_dir: Path, *, refresh: bool = False) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if tarball.is_file() and not refresh and time.time() - tarball.stat().st_mtime < MAX_AGE_S:
             return tarball
-        with atomic_replace(tarball) as tmp:      # a name ending in .tar: mmdebstrap writes a tarball
+        with atomic_replace(tarball) as tmp:  # a name ending in .tar: mmdebstrap writes a tarball
             cmd = [mmdebstrap, "--quiet", "--variant=minbase", f"--include={','.join(INCLUDE)}", release, str(tmp)]
             if HOST_SOURCES.is_file():
-                cmd.append(str(HOST_SOURCES))       # the mirror this host already uses
+                cmd.append(str(HOST_SOURCES))  # the mirror this host already uses
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if proc.returncode != 0:
                 raise RootfsError(f"mmdebstrap failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}")
@@ -60,8 +60,12 @@ def debian_tarball(cache_dir: Path, *, refresh: bool = False) -> Path:
 def unpack(tarball: Path, target: Path) -> Path:
     """Unpack ``tarball`` (owners and modes kept) into the empty folder ``target``."""
     target.mkdir(parents=True)
-    proc = subprocess.run(["tar", "--numeric-owner", "--same-owner", "-xpf", str(tarball), "-C", str(target)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["tar", "--numeric-owner", "--same-owner", "-xpf", str(tarball), "-C", str(target)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
         raise RootfsError(f"cannot unpack {tarball}: {proc.stderr.strip()[-500:]}")
     return target

@@ -21,20 +21,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import AutograderError
-from ...tree_walk import remove_tree   # the container's files: what run_autograder left
+from ...tree_walk import remove_tree  # the container's files: what run_autograder left
 from .cgroups import CgroupStats
 from .container import STATE_PARENT, run_container
 from .image import DEFAULT_CACHE, Image, fresh_autograder_dir, image_for
 
-GRADESCOPE_MEMORY_MB = 768          # Gradescope's defaults for an autograder
+GRADESCOPE_MEMORY_MB = 768  # Gradescope's defaults for an autograder
 GRADESCOPE_CPUS = 0.5
 GRADESCOPE_TIMEOUT_S = 600
 
 
 @dataclass
 class Simulation:
-    results: dict[str, Any] | None      # None: no valid results.json (what Gradescope calls a failed run)
-    stdout: str                         # run_autograder's output: what instructors see
+    results: dict[str, Any] | None  # None: no valid results.json (what Gradescope calls a failed run)
+    stdout: str  # run_autograder's output: what instructors see
     returncode: int
     timed_out: bool
     wall_s: float
@@ -44,10 +44,15 @@ class Simulation:
     def summary(self) -> dict[str, Any]:
         r = self.results or {}
         execution = (r.get("extra_data") or {}).get("execution") or {}
-        return {"score": r.get("score"), "wall_s": round(self.wall_s, 1), "exit": self.returncode,
-                "timed_out": self.timed_out, "status": execution.get("status"),
-                "isolation": ((r.get("extra_data") or {}).get("isolation") or {}).get("mode"),
-                **self.stats.as_dict()}
+        return {
+            "score": r.get("score"),
+            "wall_s": round(self.wall_s, 1),
+            "exit": self.returncode,
+            "timed_out": self.timed_out,
+            "status": execution.get("status"),
+            "isolation": ((r.get("extra_data") or {}).get("isolation") or {}).get("mode"),
+            **self.stats.as_dict(),
+        }
 
 
 def _place_submission(submission: Path, target: Path) -> None:
@@ -61,10 +66,17 @@ def _place_submission(submission: Path, target: Path) -> None:
         raise AutograderError(f"{submission}: no such notebook or folder")
 
 
-def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRADESCOPE_MEMORY_MB,
-                 cpus: float | None = GRADESCOPE_CPUS, timeout_s: float | None = GRADESCOPE_TIMEOUT_S,
-                 metadata: dict | None = None, inspect: Callable[[Path], None] | None = None,
-                 env: dict[str, str] | None = None) -> Simulation:
+def run_in_image(
+    image: Image,
+    submission: Path,
+    *,
+    memory_mb: int | None = GRADESCOPE_MEMORY_MB,
+    cpus: float | None = GRADESCOPE_CPUS,
+    timeout_s: float | None = GRADESCOPE_TIMEOUT_S,
+    metadata: dict | None = None,
+    inspect: Callable[[Path], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> Simulation:
     """One submission in a fresh container of ``image``. ``inspect(root)`` may look at the
     run's ``/autograder`` folder (as the host sees it) before it is removed; ``env`` adds
     variables (tests plant canaries with it)."""
@@ -83,15 +95,30 @@ def run_in_image(image: Image, submission: Path, *, memory_mb: int | None = GRAD
             results = None
         if inspect is not None:
             inspect(root)
-        return Simulation(results=results, stdout=run.log, returncode=run.returncode, timed_out=run.timed_out,
-                          wall_s=run.wall_s, stats=run.stats, image=image.key)
+        return Simulation(
+            results=results,
+            stdout=run.log,
+            returncode=run.returncode,
+            timed_out=run.timed_out,
+            wall_s=run.wall_s,
+            stats=run.stats,
+            image=image.key,
+        )
     finally:
         remove_tree(work, ignore_errors=True)
 
 
-def simulate(zip_path: Path, submission: Path, *, memory_mb: int | None = GRADESCOPE_MEMORY_MB,
-             cpus: float | None = GRADESCOPE_CPUS, timeout_s: float | None = GRADESCOPE_TIMEOUT_S,
-             base: str = "host", cache_dir: Path = DEFAULT_CACHE, rebuild: bool = False) -> Simulation:
+def simulate(
+    zip_path: Path,
+    submission: Path,
+    *,
+    memory_mb: int | None = GRADESCOPE_MEMORY_MB,
+    cpus: float | None = GRADESCOPE_CPUS,
+    timeout_s: float | None = GRADESCOPE_TIMEOUT_S,
+    base: str = "host",
+    cache_dir: Path = DEFAULT_CACHE,
+    rebuild: bool = False,
+) -> Simulation:
     """Build (or reuse) the zip's image, then grade ``submission`` in a container of it."""
     with image_for(Path(zip_path), base=base, cache_dir=cache_dir, rebuild=rebuild) as image:
         return run_in_image(image, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s)

@@ -28,11 +28,26 @@ from .weights import QuantWeight, dq_weight, quantized_weights
 
 CLASSES = ("fp32", "dynamic", "static_qdq", "static_qoperator", "weights_only_qdq", "unknown")
 
-QUANT_OPS = frozenset({
-    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
-    "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "QLinearConv",
-    "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearConcat", "QLinearLeakyRelu", "QLinearSoftmax",
-})
+QUANT_OPS = frozenset(
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "MatMulInteger",
+        "ConvInteger",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+        "QLinearMatMul",
+        "QGemm",
+        "QLinearConv",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearSigmoid",
+        "QLinearConcat",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+    }
+)
 
 # A genuine quantization rounds each weight to the nearest step: |deq - W| <= scale/2, so the
 # residual max|deq - W| / (scale/2) is <= 1. The 1% slack covers float32 arithmetic in
@@ -42,10 +57,14 @@ DERIVED_RESIDUAL_MAX = 1.01
 
 # ── classification ─────────────────────────────────────────────────────────────────────────────
 
+
 def _static_activation_qs(ix: GraphIndex) -> list[onnx.NodeProto]:
     """QuantizeLinear nodes on runtime tensors with a constant scale (fixed by calibration)."""
-    return [n for n in ix.nodes if n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0])
-            and ix.is_const(input_at(n, 1))]
+    return [
+        n
+        for n in ix.nodes
+        if n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0]) and ix.is_const(input_at(n, 1))
+    ]
 
 
 def _dq_of_static_q(ix: GraphIndex, name: str) -> bool:
@@ -61,8 +80,11 @@ def _dynamic_matmuls(ix: GraphIndex) -> list[onnx.NodeProto]:
     for n in ix.nodes:
         if n.op_type == "DynamicQuantizeMatMul" and ix.is_int_const(input_at(n, 1)):
             out.append(n)
-        elif (n.op_type in ("MatMulInteger", "MatMulIntegerToFloat") and ix.is_int_const(input_at(n, 1))
-              and ix.made_by(n.input[0], "DynamicQuantizeLinear") is not None):
+        elif (
+            n.op_type in ("MatMulInteger", "MatMulIntegerToFloat")
+            and ix.is_int_const(input_at(n, 1))
+            and ix.made_by(n.input[0], "DynamicQuantizeLinear") is not None
+        ):
             out.append(n)
     return out
 
@@ -82,16 +104,22 @@ def classify(ix: GraphIndex) -> tuple[str, str]:
     if n_weight_ops == 0:
         return "unknown", "no MatMul or Gemm with a constant weight was found"
     if dyn and not floats and not act_q and not qop and not w_dq:
-        return "dynamic", (f"{len(dyn)} integer MatMul(s) take integer constant weights and activations "
-                           "quantized at run time by DynamicQuantizeLinear")
+        return "dynamic", (
+            f"{len(dyn)} integer MatMul(s) take integer constant weights and activations "
+            "quantized at run time by DynamicQuantizeLinear"
+        )
     if mms and len(full) == len(mms) and not dyn and not qop:
-        return "static_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear(integer constant) "
-                              "and activations from Quantize→DequantizeLinear pairs with constant scales")
+        return "static_qdq", (
+            f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear(integer constant) "
+            "and activations from Quantize→DequantizeLinear pairs with constant scales"
+        )
     if qop and not mms and not dyn:
         return "static_qoperator", f"{len(qop)} QLinearMatMul/QGemm with integer constant weights (QOperator format)"
     if mms and len(w_dq) == len(mms) and not full and not dyn and not qop:
-        return "weights_only_qdq", (f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear, but no "
-                                    "activation passes through a QuantizeLinear with a constant scale")
+        return "weights_only_qdq", (
+            f"all {len(mms)} MatMul/Gemm take weights from DequantizeLinear, but no "
+            "activation passes through a QuantizeLinear with a constant scale"
+        )
     if mms and len(floats) == len(mms) and quant_ops == 0:
         return "fp32", f"{len(mms)} MatMul/Gemm with float weights and no quantization operator"
     parts = []
@@ -100,8 +128,10 @@ def classify(ix: GraphIndex) -> tuple[str, str]:
     if dyn:
         parts.append(f"{len(dyn)} dynamically quantized MatMul(s)")
     if w_dq:
-        parts.append(f"{len(w_dq)} of {len(mms)} MatMul/Gemm take weights from DequantizeLinear, "
-                     f"{len(full)} of them with statically quantized activations")
+        parts.append(
+            f"{len(w_dq)} of {len(mms)} MatMul/Gemm take weights from DequantizeLinear, "
+            f"{len(full)} of them with statically quantized activations"
+        )
     if qop:
         parts.append(f"{len(qop)} QLinearMatMul/QGemm")
     if act_q and dyn:
@@ -110,6 +140,7 @@ def classify(ix: GraphIndex) -> tuple[str, str]:
 
 
 # ── other facts ────────────────────────────────────────────────────────────────────────────────
+
 
 def activation_dtypes(ix: GraphIndex) -> list[str]:
     """Integer types activations are quantized to: outputs of Q on runtime tensors (and DQL: uint8)."""
@@ -126,10 +157,19 @@ def activation_dtypes(ix: GraphIndex) -> list[str]:
     return sorted(found)
 
 
-
-QUANTIZATION_FACTS = ("classification", "classification_detail", "weight_dtypes", "quantized_weights",
-                      "float_weights_left", "per_channel", "per_channel_weights", "per_channel_shaped_weights",
-                      "activation_dtypes", "calibrated_input_range", "input_quantization")
+QUANTIZATION_FACTS = (
+    "classification",
+    "classification_detail",
+    "weight_dtypes",
+    "quantized_weights",
+    "float_weights_left",
+    "per_channel",
+    "per_channel_weights",
+    "per_channel_shaped_weights",
+    "activation_dtypes",
+    "calibrated_input_range",
+    "input_quantization",
+)
 
 
 def quantization_facts(model: onnx.ModelProto) -> dict[str, Any]:
@@ -140,7 +180,8 @@ def quantization_facts(model: onnx.ModelProto) -> dict[str, Any]:
     weights = quantized_weights(ix)
     classification, detail = classify(ix)
     return {
-        "classification": classification, "classification_detail": detail,
+        "classification": classification,
+        "classification_detail": detail,
         "weight_dtypes": sorted({dtype_name(w.elem_type) for w in weights}),
         "quantized_weights": len(weights),
         "float_weights_left": len(float_weight_nodes(ix)),
@@ -153,6 +194,7 @@ def quantization_facts(model: onnx.ModelProto) -> dict[str, Any]:
 
 
 # ── derived from ───────────────────────────────────────────────────────────────────────────────
+
 
 def _residual(w: QuantWeight, deq: np.ndarray, ref: np.ndarray) -> float:
     try:
@@ -201,6 +243,8 @@ def derived_from(fp32_model: onnx.ModelProto, q_model: onnx.ModelProto) -> dict[
         "unmatched_weights": sum(1 for r in residuals if not np.isfinite(r)),
         "fp32_weights": len(refs),
         "fp32_weights_covered": len(covered),
-        "derived": bool(weights) and residual is not None and residual <= DERIVED_RESIDUAL_MAX
+        "derived": bool(weights)
+        and residual is not None
+        and residual <= DERIVED_RESIDUAL_MAX
         and len(covered) == len(refs),
     }

@@ -25,8 +25,14 @@ from ..graph_index import GraphIndex, attr, input_at
 
 # Ops that pass the model input through unchanged in value (looked through to find its quantizers).
 TRANSPARENT = frozenset({"Cast", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-QRANGE = {TensorProto.UINT8: (0, 255), TensorProto.INT8: (-128, 127), TensorProto.UINT16: (0, 65535),
-          TensorProto.INT16: (-32768, 32767), TensorProto.UINT4: (0, 15), TensorProto.INT4: (-8, 7)}
+QRANGE = {
+    TensorProto.UINT8: (0, 255),
+    TensorProto.INT8: (-128, 127),
+    TensorProto.UINT16: (0, 65535),
+    TensorProto.INT16: (-32768, 32767),
+    TensorProto.UINT4: (0, 15),
+    TensorProto.INT4: (-8, 7),
+}
 
 
 @dataclass
@@ -34,11 +40,11 @@ class InputQuantizer:
     """One QuantizeLinear on a model input, with the range it represents."""
 
     input: str
-    scale: np.ndarray        # float64, scalar or 1-D along ``axis``
-    zero_point: np.ndarray   # float64, same shape as ``scale``
+    scale: np.ndarray  # float64, scalar or 1-D along ``axis``
+    zero_point: np.ndarray  # float64, same shape as ``scale``
     qmin: int
     qmax: int
-    axis: int | None         # None when per tensor
+    axis: int | None  # None when per tensor
     live: bool
 
     @property
@@ -53,9 +59,16 @@ class InputQuantizer:
         def plain(a: np.ndarray) -> float | list[float]:
             return float(a) if a.ndim == 0 else [float(v) for v in a]
 
-        return {"input": self.input, "scale": plain(self.scale), "zero_point": plain(self.zero_point),
-                "qmin": self.qmin, "qmax": self.qmax, "axis": self.axis,
-                "low": plain(self.low), "high": plain(self.high)}
+        return {
+            "input": self.input,
+            "scale": plain(self.scale),
+            "zero_point": plain(self.zero_point),
+            "qmin": self.qmin,
+            "qmax": self.qmax,
+            "axis": self.axis,
+            "low": plain(self.low),
+            "high": plain(self.high),
+        }
 
 
 def _quantizer(ix: GraphIndex, node: onnx.NodeProto, source: str) -> InputQuantizer | None:
@@ -110,5 +123,7 @@ def input_quantization_facts(ix: GraphIndex) -> dict[str, Any]:
         lo = max(float(np.min(q.low)) for q in live)
         hi = min(float(np.max(q.high)) for q in live)
         rng = [lo, hi]
-    return {"calibrated_input_range": rng,
-            "input_quantization": {"live": [q.to_json() for q in live], "unused": len(qs) - len(live)}}
+    return {
+        "calibrated_input_range": rng,
+        "input_quantization": {"live": [q.to_json() for q in live], "unused": len(qs) - len(live)},
+    }

@@ -37,6 +37,7 @@ from ..reference_ops import IR_VERSION, OPSET, run_lock
 QUANT_RANGES: dict[type, tuple[int, int]] = {np.int8: (-128, 127), np.uint8: (0, 255)}
 _ONNX_TYPES = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
 
+
 def qrange(dtype) -> tuple[int, int]:
     """``(qmin, qmax)`` of ``np.int8`` or ``np.uint8`` (given as a type, dtype or name)."""
     t = np.dtype(dtype).type
@@ -60,14 +61,18 @@ def build_graph(op: str, dtype) -> onnx.ModelProto:
         raise AutograderError(f"unknown reference operator {op!r}")
     node = helper.make_node(op, ["x", "scale", "zero_point"], ["y"])
     graph = helper.make_graph(
-        [node], f"reference_{op}_{np.dtype(dtype).name}",
-        [helper.make_tensor_value_info("x", x_type, ["N"]),
-         helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("zero_point", qtype, [])],
+        [node],
+        f"reference_{op}_{np.dtype(dtype).name}",
+        [
+            helper.make_tensor_value_info("x", x_type, ["N"]),
+            helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("zero_point", qtype, []),
+        ],
         [helper.make_tensor_value_info("y", y_type, ["N"])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="autograder.quantization.reference_ops")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="autograder.quantization.reference_ops"
+    )
     model.ir_version = IR_VERSION
     onnx.checker.check_model(model, full_check=True)
     return model
@@ -87,8 +92,10 @@ def _zero_point(zero_point, dtype) -> np.ndarray:
     qmin, qmax = qrange(dtype)
     zp = np.asarray(zero_point)
     if zp.shape != () or zp.dtype.kind not in "iu" or not qmin <= int(zp) <= qmax:
-        raise AutograderError(f"reference zero point {zero_point!r} is not an integer scalar in "
-                              f"[{qmin}, {qmax}] for {np.dtype(dtype).name}")
+        raise AutograderError(
+            f"reference zero point {zero_point!r} is not an integer scalar in "
+            f"[{qmin}, {qmax}] for {np.dtype(dtype).name}"
+        )
     return np.array(int(zp), dtype=dtype)
 
 
@@ -137,6 +144,7 @@ def ort_choose_qparams(rmin, rmax, dtype=np.uint8, symmetric: bool = False) -> t
     hi = np.array(rmax, dtype=np.float32)
     if lo.shape != () or hi.shape != () or not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
         raise AutograderError(f"reference range [{rmin!r}, {rmax!r}] must be finite scalars with rmin <= rmax")
-    zero_point, scale = compute_scale_zp(lo, hi, np.array(qmin, dtype=dtype), np.array(qmax, dtype=dtype),
-                                         symmetric=bool(symmetric))
+    zero_point, scale = compute_scale_zp(
+        lo, hi, np.array(qmin, dtype=dtype), np.array(qmax, dtype=dtype), symmetric=bool(symmetric)
+    )
     return float(np.float32(scale)), int(zero_point)

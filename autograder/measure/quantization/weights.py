@@ -29,7 +29,7 @@ CHANNEL_FIT_MIN = 0.9
 class QuantWeight:
     """An integer weight with what is needed to dequantize it."""
 
-    node: str          # op type of the weight op, for messages
+    node: str  # op type of the weight op, for messages
     name: str
     q: np.ndarray
     elem_type: int
@@ -42,8 +42,13 @@ class QuantWeight:
     def scale_per_channel_shape(self) -> bool:
         """The scale has the shape of a per-channel scale: 1-D, one value per channel of ``axis``."""
         s = self.scale
-        return (s is not None and s.ndim == 1 and self.block_size == 0
-                and 0 <= self.axis < self.q.ndim and s.shape[0] == self.q.shape[self.axis])
+        return (
+            s is not None
+            and s.ndim == 1
+            and self.block_size == 0
+            and 0 <= self.axis < self.q.ndim
+            and s.shape[0] == self.q.shape[self.axis]
+        )
 
     @property
     def per_channel(self) -> bool:
@@ -75,8 +80,9 @@ class QuantWeight:
         return (self.q.astype(np.float64) - zp) * scale
 
     def scale_per_element(self) -> np.ndarray:
-        return np.broadcast_to(_along_axis(self.scale.astype(np.float64), self.q, self.axis, self.block_size),
-                               self.q.shape)
+        return np.broadcast_to(
+            _along_axis(self.scale.astype(np.float64), self.q, self.axis, self.block_size), self.q.shape
+        )
 
 
 def _along_axis(v: np.ndarray, q: np.ndarray, axis: int, block_size: int) -> np.ndarray:
@@ -103,8 +109,7 @@ def dq_weight(ix: GraphIndex, name: str, op: str, channel_axis: int) -> QuantWei
     axis = axis + q.ndim if axis < 0 else axis
     if scale is None or scale.ndim == 0:
         axis = channel_axis
-    return QuantWeight(op, dq.input[0], q, ix.elem_type(dq.input[0]), scale, zp, axis,
-                       int(attr(dq, "block_size", 0)))
+    return QuantWeight(op, dq.input[0], q, ix.elem_type(dq.input[0]), scale, zp, axis, int(attr(dq, "block_size", 0)))
 
 
 def _chain_scale(ix: GraphIndex, node: onnx.NodeProto) -> np.ndarray | None:
