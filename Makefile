@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: setup system-packages demo test test-fast test-stress bench clean
+.PHONY: setup system-packages demo test test-fast test-stress lint format bench clean
 
 # The grader's own bytecode is compiled here (cheap when up to date): a shell with
 # PYTHONDONTWRITEBYTECODE set would otherwise compile ~50 modules from source in every
@@ -48,6 +48,15 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -n $(JOBS) --dist loadfile -q
+
+# ruff's rules and format (pyproject.toml's [tool.ruff]); CI runs `lint` before the tests
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # the loop while you work: every test that needs no root, simulated container, Dask, real kernel and
 # is not slow (markers in pyproject.toml, set by tests/needs.py and tests/conftest.py)
