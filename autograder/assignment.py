@@ -157,11 +157,16 @@ class Assignment:
         return hashlib.sha256(both.encode()).hexdigest()[:16]
 
     def code_fingerprint(self) -> str:
-        """A hash of the assignment's config and grading code (what ``calibrate`` records)."""
+        """A hash of the assignment's config and every file of its grading package (what ``calibrate`` records)."""
         h = hashlib.sha256()
         h.update(self.id.encode())
         h.update(self.version.encode())
-        files = [self.folder / "assignment.toml"] + sorted((self.folder / "grading").rglob("*.py"))
+        # every file of the grading package, data files included (a model or a table shipped beside
+        # the code changes grades as surely as the code does); only Python's bytecode caches are not
+        grading = self.folder / "grading"
+        files = [self.folder / "assignment.toml"] + sorted(
+            f for f in grading.rglob("*") if f.is_file() and "__pycache__" not in f.relative_to(grading).parts
+        )
         for f in files:
             h.update(f.relative_to(self.folder).as_posix().encode())
             h.update(f.read_bytes())

@@ -12,7 +12,7 @@ array inside as above). It returns ``{"agree": bool, "reason": None | "missing" 
 str, "account": str}``. ``expected`` and ``got`` render values (for the course staff);
 ``account`` says what went wrong without any value of the hidden case (for the student, see
 :mod:`.failure`): the masked exception, the returned kind, dtype and shape, the key or index path
-(``at ['ai.onnx::Relu']``), or how many elements are off and by how many steps or units.
+(``at ['com.microsoft.Gelu']``), or how many elements are off and by how many steps or units.
 
 Values
 ------

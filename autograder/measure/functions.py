@@ -3,7 +3,7 @@
 An assignment gives, per contracted function, an *expectation*: a function of a
 :class:`~autograder.probe_format.ProbeCase` returning the reference's answer (an ndarray, an
 :class:`~autograder.measure.compare.Expect`, a tuple of them for a returned tuple, or a JSON-like
-value such as ``{"ai.onnx::Conv": 3}`` whose items may be either), computed by
+value such as ``{"Conv": 3, "com.microsoft.Gelu": 2}`` whose items may be either), computed by
 trusted code (ONNX Runtime through :mod:`autograder.measure.reference_ops`, or the assignment's own
 NumPy). :func:`measure_functions` then records, per function::
 

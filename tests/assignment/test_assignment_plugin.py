@@ -137,3 +137,21 @@ def test_summary_scatter_comes_from_the_assignment_only(tmp_path, assignment07):
     broken = make_assignment(tmp_path / "c", VALID, toml='[summary.scatter]\nx = "a"\n')
     with pytest.raises(AssignmentError, match=r"\[summary.scatter\] needs x, y"):
         scatter_config(broken)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda g: (g / "model.onnx").write_bytes(b"\x08\x07"),  # a data file shipped beside the code
+        lambda g: (g / "tables").mkdir() or (g / "tables" / "levels.csv").write_text("a,1\n"),
+        lambda g: (g / "helpers.py").write_text("X = 1\n"),
+    ],
+)
+def test_every_file_of_the_grading_package_is_in_the_code_fingerprint(tmp_path, change):
+    a = make_assignment(tmp_path, VALID)
+    before = a.code_fingerprint()
+    (a.folder / "grading" / "__pycache__").mkdir()
+    (a.folder / "grading" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"cache")
+    assert a.code_fingerprint() == before, "Python's bytecode cache is not grading code"
+    change(a.folder / "grading")
+    assert a.code_fingerprint() != before
