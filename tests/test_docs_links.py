@@ -246,5 +246,5 @@ def test_nothing_names_an_issue_or_a_path_outside_the_repository():
     ],
 )
 def test_the_outside_reference_rule(text, named):
-    text = text.format(ISSUE=ISSUE, Cap=ISSUE.capitalize(), W=W)
+    text = text.format(Cap=ISSUE.capitalize(), ISSUE=ISSUE, W=W)
     assert bool(outside_references(text)) is named
