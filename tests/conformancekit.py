@@ -205,6 +205,44 @@ def check_tolerances_are_calibrated_and_current(lesson: Lesson) -> None:
 
 
 @check()
+def check_probe_cases_come_from_the_deployment_secret(lesson: Lesson) -> None:
+    """The probe's cases are a function of the hidden-data secret: the same secret gives the same
+    cases, another secret other ones (a lesson whose cases a notebook could know in advance can be
+    answered by a lookup table). A lesson without probe cases has nothing to hide here."""
+    import hashlib
+
+    import numpy as np
+
+    from autograder import hidden_secret
+    from autograder.hidden_secret import HiddenSecret
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for case in lesson.assignment.grading.probe_cases():
+            h.update(case.id.encode())
+            for key in [*range(len(case.args)), *sorted(case.kwargs)]:
+                value = case.raw(key)
+                if isinstance(value, np.ndarray):  # every element (repr would elide a large array's middle)
+                    h.update(f"{value.dtype}{value.shape}".encode() + np.ascontiguousarray(value).tobytes())
+                else:
+                    h.update(value if isinstance(value, bytes) else repr(value).encode())
+        return h.hexdigest()
+
+    one, two = HiddenSecret(bytes(range(32))), HiddenSecret(bytes(range(1, 33)))
+    seen = []
+    for secret in (one, HiddenSecret(bytes(one.key)), two):
+        with hidden_secret.using(secret):
+            seen.append(digest())
+    if not lesson.assignment.grading.probe_cases():
+        return
+    assert seen[0] == seen[1], f"{lesson.id}: the same secret gave other probe cases (they must be reproducible)"
+    assert seen[0] != seen[2], (
+        f"{lesson.id}: another hidden-data secret gave the same probe cases: draw them from a stream of "
+        "autograder.hidden_secret (docs/ADDING-AN-ASSIGNMENT.md), never from a fixed seed"
+    )
+
+
+@check()
 def check_gradescope_zip_builds(lesson: Lesson) -> None:
     from autograder.gradescope.build import build_zip
 

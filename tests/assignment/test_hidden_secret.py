@@ -273,8 +273,10 @@ def test_hidden_data_and_probe_cases_are_a_function_of_the_secret(assignment_id,
     assert public_before == public_after, "the contract's public data does not depend on the secret"
 
 
-def test_every_assignment_has_its_hidden_data_checked_here():
-    assert sorted(HIDDEN_DATA) == assignment_ids(ROOT)
+def test_the_lessons_hidden_data_rows_name_real_lessons():
+    """A row per lesson whose hidden data is worth a digest of its own; every lesson's probe cases,
+    and a lesson added later, are checked by the conformance suite (tests/conformancekit.py)."""
+    assert set(HIDDEN_DATA) <= set(assignment_ids(ROOT))
 
 
 RNG_CONSTRUCTORS = {"default_rng", "RandomState", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "SeedSequence"}
