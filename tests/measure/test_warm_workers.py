@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper
 
 from autograder.measure import warm_pool
@@ -98,3 +99,125 @@ def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes()
     with warm_pool.warm_workers(2, LoadLimits(), start_when=never):
         pass
     assert not warm_pool._ready
+
+
+# ── when children are started: only for jobs there will be (a fake spawn, counted) ──────────────
+
+
+class _FakeChild:
+    """What warm_pool needs of a child: its limits, a process that is alive, close()."""
+
+    def __init__(self, limits) -> None:
+        self.limits = limits
+        self.closed = False
+
+        class _Proc:
+            returncode = None
+
+            def poll(self_inner):
+                return None
+
+            def wait(self_inner, timeout=None):
+                return 0
+
+        self.proc = _Proc()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _fake_spawn(monkeypatch) -> list[_FakeChild]:
+    from autograder.measure import worker_process
+
+    spawned: list[_FakeChild] = []
+
+    def start(limits):
+        child = _FakeChild(limits)
+        spawned.append(child)
+        return child
+
+    monkeypatch.setattr(worker_process, "start", start)
+    monkeypatch.setattr(warm_pool, "POLL_S", 0.01)
+    return spawned
+
+
+def _settle(spawned: list, count: int, timeout_s: float = 10.0) -> None:
+    """Wait until ``count`` children were spawned, then a few more polls (none more may come)."""
+    deadline = time.monotonic() + timeout_s
+    while len(spawned) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)  # ten polls at least: a child too many would have been started by now
+
+
+@pytest.mark.parametrize(
+    ("count", "files_over_time", "expected"),
+    [
+        (3, [0], 0),  # a notebook that writes no model: no child at all
+        (3, [0, 1], 1),  # one file written: one child
+        (3, [1, 2, 3], 3),  # each file as it appears
+        (3, [0, 3], 3),  # several at once
+        (3, [5], 3),  # never more than the lesson has artifacts
+        (1, [1, 0, 1], 1),  # a file removed and written again: still one job, one child
+        (2, [2, 1], 2),  # a file removed after its child started: that child stays (closed unused)
+    ],
+)
+def test_children_are_started_only_for_the_model_files_written(monkeypatch, count, files_over_time, expected):
+    spawned = _fake_spawn(monkeypatch)
+    files = {"n": 0}
+    with warm_pool.warm_workers(count, LoadLimits(), wanted=lambda: files["n"]):
+        for n in files_over_time:
+            files["n"] = n
+            _settle(spawned, min(count, max(files_over_time[: files_over_time.index(n) + 1])))
+        assert len(spawned) == expected
+    assert len(spawned) == expected and all(c.closed for c in spawned), "an unused child outlived the block"
+    assert not warm_pool._ready
+
+
+def test_no_child_is_started_ahead_once_the_files_are_frozen(monkeypatch):
+    """Once measuring begins (the working directory frozen before the probe) the jobs start their
+    own: a file seen later would start a child nobody takes."""
+    import threading
+
+    spawned = _fake_spawn(monkeypatch)
+    files, frozen = {"n": 1}, threading.Event()
+    with warm_pool.warm_workers(3, LoadLimits(), wanted=lambda: files["n"], stop_when=frozen):
+        _settle(spawned, 1)
+        frozen.set()
+        files["n"] = 3
+        _settle(spawned, 3, timeout_s=0.2)
+        assert len(spawned) == 1
+
+
+def test_a_failing_count_starts_nothing_and_waits_for_the_start_signal(monkeypatch):
+    import threading
+
+    spawned = _fake_spawn(monkeypatch)
+
+    def broken() -> int:
+        raise OSError("the workspace is gone")
+
+    with warm_pool.warm_workers(2, LoadLimits(), wanted=broken):
+        _settle(spawned, 1, timeout_s=0.2)
+        assert not spawned
+    go = threading.Event()
+    with warm_pool.warm_workers(2, LoadLimits(), start_when=go, wanted=lambda: 2):
+        _settle(spawned, 1, timeout_s=0.2)
+        assert not spawned, "a child started before the kernel was launched"
+        go.set()
+        _settle(spawned, 2)
+        assert len(spawned) == 2
+
+
+def test_artifacts_written_counts_regular_files_reached_without_links(tmp_path):
+    count = warm_pool.artifacts_written(tmp_path, ["artifacts/a.onnx", "artifacts/b.onnx", "c.onnx"])
+    assert count() == 0
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "a.onnx").write_bytes(b"x")
+    assert count() == 1
+    (tmp_path / "c.onnx").symlink_to(tmp_path / "artifacts" / "a.onnx")  # a link is not a model file
+    (tmp_path / "artifacts" / "b.onnx").mkdir()  # nor is a folder
+    assert count() == 1
+    import os
+
+    os.mkfifo(tmp_path / "fifo.onnx")
+    assert warm_pool.artifacts_written(tmp_path, ["fifo.onnx"])() == 0  # not opened for reading: no hang
