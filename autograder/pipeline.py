@@ -22,7 +22,7 @@ from .errors import SandboxUnavailableError
 from .grade_options import GradeOptions
 from .judge import judge
 from .measure.context import ArtifactContext, MeasureContext
-from .measure.warm_pool import artifacts_written, warm_workers
+from .measure.warm_pool import warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.feedback_html import write_feedback_html
@@ -139,10 +139,9 @@ def execute_and_measure(
         cases=cases, functions=list(probe_cfg.get("functions", [])), results_variable=assignment.results_variable
     )
     stage("execute")
-    # once the kernel is launched, the trusted warm-ups run beside it, and each model file the
-    # notebook writes starts its measuring child (none for a notebook that writes none), warm by
-    # the time the probe runs; no child is started ahead once the files are frozen
-    kernel_started, warm_up_now, files_frozen = threading.Event(), threading.Event(), threading.Event()
+    # once the kernel is launched, one measuring child per artifact starts, warm by the time the
+    # cells have run, and the trusted warm-ups run beside the kernel
+    kernel_started, warm_up_now = threading.Event(), threading.Event()
 
     def started() -> None:
         kernel_started.set()
@@ -150,18 +149,7 @@ def execute_and_measure(
 
     # the models are measured while the probe runs, from the working directory frozen before it
     early = _EarlyMeasure(assignment) if assignment.grading.measure_artifacts is not None else None
-
-    def frozen(folder: Path) -> Callable[[], None] | None:
-        files_frozen.set()
-        return early.start(folder) if early is not None else None
-
-    with warm_workers(
-        len(assignment.artifacts),
-        assignment.model_policy.limits,
-        start_when=kernel_started,
-        wanted=artifacts_written(workspace, assignment.artifacts.values()),
-        stop_when=files_frozen,
-    ):
+    with warm_workers(len(assignment.artifacts), assignment.model_policy.limits, start_when=kernel_started):
         warm = _start_warm_ups(assignment, warm_up_now)
         execution = run_submission(
             notebook,
@@ -171,9 +159,8 @@ def execute_and_measure(
             unsafe_no_sandbox=unsafe_no_sandbox,
             slot=slot,
             on_kernel_started=started,
-            on_snapshot=frozen,
+            on_snapshot=early.start if early is not None else None,
         )
-        files_frozen.set()  # no probe, no snapshot: what was started is what the measurement takes
         warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups
         warm.join()
         if early is not None:
