@@ -48,11 +48,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import cpu_accounting
-from .common import ASSIGNMENT_ID, EXAMPLES, log, median, spread
+from .common import ASSIGNMENT_ID, ROOT, log, median, spread
 from .cpu_accounting import CpuGroup, children_seconds, self_seconds
 
 TITLE = "## 7 · CPU budget per stage"
 DEFAULT_EXAMPLES = ("reference", "untouched", "quantize_no_saturation", "static_per_tensor")
+# another lesson's budget (``--cpu-assignment``, optional: RESULTS.md's section is lesson 07's)
+OTHER_EXAMPLES = {"05-graph-optimization": ("reference", "untouched", "latency_in_seconds")}
 
 # (row key, label, who pays it) in the table's order; the kernel's rows add up to its total, the
 # grader's rows to its own (process + measuring children + other children)
@@ -478,11 +480,11 @@ HOOKS_WANTED = (
 # ── the run ──────────────────────────────────────────────────────────────────────────────────
 
 
-def make_class(folder: Path, examples: list[str], round_index: int) -> None:
+def make_class(folder: Path, examples: list[str], round_index: int, assignment_id: str = ASSIGNMENT_ID) -> None:
     """One distinct copy of each example (a Markdown cell naming the round): nothing is ever cached."""
     folder.mkdir(parents=True)
     for i, name in enumerate(examples):
-        nb = json.loads((EXAMPLES / f"{name}.ipynb").read_text())
+        nb = json.loads((ROOT / "assignments" / assignment_id / "examples" / f"{name}.ipynb").read_text())
         nb["cells"].append(
             {
                 "cell_type": "markdown",
@@ -503,7 +505,7 @@ def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: 
 
     base = workdir / f"cpu-budget-{round_index}"
     src, out, records = base / "class", base / "out", base / "records"
-    make_class(src, examples, round_index)
+    make_class(src, examples, round_index, assignment.id)
     records.mkdir()
     _batch.clear()
     global _batch_group
@@ -541,15 +543,20 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
     if hierarchy is None:  # said in the section, not a failure of the benchmarks (as a non-root run)
         log(f"cpu budget: not measured: {why}")
         return {"unavailable": why}
-    assignment = load_assignment(ASSIGNMENT_ID)
-    examples = list(cfg.get("cpu_examples") or DEFAULT_EXAMPLES)
+    assignment_id = cfg.get("cpu_assignment") or ASSIGNMENT_ID
+    assignment = load_assignment(assignment_id)
+    defaults = DEFAULT_EXAMPLES if assignment_id == ASSIGNMENT_ID else OTHER_EXAMPLES.get(assignment_id, ("reference",))
+    examples = list(cfg.get("cpu_examples") or defaults)
     rounds = int(cfg.get("cpu_rounds", 3))
     runs = []
     for r in range(rounds):
         t0 = time.monotonic()
         runs.append(batch_once(assignment, examples, r, workdir))
         log(f"cpu budget: round {r + 1}/{rounds}: {len(examples)} submissions in {time.monotonic() - t0:.0f} s")
-    return summarize(runs, examples, hierarchy_version=hierarchy.version, isolation=detect_isolation(False).get("mode"))
+    result = summarize(
+        runs, examples, hierarchy_version=hierarchy.version, isolation=detect_isolation(False).get("mode")
+    )
+    return {**result, "assignment": assignment_id}
 
 
 def summarize(
@@ -635,7 +642,8 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
     ex = result["examples"]
     load = (machine or {}).get("load_average_start")
     lines += [
-        f"CPU seconds (user + system), not wall time: `run_batch -j 1` of {len(ex)} example notebooks, "
+        f"CPU seconds (user + system), not wall time: `run_batch -j 1` of {len(ex)} example notebooks"
+        f"{' of ' + result['assignment'] if result.get('assignment', ASSIGNMENT_ID) != ASSIGNMENT_ID else ''}, "
         f"{result['rounds']} round(s) of distinct copies with no cache; medians over the rounds. The jailed "
         f"kernel and each measuring child are counted by a cgroup of their own (cgroup v"
         f"{result.get('cgroup_version')}), the grader's process by `getrusage` at its stage marks and by "

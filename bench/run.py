@@ -128,6 +128,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, help="submissions per batch (default 20)")
     p.add_argument("--rescore-rounds", type=int, help="rounds of the rescore benchmark (default 5)")
     p.add_argument("--cpu-rounds", type=int, help="rounds of the CPU budget's -j 1 batch (default 3)")
+    p.add_argument(
+        "--cpu-assignment",
+        help="the lesson of the CPU budget's batch (default 07-quantization, RESULTS.md's; another one "
+        "belongs in its own --output)",
+    )
+    p.add_argument("--cpu-examples", help="comma-separated example names of the CPU budget's batch")
     p.add_argument("--notebooks", help="comma-separated example names for the overhead benchmark")
     p.add_argument("--no-cli", action="store_true", help="overhead: skip the `autograder grade` CLI variant")
     p.add_argument(
@@ -166,6 +172,12 @@ def config_from(args: argparse.Namespace) -> dict[str, Any]:
         cfg["rescore_rounds"] = args.rescore_rounds
     if args.cpu_rounds:
         cfg["cpu_rounds"] = args.cpu_rounds
+    if args.cpu_assignment:
+        cfg["cpu_assignment"] = args.cpu_assignment
+        if not args.cpu_examples:
+            cfg["cpu_examples"] = None  # that lesson's default examples
+    if args.cpu_examples:
+        cfg["cpu_examples"] = [n.strip() for n in args.cpu_examples.split(",") if n.strip()]
     if args.notebooks:
         cfg["overhead_notebooks"] = [n.strip() for n in args.notebooks.split(",") if n.strip()]
     if args.no_cli:

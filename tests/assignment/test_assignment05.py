@@ -193,3 +193,82 @@ def test_latencies_that_cannot_be_compared_are_an_error_with_a_reason(reported, 
     r = reported(results)
     assert set(r["latency"]) == {"error"} and r["latency"]["error"]
     assert "fast" not in r["latency"]["error"]  # what the notebook wrote is never echoed
+
+
+# ── the grader's own model: measured once per process ─────────────────────────────────────────
+
+
+@pytest.fixture
+def counted_levels(grading, monkeypatch):
+    """``measure_levels`` replaced by a counter returning ``answers`` in turn (the last one again)."""
+    rep = grading.reported
+    monkeypatch.setattr(rep, "_levels", {})
+    calls: list[object] = []
+    answers: list[dict] = []
+
+    def measure(policy):
+        calls.append(policy)
+        return {lv: dict(m) for lv, m in answers[min(len(calls), len(answers)) - 1].items()}
+
+    monkeypatch.setattr(rep, "measure_levels", measure)
+    return rep, calls, answers
+
+
+def _with(level: str, **changes) -> dict:
+    return {lv: {**m, **changes} if lv == level else dict(m) for lv, m in GRADER.items()}
+
+
+@pytest.mark.parametrize(
+    "first, measured_again",
+    [
+        (GRADER, False),  # complete: kept
+        (_with("ORT_ENABLE_BASIC", node_count=None, latency_ms=None, why_not="timed out"), True),
+        (_with("ORT_ENABLE_ALL", latency_ms=None), True),  # ran, but could not be timed
+        (_with("ORT_DISABLE_ALL", node_count=None), True),
+    ],
+)
+def test_the_graders_levels_are_kept_only_when_every_level_was_measured(counted_levels, first, measured_again):
+    rep, calls, answers = counted_levels
+    answers += [first, GRADER]
+    policy = load_assignment(ID, ROOT).model_policy
+    assert rep.grader_levels(policy) == first
+    assert rep.grader_levels(policy) == (GRADER if measured_again else first)
+    assert len(calls) == (2 if measured_again else 1)
+    rep.grader_levels(policy)
+    assert len(calls) == (2 if measured_again else 1), "a complete measurement is reused"
+
+
+def test_the_graders_levels_are_keyed_by_the_policy_and_expire(counted_levels, monkeypatch):
+    import dataclasses
+
+    rep, calls, answers = counted_levels
+    answers.append(GRADER)
+    policy = load_assignment(ID, ROOT).model_policy
+    rep.grader_levels(policy)["ORT_ENABLE_ALL"]["latency_ms"] = 99.0  # a caller's copy, not the kept one
+    assert rep.grader_levels(policy) == GRADER and len(calls) == 1
+    other = dataclasses.replace(policy, optimization_level="ORT_ENABLE_ALL")
+    rep.grader_levels(other)
+    assert calls == [policy, other], "another policy is measured on its own"
+    monkeypatch.setattr(rep, "LEVELS_MAX_AGE_S", -1.0)  # every kept timing is now too old
+    rep.grader_levels(policy)
+    assert len(calls) == 3
+
+
+@pytest.mark.kernel
+def test_a_second_grade_in_the_process_starts_no_model_worker_for_the_graders_model(grading, monkeypatch):
+    """Through the real model worker: the first call measures the four levels (one child each), the
+    second reuses them and starts none."""
+    from autograder.measure import worker_process
+
+    rep = grading.reported
+    monkeypatch.setattr(rep, "_levels", {})
+    started: list[object] = []
+    real_start = worker_process.start
+    monkeypatch.setattr(worker_process, "start", lambda limits: started.append(limits) or real_start(limits))
+    policy = load_assignment(ID, ROOT).model_policy
+    first = rep.grader_levels(policy)
+    assert len(started) == len(LEVELS)
+    assert [first[lv]["node_count"] for lv in LEVELS] == [26, 15, 7, 7]
+    assert all(first[lv]["latency_ms"] > 0 for lv in LEVELS)
+    assert rep.grader_levels(policy) == first
+    assert len(started) == len(LEVELS), "the grader's own model was measured again"
