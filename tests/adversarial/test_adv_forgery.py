@@ -282,9 +282,13 @@ def test_probe_files_rewritten_after_the_probe_earn_nothing(
     for name in FUNCTION_CHECKS:
         m = _function_measure(g, name)
         agree = m.get("agree", 0) if isinstance(m, dict) else 0
-        assert agree <= empties[name], (
+        # forged answers agree at most where any answer of the right shape does (empty cases), or,
+        # when the forgery did not land, where the wrong functions' own answers already did
+        honest = _function_measure(wrong_baseline, name)
+        allowed = max(empties[name], honest.get("agree", 0) if isinstance(honest, dict) else 0)
+        assert agree <= allowed, (
             f"{name}: {agree} forged answers agreed with the reference "
-            f"(only {empties[name]} empty cases may; forgery {landed}): "
+            f"(at most {allowed} may: {empties[name]} empty cases, the wrong functions' own; forgery {landed}): "
             f"{m.get('first_mismatch')}"
         )
         assert g.score(name) <= wrong_baseline.score(name), (

@@ -174,7 +174,9 @@ def test_every_rubric_path_left_out_of_the_measurements_is_named_alone(lesson):
         missing = rubric_paths_missing(rubric, measured(left), a.rubric_path)
         assert {m.path for m in missing} == expected, gone
         assert {(m.check, m.part) for m in missing} == {(c, part) for c, part, path in entries if path in expected}
-        assert all(str(a.rubric_path) in str(m) and f"'{gone}'" in str(m) for m in missing)
+        # each message names the rubric and its own path: the leaf left out, or a path (e.g. a
+        # `requires`) that only that leaf filled
+        assert all(str(a.rubric_path) in str(m) and f"'{m.path}'" in str(m) and m.path in expected for m in missing)
 
 
 def test_a_path_below_an_errored_section_is_missing_with_its_reason(assignment07):
