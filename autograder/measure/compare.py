@@ -308,7 +308,8 @@ def _value_mismatch(p: Expect, g: np.ndarray, tolerance: Tolerance) -> tuple[str
     bad_diff = np.abs(diff.reshape(-1)[bad])
     max_diff = format_number(np.nanmax(bad_diff)) if np.any(~np.isnan(bad_diff)) else "nan"
     g_i, e_i = format_number(g.reshape(-1)[i]), format_number(e.reshape(-1)[i])
-    account = failure.value_account(e, g, ok, p.step, unit=p.unit or failure.STEP)
+    # quantization steps only where the Expect says so (a step, or unit="step"); else its unit or bare numbers
+    account = failure.value_account(e, g, ok, p.step, unit=p.unit or (failure.STEP if p.step else None))
     if e.ndim == 0:
         return f"|diff| {max_diff}, allowed {allowed}", account
     where = tuple(int(k) for k in np.unravel_index(i, e.shape))

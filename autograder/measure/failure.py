@@ -13,9 +13,9 @@ failed call comes from here instead, and carries nothing of the hidden case's va
   count without its numbers, which the function may make from the hidden input: :func:`shape_words`,
   :func:`count_words`, :func:`kind_words`: ``a 2-d shape``), and for wrong values
   how many elements differ and by how much, in coarse buckets (:func:`value_account`): in
-  quantization steps for integer arrays and values with a step (``3 of 6 elements differ, by 1
-  step``), in the Expect's unit when it names one (``the value differs, by 3 nodes``), bare for
-  plain ints, else relative to the expected value;
+  the Expect's unit when it names one (``the value differs, by 3 nodes``; :data:`STEP`, quantization
+  steps, also for float values with a step: ``3 of 6 elements differ, by 1 step``), bare numbers
+  for other integers (``by 3``), else relative to the expected value;
 - **a wrong dict** (:func:`keys_words`): the expected keys it misses (the grader's words) or how
   many keys it has that are not expected, named masked (the student's words);
 - **a replaced function** (:func:`replaced`): the function the probe called is not the
@@ -111,7 +111,7 @@ def describe_arguments(case: ProbeCase, params: Sequence[str] = ()) -> str:
     return ", ".join(f"{name} {describe_type(a)}" for name, a in named)
 
 
-STEP = "step"  # the unit of quantization: lesson 07's integer arrays and float values with a step
+STEP = "step"  # the unit of quantization: an Expect with a step, or unit=STEP (lesson 07's integer arrays)
 UNIT_BUCKETS = (10, 100)
 
 
@@ -158,7 +158,7 @@ def _bucket_relative(rel: float) -> str:
 
 
 def value_account(
-    expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None, unit: str | None = STEP
+    expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None, unit: str | None = None
 ) -> str:
     """How far the wrong elements are: a count and a size, in units (:func:`amount_words`) when the
     values are integers or ``step`` is known, else relative to the expected value."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autograder.measure.failure import STEP
 from autograder.measure.compare import Expect, Tolerance, compare_output
 from autograder.probe_format import CaseOutput
 
@@ -50,7 +51,7 @@ TABLE = [
         {"p": np.arange(3, dtype=np.int8)},
         {"p": np.arange(3, dtype=np.int8) + 1},
         "values",
-        "at ['p']: dtype int8 and shape (3,) are right, but 3 of 3 elements differ, by 1 step",
+        "at ['p']: dtype int8 and shape (3,) are right, but 3 of 3 elements differ, by 1",
     ),
 ]
 
@@ -79,8 +80,12 @@ def test_a_unit_names_what_an_integer_counts(diff, words):
     assert arrays["account"].endswith(f"1 of 2 elements differ, {words}")
 
 
-def test_integer_arrays_without_a_unit_keep_the_quantization_wording():
-    fact = compare_output(np.array([2, 4, -2], np.int8), returned(np.array([3, 4, -2], np.int8)))
+def test_quantization_steps_only_where_the_expect_says_so():
+    """Integer arrays read in bare numbers unless their Expect names a unit: "steps" are a
+    quantization lesson's words (unit=STEP, or a float value's step), not every lesson's."""
+    bare = compare_output(np.array([2, 4, -2], np.int8), returned(np.array([3, 4, -2], np.int8)))
+    assert bare["account"].endswith("1 of 3 elements differ, by 1") and "step" not in bare["account"]
+    fact = compare_output(Expect(np.array([2, 4, -2], np.int8), unit=STEP), returned(np.array([3, 4, -2], np.int8)))
     assert fact["account"].endswith("1 of 3 elements differ, by 1 step")
     step = compare_output(
         Expect(np.array([0.5, 1.0], np.float32), step=0.5), returned(np.array([0.5, 2.0], np.float32))

@@ -31,6 +31,7 @@ from autograder import hidden_secret
 from autograder.errors import AutograderError
 from autograder.measure import compare
 from autograder.measure.compare import Expect
+from autograder.measure.failure import STEP
 from autograder.measure.functions import measure_functions as measure_all
 from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
@@ -347,7 +348,7 @@ def expect_quantize(case: ProbeCase) -> Expect:
     x, scale, zp = _arg(case, 0, "x"), _arg(case, 1, "scale"), _arg(case, 2, "zero_point")
     dtype = _arg(case, 3, "dtype", np.int8)
     expected = _reference().ort_quantize(x, scale, zp, dtype)
-    return Expect(expected, ambiguous=quantize_tie_offsets(x, scale, zp, dtype, expected))
+    return Expect(expected, unit=STEP, ambiguous=quantize_tie_offsets(x, scale, zp, dtype, expected))
 
 
 def expect_dequantize(case: ProbeCase) -> Expect:
@@ -366,6 +367,7 @@ def expect_choose_qparams(case: ProbeCase) -> tuple[Expect, Expect]:
             np.array(zp),
             dtype_kinds="iu",
             label="zero_point",
+            unit=STEP,
             ambiguous=zero_point_tie_offset(rmin, rmax, dtype, symmetric, zp),
         ),
     )
