@@ -10,20 +10,9 @@ cell says what it gets wrong and which single check loses points.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
-
 import nbformat
-from nbformat.v4 import new_markdown_cell
 
-
-@dataclass(frozen=True)
-class Mistake:
-    file: str
-    check: str  # the one check id that loses points
-    title: str
-    what: str  # what the submission gets wrong, for the first cell
-    edits: tuple  # ((old, new), ...) applied to code cells; each `old` must occur exactly once
+from autograder.authoring.example_edits import Mistake, examples_from
 
 
 MISTAKES = (
@@ -80,32 +69,5 @@ MISTAKES = (
 )
 
 
-def first_cell(m: Mistake) -> nbformat.NotebookNode:
-    return new_markdown_cell(
-        f"**Example submission · {m.title}.** This is the reference solution with one realistic "
-        f"mistake. {m.what}\n\n"
-        f"Expected grade: loses points at the `{m.check}` check only; every other check passes."
-    )
-
-
-def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
-    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
-    count = sum(c.source.count(old) for c in hits)
-    if count != 1:
-        raise ValueError(f"example edit must match exactly once in the solution's code, matched {count}: {old!r}")
-    hits[0].source = hits[0].source.replace(old, new)
-
-
-def make_mistake(solution: nbformat.NotebookNode, m: Mistake) -> nbformat.NotebookNode:
-    nb = copy.deepcopy(solution)
-    for old, new in m.edits:
-        apply_edit(nb, old, new)
-    nb.cells.insert(0, first_cell(m))
-    return nb
-
-
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
-    examples = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
-    for m in MISTAKES:
-        examples[m.file] = make_mistake(solution, m)
-    return examples
+    return examples_from(solution, student, MISTAKES)

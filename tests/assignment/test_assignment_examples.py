@@ -99,7 +99,9 @@ def test_each_mistake_is_the_solution_plus_one_small_edit(name):
     assert all(reference.cells[i].cell_type == "code" for i in changed)
 
 
-def test_an_edit_that_no_longer_matches_fails_loudly(make_examples):
+def test_an_edit_that_no_longer_matches_fails_loudly():
+    from autograder.authoring.example_edits import apply_edit  # every lesson's examples are made through it
+
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     with pytest.raises(ValueError, match="exactly once"):
-        make_examples.apply_edit(nb, "y = 2", "y = 3")
+        apply_edit(nb, "y = 2", "y = 3")
