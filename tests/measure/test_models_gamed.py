@@ -137,13 +137,16 @@ def test_a_padded_model_computes_the_same_and_canonicalises_to_the_same_bytes(tm
 def test_an_unused_wide_input_quantizer_does_not_widen_the_calibrated_range(tmp_path, models, grading, assignment07):
     X_train = factory.contract_data()[0]
     ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_dynamic"))
-    narrow = factory.quantize_static_on(models["fp32"], tmp_path / "narrow.onnx", X_train[:8])
+    # the 8 rows nearest the training median: a range far inside the data whatever the hidden rows
+    # (the first 8 rows spanned enough to cover 0.906 of one deployment secret's hidden rows)
+    central = X_train[np.argsort(np.abs(X_train - np.median(X_train, axis=0)).max(axis=1))[:8]]
+    narrow = factory.quantize_static_on(models["fp32"], tmp_path / "narrow.onnx", central)
     shutil.copyfile(narrow, ws / "artifacts" / "int8_qdq.onnx")
     m0, _, _ = _grade(assignment07, grading, ws)
     factory.with_unused_input_quantizer(narrow, ws / "artifacts" / "int8_qdq.onnx", scale=0.05)
     m, _, checks = _grade(assignment07, grading, ws)
     cal0, cal = m0["int8_qdq"]["calibration"], m["int8_qdq"]["calibration"]
-    assert cal0["coverage"] < 0.9, "control: 8 calibration rows do not cover the data"
+    assert cal0["coverage"] < 0.5, "control: 8 central calibration rows do not cover the data"
     assert cal["coverage"] == cal0["coverage"] and cal["input_range"] == cal0["input_range"]
     assert (cal["live_input_quantizers"], cal["unused_input_quantizers"]) == (1, 1)
     assert not _parts(checks["static_model"])["calibration covers the data"]["passed"]
