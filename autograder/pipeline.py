@@ -22,7 +22,7 @@ from .errors import SandboxUnavailableError
 from .grade_options import GradeOptions
 from .judge import judge
 from .measure.context import ArtifactContext, MeasureContext
-from .measure.warm_pool import warm_workers
+from .measure.warm_pool import MeasuringChildren, measure_jobs, warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown
 from .report.feedback_html import write_feedback_html
@@ -92,8 +92,9 @@ class _EarlyMeasure:
     """The assignment's ``measure_artifacts(ctx)``, run in a thread on the frozen working directory
     while the probe runs (:func:`autograder.sandbox.run_submission`'s ``on_snapshot``)."""
 
-    def __init__(self, assignment: Assignment) -> None:
+    def __init__(self, assignment: Assignment, children: MeasuringChildren) -> None:
         self.assignment = assignment
+        self.children = children
         self.thread: threading.Thread | None = None
         self.value: Any = None
         self.seconds: float | None = None
@@ -102,7 +103,9 @@ class _EarlyMeasure:
         def run() -> None:
             began = time.monotonic()
             try:
-                self.value = self.assignment.grading.measure_artifacts(ArtifactContext(self.assignment, folder))
+                self.value = self.assignment.grading.measure_artifacts(
+                    ArtifactContext(self.assignment, folder, self.children)
+                )
             except Exception:  # noqa: BLE001 - measure() then does this part itself, and reports for real
                 self.value = None
             self.seconds = round(time.monotonic() - began, 3)
@@ -139,17 +142,19 @@ def execute_and_measure(
         cases=cases, functions=list(probe_cfg.get("functions", [])), results_variable=assignment.results_variable
     )
     stage("execute")
-    # once the kernel is launched, one measuring child per artifact starts, warm by the time the
-    # cells have run, and the trusted warm-ups run beside the kernel
+    # once the kernel is launched, the submission's first measuring child starts, warm by the time
+    # the cells have run, and the trusted warm-ups run beside the kernel; the submission's models
+    # are measured by at most as many children as models are measured at the same time
     kernel_started, warm_up_now = threading.Event(), threading.Event()
 
     def started() -> None:
         kernel_started.set()
         warm_up_now.set()
 
-    # the models are measured while the probe runs, from the working directory frozen before it
-    early = _EarlyMeasure(assignment) if assignment.grading.measure_artifacts is not None else None
-    with warm_workers(len(assignment.artifacts), assignment.model_policy.limits, start_when=kernel_started):
+    most = min(len(assignment.artifacts), measure_jobs())
+    with warm_workers(most, assignment.model_policy.limits, start_when=kernel_started) as children:
+        # the models are measured while the probe runs, from the working directory frozen before it
+        early = _EarlyMeasure(assignment, children) if assignment.grading.measure_artifacts is not None else None
         warm = _start_warm_ups(assignment, warm_up_now)
         execution = run_submission(
             notebook,
@@ -177,6 +182,7 @@ def execute_and_measure(
             probe=probe,
             execution=execution,
             early=early.value if early is not None else None,
+            children=children,
         )
         sections = assignment.grading.measure(ctx)
     measurements = {

@@ -305,7 +305,7 @@ def _grade_notebook(original: Any) -> Any:
             r.marks.append(("end", self_seconds()))
             other_children = children_seconds() - children0
             for label, (group, _) in list(r.live_children.items()):  # never closed: count what it used
-                r.children.append({"startup": group.seconds(), "job": 0.0, "used": False})
+                r.children.append({"startup": group.seconds(), "job": 0.0, "used": False, "jobs": 0})
                 group.remove()
                 r.live_children.pop(label)
             result = budget_of(r, other_children)
@@ -349,11 +349,11 @@ def _jailed_command(original: Any) -> Any:
 
 
 def _worker_run(original: Any) -> Any:
-    def wrapper(self: Any) -> Any:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         entry = _current.live_children.get(str(self.job_dir)) if _current is not None else None
         if entry is not None:
-            entry[1].append(entry[0].seconds())  # what its start-up and imports used, before its job
-        return original(self)
+            entry[1].append(entry[0].seconds())  # before each job: the first is its start-up and imports
+        return original(self, *args, **kwargs)
 
     return wrapper
 
@@ -369,7 +369,9 @@ def _worker_close(original: Any) -> Any:
                 group, before = entry
                 used = group.seconds()
                 startup = before[0] if before else used
-                r.children.append({"startup": startup, "job": used - startup, "used": bool(before)})
+                r.children.append(
+                    {"startup": startup, "job": used - startup, "used": bool(before), "jobs": len(before)}
+                )
                 group.remove()
 
     return wrapper
@@ -573,7 +575,8 @@ def summarize(
         subs = [s for run_ in runs for s in run_["submissions"] if s["example"] == ex]
         per_example[ex] = {k: spread([s["rows"].get(k) for s in subs]) for k in keys}
         per_example[ex]["children"] = [
-            [round(c["startup"], 3), round(c["job"], 3), c["used"]] for c in (subs[0]["children"] if subs else [])
+            [round(c["startup"], 3), round(c["job"], 3), c.get("jobs", int(c["used"]))]
+            for c in (subs[0]["children"] if subs else [])
         ]
     every = [s for run_ in runs for s in run_["submissions"]]
     overall = {k: spread([s["rows"].get(k) for s in every]) for k in keys}
@@ -606,10 +609,9 @@ def _c(x: float | None) -> str:
 CURES = {
     "kernel_start": "a warm kernel template per slot (the zygote) pays the interpreter and ipykernel once per slot",
     "kernel_import_cells": "a template that has imported the lesson's libraries makes the import cells nearly free",
-    "children_startup": "a measuring template (a pre-imported process forking one child per model), or one child "
-    "for all of a submission's models, pays ONNX Runtime's import once",
-    "children_jobs": "fewer or smaller runs of the models (the picture's grid, the hidden set's size), or one child "
-    "for all three models",
+    "children_startup": "a measuring template (a pre-imported process forking a child per submission) pays ONNX "
+    "Runtime's import once per slot; a submission's models already share as few children as the cores allow",
+    "children_jobs": "fewer or smaller runs of the models (the picture's grid, the hidden set's size)",
     "warm_ups": "the assignment's data sets and imports loaded once per worker, not once per submission",
     "figure_warm_up": "matplotlib imported and warmed once per worker, not once per submission",
     "beside_probe": "the reference answers' sessions and data made once per worker",
@@ -707,7 +709,7 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
             "medians: " + "; ".join(f"*{label}* up to {mx:.2f} s (median {md:.2f} s)" for label, md, mx in first) + "."
         )
     per_child = {e: result["per_example"][e]["children"] for e in ex}
-    unused = {e: [c[0] for c in children if not c[2]] for e, children in per_child.items()}
+    unused = {e: [c[0] for c in children if not c[2]] for e, children in per_child.items()}  # c[2]: its jobs
     if any(unused.values()):
         lines.append(
             "- Measuring children started ahead and never given a job (the notebook wrote no such model), "
@@ -716,7 +718,7 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
             + ". Starting them once the models exist, or from a template, would save it."
         )
     lines.append(
-        "- Each measuring child, `(start-up, job, used)` in CPU s, from one round: "
+        "- Each measuring child, `(start-up, jobs, number of jobs)` (CPU s, CPU s, count), from one round: "
         + "; ".join(f"`{e}` {c}" for e, c in per_child.items())
         + "."
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..assignment import Assignment
 from ..probe_format import ProbeCase, ProbeResult
+from .warm_pool import MeasuringChildren
 
 
 @dataclass
@@ -18,6 +19,7 @@ class MeasureContext:
     probe: ProbeResult  # what the probe recorded
     execution: dict[str, Any]  # execution.json
     early: Any = None  # what measure_artifacts(ctx) returned while the probe ran (None: not run, or failed)
+    children: MeasuringChildren | None = None  # this submission's measuring children (run_model_worker's children=)
 
 
 @dataclass
@@ -27,3 +29,4 @@ class ArtifactContext:
 
     assignment: Assignment
     workspace: Path  # that copy (untrusted content; read via safe_files); gone once the call returns
+    children: MeasuringChildren | None = None  # this submission's measuring children (run_model_worker's children=)

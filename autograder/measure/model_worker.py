@@ -1,9 +1,10 @@
-"""The child process that checks and runs one untrusted ONNX model (see onnx_load).
+"""The child process that checks and runs untrusted ONNX models, one job after another (see onnx_load).
 
 Started by :mod:`.worker_process` as ``python -I -c <bootstrap> PACKAGE_PARENT JOB_DIR`` (equivalent
 to ``python -I -m autograder.measure.model_worker JOB_DIR``) with only ``JOB_DIR/limits.json`` there:
 it sets those limits, imports onnx and ONNX Runtime, and waits for ``go`` on stdin (so it can be
-started warm, while the notebook runs); then ``JOB_DIR/job.json`` describes the whole job::
+started warm, while the notebook runs). Each ``go`` is one job, which the grader has written into
+the folder (the previous job's files removed): ``JOB_DIR/job.json`` describes it::
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
@@ -12,7 +13,12 @@ started warm, while the notebook runs); then ``JOB_DIR/job.json`` describes the 
      "limits": {...LoadLimits...},
      "extra_operators": ["com.microsoft.Gelu", ...], "optimization_level": "ORT_ENABLE_ALL"}  # the ModelPolicy
 
-It sets its own resource limits before importing onnx or ONNX Runtime, then writes
+and the child answers with a ``done`` line once ``result.json`` is written, then waits for the next
+``go`` (the grader gives a child only the models of one submission: :mod:`.worker_process`). Each
+job gets the limits anew (CPU time counted from its start; the wall-clock timeout is the grader's,
+per job), and the job's sessions and arrays are released before the next one.
+
+It sets its own resource limits before importing onnx or ONNX Runtime; each job writes
 ``result.json``::
 
     {"ok": false, "stage": "check" | "session" | "worker", "reason": "..."}
@@ -46,7 +52,9 @@ the ``check`` and ``session`` stages come before any row is fed and name only th
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import resource
 import sys
 from pathlib import Path
@@ -58,16 +66,22 @@ MiB = 1024 * 1024
 SET_SEPARATOR = "__"
 RUN_ERROR_CHARS = 240  # of a run error, masked (autograder.student_text.mask)
 _FLOAT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
+DONE = b"done\n"  # the line that answers each ``go``
 MAX_FIXED_BATCH = 1 << 16  # a larger fixed batch is not padded up to (adapt): the run fails as it is
 
 
 def _set_limits(limits: dict) -> None:
+    """The limits of one job: address space, core and file size as they are; CPU time counted from
+    now (a child runs several jobs one after another: each gets the whole allowance, never what an
+    earlier one left)."""
     mem = int(limits["memory_bytes"])
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (256 * MiB, 256 * MiB))
-    cpu = int(float(limits["timeout_s"]) * 2) + 5
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = int(used.ru_utime + used.ru_stime) + 1 + int(float(limits["timeout_s"]) * 2) + 5
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard))
 
 
 def input_sets(arrays: dict) -> dict[str, dict]:
@@ -358,25 +372,39 @@ def _warm_up() -> None:
     from . import fact_groups, metrics, model_interface, onnx_load  # noqa: F401
 
 
+def _one_job(job_dir: Path) -> dict:
+    """:func:`work`, its failures as results (a model that breaks a library is data, not a crash)."""
+    try:
+        return work(job_dir)
+    except MemoryError:
+        return {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
+    except Exception as e:  # noqa: BLE001 - a bug of ours or a model that breaks a library: data, not a crash
+        return {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
+
+
 def main(argv: list[str]) -> int:
     """``argv[1]`` is the job folder (``argv[0]`` is ignored). Sets ``limits.json``'s limits,
-    imports, then waits for ``go`` on stdin (see :mod:`.worker_process`); anything else, or the end
-    of stdin, means the job was cancelled: exit without reading it."""
+    imports, then runs one job per ``go`` line on stdin, each answered by a ``done`` line on the
+    original stdout once its ``result.json`` is written (see :mod:`.worker_process`); anything
+    else, or the end of stdin, ends it without reading anything more. Everything else it prints
+    goes to its output file (stderr): the line it answers on carries nothing but ``done``."""
     job_dir = Path(argv[1])
+    answer = os.dup(1)
+    os.dup2(2, 1)
     try:
         _set_limits(json.loads((job_dir / "limits.json").read_text()))
         _warm_up()
     except Exception:  # noqa: BLE001 - work() sets the limits again and reports the real error
         pass
-    if sys.stdin.readline().strip() != "go":
-        return 0
-    try:
-        result = work(job_dir)
-    except MemoryError:
-        result = {"ok": False, "stage": "worker", "reason": "it needs more memory than the limit allows"}
-    except Exception as e:  # noqa: BLE001 - a bug of ours or a model that breaks a library: data, not a crash
-        result = {"ok": False, "stage": "worker", "reason": mask(f"{type(e).__name__}: {e}", RUN_ERROR_CHARS)}
-    (job_dir / "result.json").write_text(json.dumps(result), encoding="utf-8")
+    while sys.stdin.readline().strip() == "go":
+        result = _one_job(job_dir)
+        (job_dir / "result.json").write_text(json.dumps(result), encoding="utf-8")
+        del result
+        gc.collect()  # the job's sessions and arrays, before the next job's memory limit counts
+        try:
+            os.write(answer, DONE)
+        except OSError:
+            return 0  # the grader stopped listening
     return 0
 
 

@@ -5,7 +5,8 @@ The pipeline (SECURITY.md, layer 6):
 1. the parent reads the bytes through :func:`autograder.safe_files.read_bytes` (regular file, no
    symlink anywhere on the path, no FIFO, at most ``max_file_bytes``) — :func:`read_model_bytes`;
 2. everything else happens in a child process (:mod:`autograder.measure.model_worker`, started by
-   :func:`run_model_worker`) with an address-space limit and a wall-clock timeout, so a checker or
+   :func:`run_model_worker`; it may measure other models of the same submission, never another
+   submission's: :mod:`autograder.measure.worker_process`) with an address-space limit and a wall-clock timeout, so a checker or
    ONNX Runtime segfault, a memory bomb (``ConstantOfShape`` → 14 GB) or a hang becomes
    "invalid model: <reason>", never a grader crash. Where bubblewrap works the child is jailed
    (:func:`autograder.sandbox.jail.worker_command`: no network, read-only system, only its job
@@ -22,7 +23,7 @@ The pipeline (SECURITY.md, layer 6):
 What a lesson accepts and how its models run is its :class:`~autograder.measure.model_policy.ModelPolicy`
 (``[model_worker]`` in assignment.toml); the default is the strict one.
 
-Data crosses the boundary as files in a fresh temporary folder: ``job.json``, ``model.onnx``,
+Data crosses the boundary as files in the child's temporary folder (emptied between jobs): ``job.json``, ``model.onnx``,
 ``baseline.onnx``, ``inputs.npz`` in; ``result.json`` and ``outputs.npz`` out, both read back
 as untrusted files (``safe_files``: no links, no FIFOs, size caps, ``allow_pickle=False``). The
 child's output goes to an unnamed file it cannot replace.
@@ -35,7 +36,7 @@ import json
 from dataclasses import asdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from .model_interface import ModelInterface
 from .model_policy import DEFAULT_POLICY, ModelPolicy, qualified_op
 from .model_policy import LoadLimits as LoadLimits  # noqa: F401  (the limits callers pass)
 from .worker_process import WorkerRun as WorkerRun  # noqa: F401  (the result type callers get)
+
+if TYPE_CHECKING:
+    from .warm_pool import MeasuringChildren
 
 ALLOWED_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
 # com.microsoft ops that ONNX Runtime's quantizer and its graph optimiser produce; nothing else
@@ -286,6 +290,7 @@ def run_model_worker(
     policy: ModelPolicy = DEFAULT_POLICY,
     optimization_level: str | None = None,
     limits: LoadLimits | None = None,
+    children: MeasuringChildren | None = None,
 ) -> WorkerRun:
     """Check and run ``model`` in a limited child; see :mod:`autograder.measure.model_worker`.
 
@@ -302,34 +307,40 @@ def run_model_worker(
     ``assignment.model_policy``; the default is the strict one): its extra operators, optimization
     level and limits. ``optimization_level`` and ``limits`` override the policy's for this call
     (time a model at another level; a shorter timeout).
+
+    ``children``: the measuring children of the submission ``model`` comes from
+    (:class:`~autograder.measure.warm_pool.MeasuringChildren`, ``ctx.children`` of the measuring
+    context): the job runs in one of them, which may have measured that submission's other models
+    before (SECURITY.md, layer 6). Without it (the grader's own models, a re-timing, a test), or
+    with other limits than theirs, the job gets a fresh child of its own.
     """
-    from . import warm_pool, worker_process
+    from . import worker_process
 
     policy = policy.at_level(optimization_level)
     limits = policy.limits if limits is None else limits
-
-    worker = warm_pool.take(limits) or worker_process.start(limits)
+    buf = io.BytesIO()
+    np.savez(buf, **_flatten_sets(inputs))
+    job = {
+        "model": "model.onnx",
+        "baseline": "baseline.onnx" if baseline is not None else None,
+        "inputs": "inputs.npz",
+        "interface": interface.to_json() if interface else None,
+        "facts": None if facts is None else list(facts),
+        "latency_input": latency_input,
+        "latency_rounds": latency_rounds,
+        "latency_baseline": latency_baseline and baseline is not None,
+        "limits": asdict(limits),
+        "extra_operators": sorted(policy.extra_operators),
+        "optimization_level": policy.optimization_level,
+    }
+    files = {"model.onnx": model, **({"baseline.onnx": baseline} if baseline is not None else {})}
+    files.update({"inputs.npz": buf.getvalue(), "job.json": json.dumps(job).encode()})  # job.json last
+    shared = children is not None and children.limits == limits
+    worker = children.acquire() if shared else worker_process.start(limits)
     try:
-        worker.write("model.onnx", model)
-        if baseline is not None:
-            worker.write("baseline.onnx", baseline)
-        buf = io.BytesIO()
-        np.savez(buf, **_flatten_sets(inputs))
-        worker.write("inputs.npz", buf.getvalue())
-        job = {
-            "model": "model.onnx",
-            "baseline": "baseline.onnx" if baseline is not None else None,
-            "inputs": "inputs.npz",
-            "interface": interface.to_json() if interface else None,
-            "facts": None if facts is None else list(facts),
-            "latency_input": latency_input,
-            "latency_rounds": latency_rounds,
-            "latency_baseline": latency_baseline and baseline is not None,
-            "limits": asdict(limits),
-            "extra_operators": sorted(policy.extra_operators),
-            "optimization_level": policy.optimization_level,
-        }
-        worker.write("job.json", json.dumps(job).encode())
-        return worker.run()
+        return worker.run(files)
     finally:
-        worker.close()
+        if shared:
+            children.release(worker)
+        else:
+            worker.close()

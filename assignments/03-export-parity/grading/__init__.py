@@ -23,7 +23,7 @@ def prepare(assignment) -> None:
 
 
 def measure(ctx) -> dict[str, Any]:
-    model, run = measure_model(ctx.assignment, ctx.workspace)
+    model, run = measure_model(ctx.assignment, ctx.workspace, ctx.children)
     parity = measure_parity(ctx.cases, ctx.probe, model, run, parity_arithmetic(ctx.cases, ctx.probe))
     return {
         "functions": measure_functions(ctx.cases, ctx.probe),

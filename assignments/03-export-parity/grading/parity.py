@@ -63,8 +63,9 @@ WHERE = " on the contract's X_test"
 # ── models ─────────────────────────────────────────────────────────────────────────────────────
 
 
-def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRun | None]:
-    """``models.pipeline`` and the worker's run (None when the file could not be checked)."""
+def measure_model(assignment, workspace: Path, children=None) -> tuple[dict[str, Any], WorkerRun | None]:
+    """``models.pipeline`` and the worker's run (None when the file could not be checked);
+    ``children``: the submission's measuring children (``ctx.children``)."""
     path = assignment.artifacts[ARTIFACT]
     policy = assignment.model_policy
     try:
@@ -78,6 +79,7 @@ def measure_model(assignment, workspace: Path) -> tuple[dict[str, Any], WorkerRu
         interface=INTERFACE,
         facts=FACTS,
         policy=policy,
+        children=children,
     )
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}, None

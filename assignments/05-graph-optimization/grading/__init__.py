@@ -25,11 +25,11 @@ def prepare(assignment) -> None:
 
 
 def measure_artifacts(ctx) -> dict[str, Any]:
-    return measure_optimized(ctx.assignment, ctx.workspace)
+    return measure_optimized(ctx.assignment, ctx.workspace, ctx.children)
 
 
 def measure(ctx) -> dict[str, Any]:
-    optimized = ctx.early if ctx.early is not None else measure_optimized(ctx.assignment, ctx.workspace)
+    optimized = ctx.early if ctx.early is not None else measure_optimized(ctx.assignment, ctx.workspace, ctx.children)
     return {
         "functions": measure_functions(ctx.cases, ctx.probe, {FUNCTION: expect_count_ops}),
         "models": {"optimized": optimized},

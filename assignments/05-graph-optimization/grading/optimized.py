@@ -40,7 +40,8 @@ def contract_node_count() -> int:
     return len(onnx.load_from_string(contract_model_bytes()).graph.node)
 
 
-def measure_optimized(assignment, workspace) -> dict[str, Any]:
+def measure_optimized(assignment, workspace, children=None) -> dict[str, Any]:
+    """``models.optimized`` (``children``: the submission's measuring children, ``ctx.children``)."""
     path = assignment.artifacts[ARTIFACT]
     try:
         model = read_model_bytes(workspace, path, assignment.model_policy.limits)
@@ -48,7 +49,12 @@ def measure_optimized(assignment, workspace) -> dict[str, Any]:
         return {"error": str(e)}
     hidden = data.hidden_rows()
     run = run_model_worker(
-        model, inputs={"hidden": hidden}, interface=INTERFACE, facts=("graph",), policy=assignment.model_policy
+        model,
+        inputs={"hidden": hidden},
+        interface=INTERFACE,
+        facts=("graph",),
+        policy=assignment.model_policy,
+        children=children,
     )
     if not run.ok:
         return {"error": f"invalid model: {run.reason}"}

@@ -36,7 +36,8 @@ def measure_artifacts(ctx) -> dict[str, Any]:
     """The three models measured (the ``models`` section, and each model's worker run for the
     figure): the pipeline calls this while the probe runs, on the working directory frozen before it."""
     runs: dict[str, Any] = {}
-    return {"models": measure_models(ctx.assignment, ctx.workspace, runs=runs), "runs": runs}
+    models = measure_models(ctx.assignment, ctx.workspace, runs=runs, children=getattr(ctx, "children", None))
+    return {"models": models, "runs": runs}
 
 
 def measure(ctx) -> dict[str, Any]:

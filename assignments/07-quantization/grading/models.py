@@ -1,7 +1,7 @@
 """The ``models`` section of measurements.json for assignment 07.
 
 ``measure_models`` loads each artifact of ``[artifacts]`` safely (autograder.measure.onnx_load:
-one limited child process per model) and records facts: graph facts, the canonical size, the
+limited child processes, which measure only this submission's models) and records facts: graph facts, the canonical size, the
 latency (timed as the contract asks), accuracy on the grader's hidden test set, and, for each
 int8 variant, its comparison with the student's own ``fp32.onnx`` on the same batches (the whole
 hidden test set in one call, the hidden edge set in one call). The contract's numbers on its
@@ -38,7 +38,7 @@ from autograder.measure import metrics, probabilities
 from autograder.measure.model_interface import ModelInterface, TensorSpec
 from autograder.measure.model_policy import ModelPolicy
 from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
-from autograder.measure.warm_pool import measure_jobs
+from autograder.measure.warm_pool import MeasuringChildren, measure_jobs
 
 from . import data, figure
 from .provenance import calibration_source
@@ -96,7 +96,13 @@ def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
 
 
 def _load_and_run(
-    name: str, path: str, workspace: Path, inputs: dict, policy: ModelPolicy, baseline: _Artifact | None = None
+    name: str,
+    path: str,
+    workspace: Path,
+    inputs: dict,
+    policy: ModelPolicy,
+    baseline: _Artifact | None = None,
+    children: MeasuringChildren | None = None,
 ) -> _Artifact:
     art = _Artifact(name, path)
     try:
@@ -115,6 +121,7 @@ def _load_and_run(
         latency_rounds=LATENCY_ROUNDS,
         latency_baseline=usable_base and baseline.outputs_error is None,
         policy=policy,
+        children=children,
     )
     if not art.run.ok:
         art.error = f"invalid model: {art.run.reason}"
@@ -143,23 +150,37 @@ def retime(assignment, workspace: Path, variant: str) -> float | None:
     return latency.get("model_ms")
 
 
-def measure_models(assignment, workspace: Path, *, runs: dict[str, _Artifact] | None = None) -> dict[str, Any]:
+def measure_models(
+    assignment,
+    workspace: Path,
+    *,
+    runs: dict[str, _Artifact] | None = None,
+    children: MeasuringChildren | None = None,
+) -> dict[str, Any]:
     """The ``models`` section: one entry per ``[artifacts]`` key, the baseline ``fp32`` first.
-    ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`)."""
+    ``runs``, when given, receives each artifact's worker run (for :mod:`.figure`); ``children``:
+    the submission's measuring children (``ctx.children``), else a fresh child per model."""
     hidden = data.hidden_split(assignment)
     public = data.public_split()
     inputs = _inputs(hidden, public)
     artifacts = assignment.artifacts
     workspace = Path(workspace)
     policy = assignment.model_policy
-    base = _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, policy) if BASELINE in artifacts else None
+    base = (
+        _load_and_run(BASELINE, artifacts[BASELINE], workspace, inputs, policy, children=children)
+        if BASELINE in artifacts
+        else None
+    )
     # the variants only read the baseline: measured side by side where cores allow (warm_pool)
     variants = [(name, path) for name, path in artifacts.items() if name != BASELINE]
     with ThreadPoolExecutor(max_workers=max(1, min(len(variants), measure_jobs()))) as pool:
         measured = dict(
             zip(
                 [n for n, _ in variants],
-                pool.map(lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base), variants),
+                pool.map(
+                    lambda item: _load_and_run(*item, workspace, inputs, policy, baseline=base, children=children),
+                    variants,
+                ),
             )
         )
     out: dict[str, Any] = {}
