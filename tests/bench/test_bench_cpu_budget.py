@@ -142,6 +142,7 @@ def test_budget_of_one_notebook_has_every_stage_and_adds_up(tmp_path):
     if hierarchy is None:
         pytest.skip(f"no cgroup to count the jail's CPU: {why}")
     from autograder.assignment import load_assignment
+    from autograder.measure.warm_pool import measure_jobs
 
     run = budget.batch_once(load_assignment("07-quantization"), ["reference"], 0, tmp_path)
     assert run["hooks_missing"] == [], "a patched function of the grader was not found"
@@ -155,10 +156,12 @@ def test_budget_of_one_notebook_has_every_stage_and_adds_up(tmp_path):
     # the reference's cells and its three models really ran: their rows are not empty
     for key in ("kernel_start", "kernel_import_cells", "kernel_cells", "kernel_probe", "children_jobs"):
         assert rows[key] > 0, key
-    # the three warm children, each given a job; a busy machine may add cold ones (their start-up is
-    # their job: startup 0) when the grader re-times the student's models
+    # the submission's children (as many as models are measured at once, at most one per model) share
+    # the three models; a busy machine may add cold ones (their start-up is their job: startup 0) when
+    # the grader re-times the student's models
     warm = [c for c in sub["children"] if c["startup"] > 0]
-    assert len(warm) == 3 and all(c["used"] for c in sub["children"]), sub["children"]
+    assert 1 <= len(warm) <= min(3, measure_jobs()) and warm[0]["used"], sub["children"]
+    assert sum(c["jobs"] for c in sub["children"]) >= 3, sub["children"]
     # two countings of the same CPU: the pieces, and the grade's own cgroup as a whole
     assert rows["sum"] == pytest.approx(rows["total"], rel=0.25, abs=0.5)
     assert rows["kernel_total"] + rows["grader_total"] == pytest.approx(rows["sum"])
