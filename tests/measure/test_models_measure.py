@@ -260,3 +260,64 @@ def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading
     assert qdq["quality"] == {"error": qdq["comparison_error"]} and "accuracy" in qdq
     assert qdq["size"]["ratio"] < 0.5  # sizes compare without running fp32
     assert m["int8_dynamic"]["derived_from_fp32"] is False  # quantized from another model
+
+
+# ── a submission's models in its shared children ─────────────────────────────────────────────
+
+
+def _without_timings(value):
+    """The measurements with every timing left out (the rest is deterministic)."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if "latency" not in k}
+    return value
+
+
+@pytest.fixture
+def served(monkeypatch):
+    from autograder.measure import worker_process
+
+    pids: list[int] = []
+    run = worker_process.WorkerProcess.run
+
+    def counting_run(self, files):
+        pids.append(self.proc.pid)
+        return run(self, files)
+
+    monkeypatch.setattr(worker_process.WorkerProcess, "run", counting_run)
+    return pids
+
+
+def test_one_shared_child_measures_what_fresh_children_measure(good, grading, assignment07, served):
+    from autograder.measure.warm_pool import warm_workers
+
+    ws, fresh, _ = good
+    with warm_workers(1, assignment07.model_policy.limits) as children:
+        shared = grading[0].measure_models(assignment07, ws, children=children)
+    assert len(served) == 3 and len(set(served)) == 1, "the three models were not measured by one child"
+    assert _without_timings(shared) == _without_timings(fresh)
+    assert all("latency_ms" in facts for facts in shared.values())
+
+
+@pytest.mark.parametrize("hostile", ["custom_domain", "memory_bomb"])
+@pytest.mark.parametrize("position", ["fp32", "int8_dynamic", "int8_qdq"])
+def test_a_hostile_model_costs_the_submission_only_its_own_measurement(
+    tmp_path, models, good, grading, assignment07, hostile, position
+):
+    from autograder.measure.warm_pool import warm_workers
+
+    _, fresh, _ = good
+    ws = factory.make_workspace(tmp_path / "ws", models)
+    getattr(factory, f"hostile_{hostile}")(ws / "artifacts" / f"{position}.onnx")
+    with warm_workers(1, assignment07.model_policy.limits) as children:
+        m = grading[0].measure_models(assignment07, ws, children=children)
+    assert "error" in m[position], m[position]
+    for name, facts in m.items():
+        if name == position:
+            continue
+        assert "error" not in facts and facts["valid"] and "accuracy" in facts, (name, facts)
+        if position == "fp32":  # the variants lose only what compares them with the fp32 model
+            assert facts["comparison_error"].startswith("not compared with the fp32 model"), facts
+            assert facts["accuracy"] == fresh[name]["accuracy"]
+            assert facts["node_count"] == fresh[name]["node_count"]
+        else:
+            assert _without_timings(facts) == _without_timings(fresh[name]), name
