@@ -13,9 +13,9 @@ each stage boundary (:func:`instrumented`):
   cell (*start*: the interpreter, ipykernel, the jail's start), around each cell (*import cells*,
   the cells that hold only ``import`` statements, and the *other cells*), around the probe, and
   once the jail is gone (*shutdown*, the rest);
-- **each measuring child**: a counting cgroup per child, read when it gets its job (*start-up and
-  imports*, paid ahead while the notebook runs) and when it is closed (*job*; an unused child has
-  only its start-up);
+- **each measuring child**: a counting cgroup per child, read when it gets its first job (*start-up
+  and imports*, paid ahead while the notebook runs) and when it is closed (*jobs*: every model of the
+  submission it measured; an unused child has only its start-up);
 - **the grader's process**: ``getrusage(RUSAGE_SELF)`` at each of ``grade_notebook``'s stage marks
   (setup, execute, measure, judge + report), split further by per-thread CPU (``time.thread_time``):
   the trusted warm-ups thread, the thread starting the measuring children, the thread measuring the
