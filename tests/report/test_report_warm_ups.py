@@ -10,13 +10,21 @@ through a real batch worker grading two submissions.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
 import threading
 import weakref
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autograder import hidden_secret, warm_ups
+from autograder.assignment import load_assignment
 from autograder.report import figure
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakePlugin:
@@ -105,3 +113,58 @@ def test_concurrent_grades_of_one_process_warm_up_once(fresh_process):
     for t in threads:
         t.join()
     assert len(a.grading.calls) == 1 and fresh_process == [["svg", "png"]]
+
+
+ASSIGNMENTS = sorted(p.parent.parent.name for p in (ROOT / "assignments").glob("*/grading/__init__.py"))
+
+
+def _arrays_and_records(value):
+    """Every NumPy array and dataclass instance in ``value`` (through dataclasses, tuples, lists, dicts)."""
+    if isinstance(value, np.ndarray):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _arrays_and_records(getattr(value, f.name))
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _arrays_and_records(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _arrays_and_records(v)
+
+
+@pytest.mark.parametrize("assignment_id", ASSIGNMENTS)
+def test_what_prepare_keeps_for_the_next_submissions_is_read_only(assignment_id, project_root):
+    """``prepare`` runs once per process, so what it caches serves every later submission of a
+    worker: each data set of every assignment (the public builders of its ``grading/data.py``) is the
+    same cached object on every call, and read-only: arrays not writeable, records frozen."""
+    a = load_assignment(assignment_id, project_root)
+    assert a.grading.prepare is not None, f"{assignment_id} has no prepare: its data would be built per submission"
+    warm_ups.warm_up(a)
+    data = importlib.import_module(f"{a.grading.module.__name__}.data")
+    builders = {}  # the public builders: called as the grading code calls them (with the assignment if they take it)
+    for name, f in vars(data).items():
+        if name.startswith("_") or isinstance(f, type) or getattr(f, "__module__", None) != data.__name__:
+            continue
+        params = inspect.signature(f).parameters
+        args = (a,) if "assignment" in params else ()
+        try:
+            inspect.signature(f).bind(*args)
+        except TypeError:
+            continue  # needs arguments only the grading code knows (a seed, a secret)
+        builders[name] = args
+    assert builders, f"{assignment_id}: no data builder found in grading/data.py"
+    for name, args in builders.items():
+        first, again = (
+            list(_arrays_and_records(getattr(data, name)(*args))),
+            list(_arrays_and_records(getattr(data, name)(*args))),
+        )
+        arrays = [x for x in first if isinstance(x, np.ndarray)]
+        assert arrays, f"{assignment_id}: data.{name}() holds no array"
+        assert len(first) == len(again) and all(x is y for x, y in zip(first, again)), (
+            f"data.{name}() is rebuilt per call"
+        )
+        assert not [x for x in arrays if x.flags.writeable], f"{assignment_id}: data.{name}() hands out writable arrays"
+        records = [x for x in first if not isinstance(x, np.ndarray)]
+        assert all(type(r).__dataclass_params__.frozen for r in records), f"data.{name}() returns an unfrozen record"
