@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,10 @@ RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
 FEEDBACK_HTML_FILE = "feedback.html"
 GRADE_FILES = (EXECUTION_FILE, MEASUREMENTS_FILE, GRADE_FILE, RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE)
+# the reports a grade writes (results.json always); a front end that keeps only some passes ``reports``
+REPORT_FILES = (RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE)
+# the picture in each report that shows it (feedback.md has none): drawn only for the reports written
+PICTURE_FORMATS = {FEEDBACK_HTML_FILE: ("svg", SVG_DPI), RESULTS_FILE: ("png", PNG_DPI)}
 
 StageCallback = Callable[[str], None]
 
@@ -66,22 +71,28 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _start_warm_ups(assignment: Assignment, start_when: threading.Event) -> threading.Thread:
-    """Once ``start_when`` is set (the kernel has been launched), run in a background thread what
-    the later stages would otherwise wait for, while the grader is idle: the assignment's optional
-    ``prepare(assignment)`` (trusted warm-up: data sets, imports), then the report's drawing
-    library. A failure there is not fatal: ``measure`` and the report redo whatever they need."""
-    from .report.figure import warm_up as warm_up_figure
+def picture_formats(reports: Collection[str]) -> list[tuple[str, int]]:
+    """The ``(format, dpi)`` of the picture in each of ``reports`` that shows one."""
+    return [fmt for report, fmt in PICTURE_FORMATS.items() if report in reports]
 
-    prepare = getattr(assignment.grading, "prepare", None)
+
+def _start_warm_ups(
+    assignment: Assignment, start_when: threading.Event, pictures: Sequence[tuple[str, int]] = ()
+) -> threading.Thread:
+    """Once ``start_when`` is set (the kernel has been launched), run in a background thread what
+    the later stages would otherwise wait for, while the grader is idle, and that this process has
+    not done yet (:mod:`.warm_ups`: once per process, not once per submission): the assignment's
+    optional ``prepare(assignment)`` (trusted warm-up: data sets, imports), then the report's
+    drawing library in the formats of ``pictures``. A failure there is not fatal: ``measure`` and
+    the report redo whatever they need."""
+    from .warm_ups import warm_up
 
     def run() -> None:
         start_when.wait()
-        for step in ([lambda: prepare(assignment)] if prepare is not None else []) + [warm_up_figure]:
-            try:
-                step()
-            except Exception:  # noqa: BLE001 - the stage that needs it recomputes and reports for real
-                pass
+        try:
+            warm_up(assignment, [fmt for fmt, _ in pictures])
+        except Exception:  # noqa: BLE001 - the stage that needs it recomputes and reports for real
+            pass
 
     thread = threading.Thread(target=run, name="autograder-warm-ups", daemon=True)
     thread.start()
@@ -129,10 +140,13 @@ def execute_and_measure(
     slot: int = 0,
     on_stage: StageCallback | None = None,
     timings: dict[str, float] | None = None,
+    pictures: Sequence[tuple[str, int]] = (),
 ) -> dict[str, Any]:
     """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
 
-    ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe."""
+    ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe.
+    ``pictures``: the formats the reports will draw the picture in, warmed up beside the kernel
+    (none for a caller that writes no report: ``calibrate``, the build)."""
     from .sandbox import ProbeSpec, run_submission
 
     stage = on_stage or (lambda _name: None)
@@ -155,7 +169,7 @@ def execute_and_measure(
     with warm_workers(most, assignment.model_policy.limits, start_when=kernel_started) as children:
         # the models are measured while the probe runs, from the working directory frozen before it
         early = _EarlyMeasure(assignment, children) if assignment.grading.measure_artifacts is not None else None
-        warm = _start_warm_ups(assignment, warm_up_now)
+        warm = _start_warm_ups(assignment, warm_up_now, pictures)
         execution = run_submission(
             notebook,
             workspace,
@@ -208,9 +222,11 @@ def rejudge(
     options: GradeOptions = GradeOptions(),
     execution_time: float | None = None,
     timings: dict[str, float] | None = None,
+    reports: Collection[str] = REPORT_FILES,
 ) -> dict[str, Any]:
     """Stages 3 and 4 from a stored ``measurements.json``: no notebook is executed; judged with
-    ``options``' tolerances and rubric.
+    ``options``' tolerances and rubric. ``reports``: which of :data:`REPORT_FILES` to write
+    (results.json always); the picture is drawn only in the formats those show.
 
     ``grade_notebook`` also judges from the file it just wrote, not from the dict in memory, so
     a first grade and any later ``rescore`` judge exactly the same (JSON-normalised) data.
@@ -229,11 +245,13 @@ def rejudge(
     _write_json(out_dir / GRADE_FILE, grade)
     reporting = time.monotonic()
     feedback = feedback_markdown(grade, measurements)
-    write_atomic(out_dir / FEEDBACK_FILE, feedback)
+    if FEEDBACK_FILE in reports:
+        write_atomic(out_dir / FEEDBACK_FILE, feedback)
     # + the picture, or why there is none (unless nothing could be graded: the short form says why)
     picture = None if no_picture_to_show(grade, measurements) else measurements
-    _draw_pictures(picture, out_dir)
-    write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE)
+    _draw_pictures(picture, out_dir, picture_formats({RESULTS_FILE, *reports}))
+    if FEEDBACK_HTML_FILE in reports:
+        write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(
@@ -246,15 +264,15 @@ def rejudge(
     return grade
 
 
-def _draw_pictures(measurements: dict[str, Any] | None, out_dir: Path) -> None:
-    """The picture of a figure section drawn once for both reports (SVG for feedback.html, PNG
-    for results.json) into ``out_dir``, where the reports read it; a picture that cannot be drawn
-    is left to the reports, which say why."""
+def _draw_pictures(measurements: dict[str, Any] | None, out_dir: Path, formats: Sequence[tuple[str, int]]) -> None:
+    """The picture of a figure section drawn once, saved in each of ``formats`` (those of the
+    reports written: :data:`PICTURE_FORMATS`) into ``out_dir``, where the reports read it; a
+    picture that cannot be drawn is left to the reports, which say why."""
     section = figure_section(measurements)
-    if section is None or figure_problem(section) is not None:
+    if section is None or figure_problem(section) is not None or not formats:
         return
     try:
-        cache_pictures(section, out_dir, [("svg", SVG_DPI), ("png", PNG_DPI)])
+        cache_pictures(section, out_dir, formats)
     except Exception:  # noqa: BLE001 - each report draws it on its own and says why it failed
         pass
 
@@ -290,12 +308,14 @@ def grade_notebook(
     workspace: Path | None = None,
     slot: int = 0,
     on_stage: StageCallback | None = None,
+    reports: Collection[str] = REPORT_FILES,
 ) -> dict[str, Any]:
     """Grade ``notebook`` into ``out_dir`` as ``options`` say; returns the grade (grade.json's content).
 
     ``workspace``: keep the jailed working directory there for inspection (it must be empty or
     absent); by default a temporary one is used and removed. ``slot``: the sandbox slot this
-    process holds (a batch worker's); ``on_stage``: called with each stage's name as it starts.
+    process holds (a batch worker's); ``on_stage``: called with each stage's name as it starts;
+    ``reports``: the reports to write (:func:`rejudge`), all of them by default.
     """
     from .sandbox import make_workspace_folder, prepared_workspace  # nbclient and the jail: loaded only to execute
     from .tree_walk import remove_tree  # the student's tree: any depth, no link followed
@@ -341,6 +361,7 @@ def grade_notebook(
                 slot=slot,
                 on_stage=stage,
                 timings=overlapped,
+                pictures=picture_formats({RESULTS_FILE, *reports}),
             )
         stage("judge")
         return rejudge(
@@ -349,6 +370,7 @@ def grade_notebook(
             options=options,
             execution_time=time.monotonic() - started,
             timings={**_stage_seconds(marks), **overlapped},
+            reports=reports,
         )
     except SandboxUnavailableError as e:
         _write_json(

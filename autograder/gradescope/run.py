@@ -236,8 +236,16 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
         notebook = private_dir / Path(choice.chosen).name
         notebook.write_bytes(data)
         out = private_dir / "out"
-        # the assignment's own tolerances and rubric, and always the jail: a student's container has no flags
-        grade = pipeline.grade_notebook(notebook, assignment, out, options=GradeOptions(), workspace=Path(ws) / "work")
+        # the assignment's own tolerances and rubric, and always the jail: a student's container has no flags;
+        # only results.json reaches the student here, so no feedback pages (and the picture only as its PNG)
+        grade = pipeline.grade_notebook(
+            notebook,
+            assignment,
+            out,
+            options=GradeOptions(),
+            workspace=Path(ws) / "work",
+            reports=(pipeline.RESULTS_FILE,),
+        )
         results = json.loads((out / pipeline.RESULTS_FILE).read_text())
         measurements_file = out / pipeline.MEASUREMENTS_FILE
         measurements = json.loads(measurements_file.read_text()) if measurements_file.is_file() else {}

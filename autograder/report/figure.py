@@ -237,10 +237,11 @@ def _decade(value: float, _position: Any = None) -> str:
     return f"{value:g}"
 
 
-def warm_up() -> None:
-    """Import matplotlib and draw a tiny picture through the same code in both formats (fonts,
-    text, contours, a colour bar), so that the first real drawing of this process does not pay for
-    them. The pipeline calls it in a background thread while the kernel runs (the grader is idle then)."""
+def warm_up(formats: Sequence[str] = ("svg", "png")) -> None:
+    """Import matplotlib and draw a tiny picture through the same code in each of ``formats``
+    (fonts, text, contours, a colour bar), so that the first real drawing of this process does not
+    pay for them. Once per process and format (:mod:`autograder.warm_ups` keeps count), in a
+    background thread while the kernel runs (the grader is idle then)."""
     p1 = base64.b64encode(bytes([0, 60, 200, 255] * 4)).decode("ascii")
     tiny = {
         "kind": KIND,
@@ -253,7 +254,7 @@ def warm_up() -> None:
         "value_label": "v",
         "worst": [{"xy": [0.2, 0.2]}],
     }
-    render_formats(tiny, [("svg", 20), ("png", 20)])
+    render_formats(tiny, [(fmt, 20) for fmt in formats])
 
 
 def svg_inline(section: Mapping[str, Any], cache: Path | None = None) -> str:

@@ -128,6 +128,8 @@ def test_reference_solution_gets_full_marks_and_a_leaderboard_entry(sim_root, re
     results_validator(results)
     assert results["score"] == sum(t["max_score"] for t in results["tests"]) == 100, results["output"]
     assert all(t["status"] == "passed" for t in results["tests"])
+    (picture,) = [t for t in results["tests"] if "figure" in t["tags"]]  # drawn as PNG alone there
+    assert '<img src="data:image/png;base64,' in picture["output"], picture["output"][:300]
     assert results["extra_data"]["gradescope"] == {
         "assignment": ASSIGNMENT,
         "submission_id": 42,

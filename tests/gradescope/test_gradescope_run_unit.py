@@ -179,6 +179,8 @@ def test_one_notebook_is_graded_and_its_results_written_last(root, fake, results
     call = fake.calls[0]
     assert call["content"] == (root / "submission" / "mine.ipynb").read_bytes()
     assert call["name"] == "mine.ipynb" and call["assignment"] == ID
+    # only results.json reaches the student on Gradescope: no feedback pages, the picture only as PNG
+    assert call["kwargs"]["reports"] == (pipeline.RESULTS_FILE,)
     final = written(root)
     results_validator(final)
     assert final == returned

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 
 import figurekit as kit
 import pytest
 
+from autograder import pipeline
 from autograder.report import figure
 from autograder.report.feedback import feedback_markdown
 from autograder.report.feedback_html import CSP, FIGURE_HEADING, feedback_html, figure_html
-from autograder.report.gradescope_figure import NAME, TAG, figure_tests
+from autograder.report.gradescope_figure import NAME, PNG_DPI, TAG, figure_tests
 from autograder.report.gradescope_results import results_json
 
 GRADE = {
@@ -289,3 +291,42 @@ def test_nothing_graded_and_no_picture_gives_no_picture_sentence():
     assert figure.no_picture_to_show(nothing, no_pic) and not figure.no_picture_to_show(
         nothing, {"figure": kit.section()}
     )
+
+
+@pytest.mark.parametrize(
+    "reports",
+    [
+        pipeline.REPORT_FILES,
+        (pipeline.RESULTS_FILE,),  # Gradescope's front end: results.json alone
+        (pipeline.RESULTS_FILE, pipeline.FEEDBACK_FILE),
+        (pipeline.FEEDBACK_HTML_FILE,),  # results.json is written all the same
+    ],
+    ids=["all", "results.json", "results.json+feedback.md", "feedback.html"],
+)
+def test_the_picture_is_drawn_once_only_in_the_formats_of_the_reports_written(
+    reports, assignment07, tmp_path, monkeypatch
+):
+    """Each report that shows the picture reads it as drawn before the reports (no report draws
+    it again, so each report's format is among those drawn), and no format is drawn for a report
+    that is not written: SVG for feedback.html, PNG for results.json, none for feedback.md."""
+    measurements = {"schema": 1, "execution": {"status": "completed"}, "figure": kit.section()}
+    (tmp_path / pipeline.MEASUREMENTS_FILE).write_text(json.dumps(measurements))
+    drawn = []
+    render_formats = figure.render_formats
+    monkeypatch.setattr(
+        figure, "render_formats", lambda s, formats: drawn.append([f for f, _ in formats]) or render_formats(s, formats)
+    )
+    pipeline.rejudge(tmp_path, assignment07, reports=reports)
+    written = {pipeline.RESULTS_FILE, *reports}
+    assert drawn == [["svg", "png"] if pipeline.FEEDBACK_HTML_FILE in written else ["png"]]
+    assert {p.name for p in tmp_path.iterdir() if p.name in pipeline.REPORT_FILES} == written
+    assert sorted(p.suffix for p in tmp_path.glob("figure-*")) == sorted(f".{f}" for f in drawn[0])
+    monkeypatch.undo()
+    (test,) = [t for t in json.loads((tmp_path / pipeline.RESULTS_FILE).read_text())["tests"] if TAG in t["tags"]]
+    png = base64.b64encode(figure.render(kit.section(), "png", dpi=PNG_DPI)).decode("ascii")
+    assert f'src="data:image/png;base64,{png}"' in test["output"]
+    if pipeline.FEEDBACK_HTML_FILE in written:
+        drawn_svg = figure.render(kit.section(), "svg").decode()
+        assert drawn_svg[drawn_svg.index("<svg") :] in (tmp_path / pipeline.FEEDBACK_HTML_FILE).read_text()
+    if pipeline.FEEDBACK_FILE in written:
+        assert "<svg" not in (tmp_path / pipeline.FEEDBACK_FILE).read_text(), "feedback.md has no picture"
