@@ -14,7 +14,8 @@
   samples a running task's stack every 10 ms, the 20 ms event-loop tick, the 500 ms system monitor).
   Left at Dask's defaults they cost a two-worker ``local:2`` about 0.13 of a core, all batch long.
   A ``local:N`` cluster's scheduler and nannies (in the batch's process) get the same settings
-  (``QUIET_CONFIG``).
+  (``QUIET_CONFIG``). A closing worker's process ends at once after the plugin's cleanups, without
+  the interpreter's teardown, as the local pool's forked workers do (``_exit_at_once``).
 - Before the first job, every connected worker's package versions and assignment fingerprint are
   compared with the client's (``client.run``); each job carries them too, so a worker that joins
   later and differs refuses it. Either way the batch stops with one clear error.
@@ -31,9 +32,12 @@
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import queue
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -142,6 +146,11 @@ class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
 
     def teardown(self, worker: Any) -> None:
         shutil.rmtree(getattr(self, "tmp", ""), ignore_errors=True)
+        # The worker is closing and its process ends next. A spawned process tears its interpreter
+        # down, and once it has graded (scikit-learn, ONNX Runtime, kernels' zmq sockets) that took
+        # over 4 s here: the nanny gave up and killed it, at the end of every local:N batch. The
+        # local pool's forked workers end with os._exit; this one does too, after its cleanups.
+        atexit.register(_exit_at_once)
 
     def assignment(self, assignment_id: str) -> tuple[Assignment, str]:
         """The assignment and the fingerprint of the code loaded for it (loaded once per worker)."""
@@ -150,6 +159,17 @@ class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
                 a = load_assignment(assignment_id, Path(self.root) if self.root else None)
                 self.assignments[assignment_id] = (a, a.fingerprint())
             return self.assignments[assignment_id]
+
+
+def _exit_at_once() -> None:
+    """The last exit handler (registered last, run first): flush the logs, end the process now."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
+            pass
+    os._exit(0)
 
 
 def quiet_worker(worker: Any) -> None:

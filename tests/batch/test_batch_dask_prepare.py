@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 from batchkit import ASSIGNMENT_ID, make_assignment_tree
 from dask_procs import DaskProcs
@@ -152,3 +154,31 @@ def test_each_worker_measures_with_its_share_of_the_cores(cores, jobs, preset):
     else:
         assert value == max(1, cores // max(1, jobs))
         assert 1 <= value <= cores and (jobs <= 1 or value * jobs <= cores or value == 1)
+
+
+@pytest.mark.dask
+def test_a_closing_worker_ends_at_once_after_its_cleanups(project, monkeypatch, tmp_path):
+    """The local pool's forked workers end with ``os._exit``; a Dask worker's spawned process skips
+    its interpreter's teardown too (once a worker has graded, that teardown outlasted the nanny's
+    patience, which then killed it), but only after the plugin removed its folder. An exit handler
+    left on the worker before it closes shows whether the teardown ran."""
+    monkeypatch.setenv("AUTOGRADER_ROOT", str(project))
+    executor = DaskExecutor("local:2", load_assignment(ASSIGNMENT_ID, project))
+    plugin_name = PLUGIN_NAME
+
+    def leave_an_exit_handler(marker: str, dask_worker=None) -> tuple[int, str]:
+        import atexit
+
+        path = marker.format(pid=os.getpid())
+        atexit.register(lambda: open(path, "w").close())
+        return os.getpid(), str(dask_worker.plugins[plugin_name].tmp)
+
+    try:
+        left = executor.client.run(leave_an_exit_handler, str(tmp_path / "teardown-ran-{pid}"))
+    finally:
+        executor.close()
+    assert len(left) == 2
+    for pid, folder in left.values():
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        assert not Path(folder).exists(), "the plugin's cleanups ran first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "no worker ran its interpreter's teardown"
