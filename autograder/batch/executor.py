@@ -11,11 +11,10 @@ A third one (Ray, say) is one file with a class like these, plus a line in ``mak
 
 from __future__ import annotations
 
-import os
 from typing import Any, Protocol
 
 from ..assignment import Assignment
-from .worker import Job, Reply
+from .worker import Job, Reply, share_measuring_cores  # noqa: F401 - every engine's worker calls it
 
 
 class WorkerLost(Exception):
@@ -30,17 +29,6 @@ class WorkerLost(Exception):
     def __init__(self, reason: str, *, final: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.final = reason, final
-
-
-def share_measuring_cores(jobs_on_machine: int) -> int:
-    """What every engine's worker process sets before its first job: the grades running at once on
-    this machine (``jobs_on_machine``, this worker's included) share its cores, so each measures at
-    most cores // jobs models at a time (``AUTOGRADER_MEASURE_JOBS``; a value already set, e.g. by the
-    instructor, is kept). Returns the value in effect."""
-    from ..measure.warm_pool import measure_jobs
-
-    os.environ.setdefault("AUTOGRADER_MEASURE_JOBS", str(max(1, measure_jobs() // max(1, jobs_on_machine))))
-    return measure_jobs()
 
 
 class Executor(Protocol):

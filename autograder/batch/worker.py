@@ -224,6 +224,17 @@ def _write(path: Path, data: bytes | None) -> Path | None:
     return path
 
 
+def share_measuring_cores(jobs_on_machine: int) -> int:
+    """What every engine's worker process sets before its first job: the grades running at once on
+    this machine (``jobs_on_machine``, this worker's included) share its cores, so each measures at
+    most cores // jobs models at a time (``AUTOGRADER_MEASURE_JOBS``; a value already set, e.g. by the
+    instructor, is kept). Returns the value in effect."""
+    from ..measure.warm_pool import measure_jobs
+
+    os.environ.setdefault("AUTOGRADER_MEASURE_JOBS", str(max(1, measure_jobs() // max(1, jobs_on_machine))))
+    return measure_jobs()
+
+
 # ── a local pool's worker process ───────────────────────────────────────────────────────────
 
 _WORKER: dict[str, Any] = {"slot": 0, "assignment": None, "fingerprint": None}
@@ -233,14 +244,12 @@ def init_worker(slots: Any, assignment_id: str, root: str, tmp: str, jobs: int =
     """ProcessPoolExecutor initializer: take a sandbox slot, load the assignment, set signals,
     and keep temporary folders under the pool's own ``tmp`` (removed with the pool). ``jobs``
     workers share the cores: each measures its models at most cores // jobs at a time."""
-    from ..measure.warm_pool import measure_jobs
-
     # Everything inherited from the parent through fork is left alone by this worker's garbage
     # collector. An ONNX Runtime object the parent made before forking holds condition variables
     # whose waiters (the parent's threads) do not exist here: collecting it blocks forever in
     # pthread_cond_destroy while holding the GIL (seen: a batch worker hung for 30 minutes).
     gc.freeze()
-    os.environ.setdefault("AUTOGRADER_MEASURE_JOBS", str(max(1, measure_jobs() // max(1, jobs))))
+    share_measuring_cores(jobs)
     _WORKER["slot"] = slots.get()
     tempfile.tempdir = tmp
     signal.signal(signal.SIGINT, lambda *_: None)  # the parent handles Ctrl-C and stops us
