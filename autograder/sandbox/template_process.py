@@ -1,0 +1,353 @@
+"""The kernel template (zygote) process: imports a lesson's libraries once, forks one jailed kernel per request.
+
+Run by path, never imported by the grader: ``python -I template_process.py serve SOCKET MODULE...``
+(standard library only, plus :mod:`confine` and :mod:`jail_site`, loaded by path from this
+folder: the same functions every kernel's confinement uses). The process
+
+1. imports ``MODULE...`` (the lesson's libraries: numpy, onnxruntime, ... and
+   ``ipykernel.kernelapp``) with one BLAS/OpenMP thread, and nothing of the grader;
+2. makes itself non-dumpable and dies with its parent (``PR_SET_PDEATHSIG``);
+3. listens on ``SOCKET`` (a Unix socket in the grader's private run folder). For each connection
+   it checks it is still one thread, forks, and never reads a byte of the request itself: the
+   child does. It sends ``{"pid": N}``, then ``{"exit": code, "utime": s, "stime": s}`` when the
+   child ends, and SIGKILLs the child when the connection closes first (the launcher was killed).
+
+The child (:func:`_child`), as root until it drops: reads the request and the two descriptors
+passed with it (the kernel's stdout and stderr), joins the slot's cgroup, unshares fresh mount,
+PID, network, IPC, UTS and cgroup namespaces, and forks the namespace's init; the init builds the
+jail's root (tmpfs root, read-only system, the workspace as ``/home/student``, fresh ``/proc``,
+``/tmp``, ``/dev/shm``), forks the kernel process and reaps until the kernel exits. The kernel
+process closes every other descriptor, takes the request's environment, drops to the slot uid
+with no capability, applies confine's rlimits, ``no_new_privs``, Landlock and seccomp, and runs
+ipykernel's ``IPKernelApp`` on the connection file. SECURITY.md ("The kernel template") has the
+design and the invariants; ``tests/sandbox/test_sandbox_template.py`` attacks them.
+
+A request (one JSON line) holds: ``root`` (an empty folder to build the jail's root on),
+``binds`` (``[source, target, "ro"|"rw"]``, targets inside the jail), ``symlinks``, ``devices``,
+``tmpfs`` (``[target, bytes]``), ``cgroup_procs``, ``uid``, ``gid``, ``env``, ``cwd``,
+``rlimits``, ``landlock`` (or null), ``seccomp`` (or null), ``threads`` (ONNX Runtime's default
+pool size), and either ``connection_file`` (run the kernel) or ``code`` (run that Python source
+instead of the kernel: the bench and the tests).
+"""
+
+import ctypes
+import importlib.util
+import json
+import os
+import platform
+import selectors
+import signal
+import socket
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+MAX_REQUEST = 1 << 20
+CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
+def _load(name):
+    """``confine`` or ``jail_site`` from this folder, by path (this process imports no grader package)."""
+    spec = importlib.util.spec_from_file_location(f"autograder_template_{name}", os.path.join(HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+confine = _load("confine")
+jail_site = _load("jail_site")
+libc = confine._libc()
+
+
+class SetupError(Exception):
+    pass
+
+
+def _check(result, what):
+    if result != 0:
+        raise SetupError(f"{what}: {os.strerror(ctypes.get_errno())}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _check(
+        libc.mount(
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {source or fstype} on {target}",
+    )
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def open_fds():
+    return sorted(int(n) for n in os.listdir("/proc/self/fd"))
+
+
+def capabilities():
+    """``{"CapEff": int, ...}`` of this process (``/proc/self/status``)."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in CAP_FIELDS:
+                out[key] = int(value.strip(), 16)
+    return out
+
+
+# ------------------------------------------------------------------ the template
+def serve(sock_path, modules):
+    os.environ.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    for name in modules:
+        importlib.import_module(name)
+    _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)")
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock_path)
+    os.chmod(sock_path, 0o600)
+    listener.listen(16)
+    print(json.dumps({"ready": True, "threads": threads(), "fds": open_fds()}), flush=True)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, ("accept", None))
+    while True:
+        for key, _ in sel.select():
+            kind, data = key.data
+            if kind == "accept":
+                conn, _ = listener.accept()
+                _fork_for(conn, listener, sel)
+            elif kind == "conn":  # the launcher went away (or sent more than it should): end its child
+                conn, pid, pidfd = data
+                try:
+                    os.kill(pid, signal.SIGKILL)  # our own child, not reaped yet: the pid is still its
+                except ProcessLookupError:
+                    pass
+                sel.unregister(conn)
+            elif kind == "exit":
+                conn, pid, pidfd = data
+                _, status, usage = os.wait4(pid, 0)
+                sel.unregister(pidfd)
+                os.close(pidfd)
+                try:
+                    sel.unregister(conn)
+                except KeyError:
+                    pass
+                code = os.waitstatus_to_exitcode(status)
+                reply = {"exit": code if code >= 0 else 128 - code, "utime": usage.ru_utime, "stime": usage.ru_stime}
+                try:
+                    conn.sendall((json.dumps(reply) + "\n").encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _fork_for(conn, listener, sel):
+    if threads() != 1:  # a fork of a threaded process copies locks no thread will release
+        conn.sendall(b'{"error": "the template has more than one thread; it does not fork"}\n')
+        conn.close()
+        return
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            listener.close()
+            code = _child(conn)
+        except BaseException as e:  # noqa: BLE001 - reported on the kernel's stderr, then _exit
+            _say(f"autograder template: the child's setup failed: {type(e).__name__}: {e}")
+        finally:
+            os._exit(code)
+    pidfd = os.pidfd_open(pid)
+    try:
+        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+    except OSError:
+        pass
+    sel.register(conn, selectors.EVENT_READ, ("conn", (conn, pid, pidfd)))
+    sel.register(pidfd, selectors.EVENT_READ, ("exit", (conn, pid, pidfd)))
+
+
+def _say(text):
+    try:
+        os.write(2, (text + "\n").encode(errors="replace"))
+    except OSError:
+        pass
+
+
+# ------------------------------------------------------------------ the child (per submission)
+def _read_request(conn):
+    """The request's JSON line and the descriptors passed with it (the kernel's stdout and stderr)."""
+    buf, fds = b"", []
+    while not buf.endswith(b"\n"):
+        msg, ancdata, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(2 * 4))
+        if not msg:
+            raise SetupError("the launcher closed the connection before its request")
+        buf += msg
+        if len(buf) > MAX_REQUEST:
+            raise SetupError("request too large")
+        for level, kind, data in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += list(memoryview(data).cast("i"))
+    return json.loads(buf), fds
+
+
+def _child(conn):
+    req, fds = _read_request(conn)
+    conn.close()
+    if len(fds) == 2:  # the kernel's stdout and stderr: the grader's output pipe
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.closerange(3, 1 << 16)  # other launchers' connections, the template's selector and pidfds
+    for path in req.get("cgroup_procs", []):
+        with open(path, "w") as f:
+            f.write("0")
+    _check(libc.unshare(NAMESPACES), "unshare(mount, pid, net, ipc, uts, cgroup)")
+    init = os.fork()
+    if init == 0:
+        code = 1
+        try:
+            code = _init(req)
+        except BaseException as e:  # noqa: BLE001 - reported on the kernel's stderr, then _exit
+            _say(f"autograder template: the jail's init failed: {type(e).__name__}: {e}")
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(init, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+def _init(req):
+    """PID 1 of the submission's namespaces: build the root, fork the kernel, reap until it exits."""
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    build_root(req)
+    socket.sethostname("sandbox")
+    kernel = os.fork()
+    if kernel == 0:
+        code = 1
+        try:
+            code = _kernel(req)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException as e:  # noqa: BLE001 - reported on the kernel's stderr, then _exit
+            _say(f"autograder template: the kernel process failed: {type(e).__name__}: {e}")
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code)
+    while True:
+        pid, status = os.wait()
+        if pid == kernel:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
+
+
+def build_root(req):
+    """The jail's file system, as bwrap builds it: a tmpfs root with only what the request binds."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    root = req["root"]
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for target, size in req.get("tmpfs", []):  # first: a bind below /tmp (the run folder, a venv) stays visible
+        os.makedirs(root + target, mode=0o755, exist_ok=True)
+        _mount("tmpfs", root + target, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={int(size)}")
+    for target, link in req.get("symlinks", []):
+        os.makedirs(root + os.path.dirname(target), mode=0o755, exist_ok=True)
+        os.symlink(link, root + target)
+    for source, target, mode in req.get("binds", []):
+        if not os.path.exists(source):
+            continue
+        dest = root + target
+        is_dir = os.path.isdir(source)
+        os.makedirs(dest if is_dir else os.path.dirname(dest), mode=0o755, exist_ok=True)
+        if not is_dir and not os.path.exists(dest):
+            os.close(os.open(dest, os.O_CREAT | os.O_WRONLY, 0o644))
+        _mount(source, dest, None, MS_BIND | MS_REC)
+        extra = {"ro": MS_RDONLY | MS_NODEV, "rw": MS_NODEV, "dev": MS_NOEXEC}[mode]
+        _mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_NOSUID | extra)
+    os.makedirs(root + "/proc", mode=0o555, exist_ok=True)
+    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(root)
+    _check(libc.syscall(SYS_PIVOT_ROOT[platform.machine()], b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "umount the old root")
+    os.chdir("/")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _kernel(req):
+    """The kernel process: nothing of the template's but the imported modules, then the student's kernel."""
+    os.setsid()
+    os.closerange(3, 1 << 16)  # the template's socket, the launcher's connection, any library's file
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir(req["cwd"])
+    drop_privileges(int(req["uid"]), int(req["gid"]))
+    confine.set_rlimits(req.get("rlimits", {}))
+    confine.set_no_new_privs(libc)
+    if req.get("landlock"):
+        ll = req["landlock"]
+        confine.apply_landlock(libc, ll.get("rx", []), ll.get("ro", []), ll.get("rw", []))
+    if req.get("seccomp") is not None:
+        confine.apply_seccomp(libc, bool(req["seccomp"].get("block_inet")))
+    fresh_state(int(req.get("threads") or 1))
+    if req.get("code") is not None:
+        exec(compile(req["code"], "<template-child>", "exec"), {"__name__": "__main__"})
+        return 0
+    from ipykernel.kernelapp import IPKernelApp
+
+    sys.argv = ["ipykernel_launcher", "-f", req["connection_file"]]  # not the template's socket
+    IPKernelApp.launch_instance(argv=["-f", req["connection_file"]])
+    return 0
+
+
+def drop_privileges(uid, gid):
+    """The slot uid with no capability left (every set empty, checked); dumpable again for its own /proc."""
+    if uid == 0 or gid == 0:
+        raise SetupError("refusing to run a kernel as root")
+    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last_cap + 1):
+        _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"prctl(PR_CAPBSET_DROP, {cap})")
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    left = {k: v for k, v in capabilities().items() if v}
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups() or left:
+        raise SetupError(f"privileges not dropped: uids {os.getresuid()}, capabilities {left}")
+    _check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 1)")
+
+
+def fresh_state(pool_threads):
+    """What a fresh kernel would have drawn anew or set at start-up (``random`` reseeds itself at fork)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    ort = sys.modules.get("onnxruntime")
+    if ort is not None:
+        jail_site.patch_onnxruntime(ort, pool_threads)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "serve":
+        sys.exit("usage: template_process.py serve SOCKET [MODULE ...]")
+    serve(sys.argv[2], sys.argv[3:])
