@@ -4,8 +4,10 @@ Run by path, never imported by the grader: ``python -I template_process.py serve
 (standard library only, plus :mod:`confine` and :mod:`jail_site`, loaded by path from this
 folder: the same functions every kernel's confinement uses). The process
 
-1. imports ``MODULE...`` (the lesson's libraries: numpy, onnxruntime, ... and
-   ``ipykernel.kernelapp``) with one BLAS/OpenMP thread, and nothing of the grader;
+1. imports ``MODULE...`` (the lesson's libraries: numpy, scikit-learn, ... and ipykernel's
+   kernel app) with one BLAS/OpenMP thread, and nothing of the grader; a module whose import
+   starts a thread (ONNX Runtime's does) is left out, and every module that imports it
+   (:func:`import_fork_safe`): the child imports those itself;
 2. makes itself non-dumpable and dies with its parent (``PR_SET_PDEATHSIG``);
 3. listens on ``SOCKET`` (a Unix socket in the grader's private run folder). For each connection
    it checks it is still one thread, forks, and never reads a byte of the request itself: the
@@ -117,17 +119,21 @@ def capabilities():
 
 
 # ------------------------------------------------------------------ the template
-def serve(sock_path, modules):
+def serve(sock_path, args):
+    """``args``: the modules to import, in order; ``-NAME`` leaves NAME out (see :func:`import_fork_safe`)."""
     os.environ.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    for name in modules:
-        importlib.import_module(name)
+    imported, left_out = import_fork_safe(sock_path, args)
     _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE, 0)")
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(sock_path)
     os.chmod(sock_path, 0o600)
     listener.listen(16)
-    print(json.dumps({"ready": True, "threads": threads(), "fds": open_fds()}), flush=True)
+    ready = {"ready": True, "threads": threads(), "fds": open_fds(), "imported": imported, "left_out": left_out}
+    print(json.dumps(ready), flush=True)
+    devnull = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(devnull, 1)  # nobody reads the template's stdout after this line
+    os.close(devnull)
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ, ("accept", None))
     while True:
@@ -159,6 +165,29 @@ def serve(sock_path, modules):
                 except OSError:
                     pass
                 conn.close()
+
+
+def import_fork_safe(sock_path, args):
+    """Import the modules of ``args`` in order, except those whose import starts a thread.
+
+    A fork copies only the calling thread: a library whose import started one (ONNX Runtime does)
+    would find, in every child, locks and queues of a thread that is not there. When an import
+    leaves this process with more than one thread, the template replaces itself (``execv``, same
+    pid) with a run that leaves that module out, and so on: whatever imports it later is left out
+    too. The children import what was left out themselves, as a fresh kernel would.
+    """
+    wanted = [a for a in args if not a.startswith("-")]
+    left_out = [a[1:] for a in args if a.startswith("-")]
+    imported = []
+    for name in wanted:
+        if name in left_out:
+            continue
+        importlib.import_module(name)
+        if threads() != 1:
+            argv = [sys.executable, "-I", os.path.abspath(__file__), "serve", sock_path, *args, f"-{name}"]
+            os.execv(sys.executable, argv)
+        imported.append(name)
+    return imported, left_out
 
 
 def _fork_for(conn, listener, sel):
@@ -233,6 +262,8 @@ def _child(conn):
             os._exit(code)
     _, status = os.waitpid(init, 0)
     code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        _say(f"autograder template: the jail's init was ended by signal {-code}")
     return code if code >= 0 else 128 - code
 
 
@@ -261,6 +292,8 @@ def _init(req):
         pid, status = os.wait()
         if pid == kernel:
             code = os.waitstatus_to_exitcode(status)
+            if code < 0:
+                _say(f"autograder template: the kernel was ended by signal {-code}")
             return code if code >= 0 else 128 - code
 
 
