@@ -37,7 +37,7 @@ import importlib.util
 import json
 import os
 import platform
-import selectors
+import select
 import signal
 import socket
 import sys
@@ -134,37 +134,31 @@ def serve(sock_path, args):
     devnull = os.open("/dev/null", os.O_WRONLY)
     os.dup2(devnull, 1)  # nobody reads the template's stdout after this line
     os.close(devnull)
-    sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ, ("accept", None))
+    poll = select.epoll()
+    poll.register(listener.fileno(), select.EPOLLIN)
+    watched = {}  # fd -> ("hangup" | "exit", conn, pid, pidfd)
     while True:
-        for key, _ in sel.select():
-            kind, data = key.data
-            if kind == "accept":
+        for fd, _ in poll.poll():
+            if fd == listener.fileno():
                 conn, _ = listener.accept()
-                _fork_for(conn, listener, sel)
-            elif kind == "conn":  # the launcher went away (or sent more than it should): end its child
-                conn, pid, pidfd = data
-                try:
-                    os.kill(pid, signal.SIGKILL)  # our own child, not reaped yet: the pid is still its
-                except ProcessLookupError:
-                    pass
-                sel.unregister(conn)
-            elif kind == "exit":
-                conn, pid, pidfd = data
-                _, status, usage = os.wait4(pid, 0)
-                sel.unregister(pidfd)
-                os.close(pidfd)
-                try:
-                    sel.unregister(conn)
-                except KeyError:
-                    pass
-                code = os.waitstatus_to_exitcode(status)
-                reply = {"exit": code if code >= 0 else 128 - code, "utime": usage.ru_utime, "stime": usage.ru_stime}
-                try:
-                    conn.sendall((json.dumps(reply) + "\n").encode())
-                except OSError:
-                    pass
-                conn.close()
+                _fork_for(conn, listener, poll, watched)
+                continue
+            kind, conn, pid, pidfd = watched.pop(fd)
+            poll.unregister(fd)
+            if kind == "hangup":  # the launcher went away (killed, timed out): end its child
+                os.kill(pid, signal.SIGKILL)  # our own child, not reaped yet: the pid is still its
+                continue
+            _, status, usage = os.wait4(pid, 0)
+            os.close(pidfd)
+            if watched.pop(conn.fileno(), None) is not None:
+                poll.unregister(conn.fileno())
+            code = os.waitstatus_to_exitcode(status)
+            reply = {"exit": code if code >= 0 else 128 - code, "utime": usage.ru_utime, "stime": usage.ru_stime}
+            try:
+                conn.sendall((json.dumps(reply) + "\n").encode())
+            except OSError:
+                pass
+            conn.close()
 
 
 def import_fork_safe(sock_path, args):
@@ -190,7 +184,7 @@ def import_fork_safe(sock_path, args):
     return imported, left_out
 
 
-def _fork_for(conn, listener, sel):
+def _fork_for(conn, listener, poll, watched):
     if threads() != 1:  # a fork of a threaded process copies locks no thread will release
         conn.sendall(b'{"error": "the template has more than one thread; it does not fork"}\n')
         conn.close()
@@ -210,8 +204,11 @@ def _fork_for(conn, listener, sel):
         conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
     except OSError:
         pass
-    sel.register(conn, selectors.EVENT_READ, ("conn", (conn, pid, pidfd)))
-    sel.register(pidfd, selectors.EVENT_READ, ("exit", (conn, pid, pidfd)))
+    # the request is still unread in the socket (the child reads it): watch only for the hang-up
+    poll.register(conn.fileno(), select.EPOLLRDHUP)
+    watched[conn.fileno()] = ("hangup", conn, pid, pidfd)
+    poll.register(pidfd, select.EPOLLIN)
+    watched[pidfd] = ("exit", conn, pid, pidfd)
 
 
 def _say(text):
