@@ -58,10 +58,11 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
     1 << 18,
 )
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_READ, PR_CAPBSET_DROP = 1, 4, 23, 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET = 47, 1
+SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 MAX_REQUEST = 1 << 20
-CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
 
 
 def _load(name):
@@ -108,14 +109,21 @@ def open_fds():
 
 
 def capabilities():
-    """``{"CapEff": int, ...}`` of this process (``/proc/self/status``)."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in CAP_FIELDS:
-                out[key] = int(value.strip(), 16)
-    return out
+    """``{"CapEff": bits, "CapPrm": ..., "CapInh": ..., "CapBnd": ..., "CapAmb": ...}`` of this process,
+    from the kernel itself (``capget``; ``prctl`` for the bounding and ambient sets)."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # two of {effective, permitted, inheritable}
+    _check(libc.syscall(SYS_CAPGET[platform.machine()], header, data), "capget")
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    bounding = sum(1 << c for c in range(last + 1) if libc.prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1)
+    ambient = sum(1 << c for c in range(last + 1) if libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1)
+    return {
+        "CapEff": data[0] | data[3] << 32,
+        "CapPrm": data[1] | data[4] << 32,
+        "CapInh": data[2] | data[5] << 32,
+        "CapBnd": bounding,
+        "CapAmb": ambient,
+    }
 
 
 # ------------------------------------------------------------------ the template
@@ -245,7 +253,7 @@ def _child(conn):
     os.dup2(devnull, 0)
     os.closerange(3, 1 << 16)  # other launchers' connections, the template's selector and pidfds
     for path in req.get("cgroup_procs", []):
-        with open(path, "w") as f:
+        with open(path, "w", encoding="ascii") as f:
             f.write("0")
     _check(libc.unshare(NAMESPACES), "unshare(mount, pid, net, ipc, uts, cgroup)")
     init = os.fork()
