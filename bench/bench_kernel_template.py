@@ -82,6 +82,14 @@ async def run_kernel(build, rundir: Path, workspace: Path, owner, cells: list[st
     return wall
 
 
+def rss_mb(pid: int) -> float:
+    """The template's resident memory (``VmRSS``): what a slot keeps while it waits."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def fresh_folders(user):
     from autograder.sandbox import jail
     from autograder.sandbox.runfolder import make_run_folder, make_workspace_folder
@@ -124,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         tpl_folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"autograder-bench-template-{os.getpid()}"
         t0 = time.perf_counter()
         tpl = template.KernelTemplate(tpl_folder, modules).start()
-        template_start = {"wall_s": time.perf_counter() - t0, "cpu_s": own_cpu_s(tpl.proc.pid)}
+        template_start = {
+            "wall_s": time.perf_counter() - t0,
+            "cpu_s": own_cpu_s(tpl.proc.pid),
+            "rss_mb": rss_mb(tpl.proc.pid),
+            "imported": tpl.ready.get("imported"),
+            "left_out": tpl.ready.get("left_out"),
+        }
         try:
 
             def one(kind: str) -> dict:
@@ -194,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU {out['cpu_s']['fresh']['median']:.2f} s; template: wall {out['wall_s']['template']['median']:.2f} s, "
         f"CPU {out['cpu_s']['template']['median']:.2f} s; saved per submission (paired medians): wall "
         f"{out['wall_s']['saved']['median']:.2f} s, CPU {out['cpu_s']['saved']['median']:.2f} s; template start "
-        f"once per slot: wall {template_start['wall_s']:.2f} s, CPU {template_start['cpu_s']:.2f} s",
+        f"once per slot: wall {template_start['wall_s']:.2f} s, CPU {template_start['cpu_s']:.2f} s, "
+        f"{template_start['rss_mb']:.0f} MB resident; left out (their import starts a thread): "
+        f"{', '.join(template_start['left_out'] or []) or 'none'}",
         file=sys.stderr,
     )
     if args.json:
