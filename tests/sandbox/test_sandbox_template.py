@@ -119,6 +119,7 @@ def test_template_is_invisible_and_untraceable(slot_template, run_child):
         pid = {tpl.proc.pid}
         out = {{"pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}}
         out["proc_entry"] = os.path.exists(f"/proc/{{pid}}")
+        out["socket"] = os.path.exists({tpl.socket_path!r})  # only the grader may ask for a child
         out["ptrace"] = (libc.ptrace(16, pid, None, None), ctypes.get_errno())  # PTRACE_ATTACH
         buf = ctypes.create_string_buffer(8)
         iov = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)
@@ -132,6 +133,7 @@ def test_template_is_invisible_and_untraceable(slot_template, run_child):
     """).json()
     assert result["pids"] == [1, 2], result  # the namespace's init and this kernel: nothing else
     assert result["proc_entry"] is False
+    assert result["socket"] is False
     assert result["ptrace"][0] == -1 and result["ptrace"][1] in (1, 3)  # EPERM (seccomp) or ESRCH
     assert result["vm_readv"][0] == -1 and result["vm_readv"][1] in (1, 3)
     assert result["mem"] != "read"
