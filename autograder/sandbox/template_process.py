@@ -33,6 +33,8 @@ instead of the kernel: the bench and the tests).
 """
 
 import ctypes
+import errno
+import fcntl
 import importlib.util
 import json
 import os
@@ -40,6 +42,7 @@ import platform
 import select
 import signal
 import socket
+import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,6 +61,9 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
     1 << 18,
 )
 MNT_DETACH = 2
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # 442 on every architecture
+ATTR_RDONLY, ATTR_NOSUID, ATTR_NODEV, ATTR_NOEXEC = 1, 2, 4, 8
+SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_READ, PR_CAPBSET_DROP = 1, 4, 23, 24
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET = 47, 1
 SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
@@ -197,10 +203,15 @@ def _fork_for(conn, listener, poll, watched):
         conn.sendall(b'{"error": "the template has more than one thread; it does not fork"}\n')
         conn.close()
         return
+    template_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            # a dead template takes its children along (their namespaces end with them)
+            _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+            if os.getppid() != template_pid:
+                return
             listener.close()
             code = _child(conn)
         except BaseException as e:  # noqa: BLE001 - reported on the kernel's stderr, then _exit
@@ -277,6 +288,7 @@ def _init(req):
     _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     build_root(req)
     socket.sethostname("sandbox")
+    loopback_up()
     kernel = os.fork()
     if kernel == 0:
         code = 1
@@ -322,8 +334,7 @@ def build_root(req):
         if not is_dir and not os.path.exists(dest):
             os.close(os.open(dest, os.O_CREAT | os.O_WRONLY, 0o644))
         _mount(source, dest, None, MS_BIND | MS_REC)
-        extra = {"ro": MS_RDONLY | MS_NODEV, "rw": MS_NODEV, "dev": MS_NOEXEC}[mode]
-        _mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_NOSUID | extra)
+        _restrict(dest, mode)
     os.makedirs(root + "/proc", mode=0o555, exist_ok=True)
     _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(root)
@@ -331,6 +342,33 @@ def build_root(req):
     _check(libc.umount2(b".", MNT_DETACH), "umount the old root")
     os.chdir("/")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _restrict(dest, mode):
+    """Make the bind at ``dest`` and every mount below it read-only (``ro``), or at least nosuid.
+
+    ``mount_setattr(AT_RECURSIVE)`` (Linux 5.12) reaches the submounts a recursive bind brought
+    along, as bwrap does one by one; an older kernel gets the remount of the top mount only.
+    """
+    attrs = {
+        "ro": ATTR_RDONLY | ATTR_NOSUID | ATTR_NODEV,
+        "rw": ATTR_NOSUID | ATTR_NODEV,
+        "dev": ATTR_NOSUID | ATTR_NOEXEC,
+    }
+    attr = ctypes.create_string_buffer(struct.pack("=QQQQ", attrs[mode], 0, 0, 0), 32)
+    done = libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, dest.encode(), AT_RECURSIVE, attr, ctypes.c_size_t(32))
+    if done == 0:
+        return
+    if ctypes.get_errno() != errno.ENOSYS:
+        raise SetupError(f"mount_setattr {dest}: {os.strerror(ctypes.get_errno())}")
+    extra = {"ro": MS_RDONLY | MS_NODEV, "rw": MS_NODEV, "dev": MS_NOEXEC}[mode]
+    _mount(None, dest, None, MS_BIND | MS_REMOUNT | MS_NOSUID | extra)
+
+
+def loopback_up():
+    """Bring up ``lo`` in the fresh network namespace, as bwrap does (nothing else exists there)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
 
 def _kernel(req):
@@ -377,6 +415,7 @@ def drop_privileges(uid, gid):
 
 def fresh_state(pool_threads):
     """What a fresh kernel would have drawn anew or set at start-up (``random`` reseeds itself at fork)."""
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))  # -I ignored the variable
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()

@@ -26,7 +26,7 @@ from autograder.sandbox.users import chown_tree_top, claim_slot, ensure_user, re
 
 pytestmark = [pytest.mark.kernel, pytest.mark.root]
 
-MODULES = ["json", "numpy", *template.KERNEL_MODULES]
+MODULES = ["json", "numpy", "onnxruntime", *template.KERNEL_MODULES]  # onnxruntime starts a thread
 CANARY = "AUTOGRADER_TEMPLATE_CANARY"
 CANARY_VALUE = "grader-secret-7f3a"
 
@@ -109,6 +109,49 @@ def test_template_imports_only_the_lesson_libraries(slot_template, run_child):
     """).json()
     assert seen == []  # no grader module: its code and data never were in the template
     assert set(tpl.ready["imported"]) <= set(MODULES)
+    assert tpl.ready["left_out"] == ["onnxruntime"]  # its import starts a thread: each child imports it
+
+
+def test_child_root_is_the_jails(run_child):
+    result = run_child("""
+        import json, os, socket
+        out = {"root": sorted(os.listdir("/")), "home": os.getcwd(), "hostname": socket.gethostname()}
+        for path in ("/escape", "/usr/escape", "/etc/escape", "/opt/autograder/escape"):
+            try:
+                open(path, "w").close()
+                out[path] = "written"
+            except OSError as e:
+                out[path] = e.errno
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        client = socket.create_connection(server.getsockname(), timeout=5)
+        out["loopback"] = client.getpeername()[0]
+        print(json.dumps(out))
+    """).json()
+    assert set(result["root"]) <= {
+        "bin",
+        "dev",
+        "etc",
+        "home",
+        "lib",
+        "lib32",
+        "lib64",
+        "opt",
+        "proc",
+        "sbin",
+        "sys",
+        "tmp",
+        "usr",
+        "work",
+        "root",
+        "srv",
+        "var",
+        "nix",
+    }
+    assert "written" not in [result[p] for p in ("/escape", "/usr/escape", "/etc/escape", "/opt/autograder/escape")]
+    assert result["home"] == "/home/student" and result["hostname"] == "sandbox"
+    assert result["loopback"] == "127.0.0.1"  # lo is up, as in bwrap's jail
 
 
 def test_template_is_invisible_and_untraceable(slot_template, run_child):
@@ -374,4 +417,32 @@ def test_a_real_kernel_runs_cells_from_the_template(slot_template, tmp_path):
 
     out = asyncio.run(run())
     assert f"{user.uid} /home/student 2.0" in "".join(out)
+    assert _gone(user.uid) == []
+
+
+def test_a_dead_template_takes_its_children_along(slot_template, tmp_path):
+    """A template that dies (a bug, an OOM kill) leaves no submission running, and the launcher says so."""
+    import subprocess
+
+    _, user = slot_template
+    tpl = template.KernelTemplate(tmp_path / "tpl", ["json"]).start()
+    try:
+        ws, rd = tmp_path / "ws", tmp_path / "run"
+        for d in (ws, rd):
+            d.mkdir()
+            chown_tree_top(d, user)
+        code = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(600)\ntime.sleep(600)\n"
+        req = template.child_request(tpl, user, FAST, ws, rd, jail.write_site(tmp_path / "site"), code=code)
+        launcher = subprocess.Popen(
+            template.kernel_command(tpl, req), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        deadline = time.monotonic() + 30
+        while len(pids_of_uid(user.uid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(pids_of_uid(user.uid)) >= 2
+    finally:
+        tpl.stop()  # SIGKILL, by pid: as a crash would
+    _, err = launcher.communicate(timeout=30)
+    assert launcher.returncode == template_launcher.NO_TEMPLATE
+    assert b"template ended before the kernel" in err
     assert _gone(user.uid) == []
