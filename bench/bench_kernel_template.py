@@ -154,14 +154,13 @@ def main(argv: list[str] | None = None) -> int:
                             return join_prefix(group) + argv
 
                     else:
+                        template_build = template.kernel_builder(tpl, user, limits, workspace, rundir, site)
 
                         def build(kernel_argv):
-                            conn = kernel_argv[kernel_argv.index("-f") + 1]
-                            req = template.child_request(
-                                tpl, user, limits, workspace, rundir, site, connection_file=conn
-                            )
-                            req["cgroup_procs"] = [str(group.procs)]  # the child joins before it unshares
-                            return template.kernel_command(tpl, req)
+                            argv = template_build(kernel_argv)
+                            request = json.loads(argv[-1])
+                            request["cgroup_procs"] = [str(group.procs)]  # the child joins before it unshares
+                            return [*argv[:-1], json.dumps(request)]
 
                     launcher_before = children_seconds()
                     wall = asyncio.run(run_kernel(build, rundir, workspace, owner, cells))

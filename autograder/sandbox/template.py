@@ -10,7 +10,9 @@ no front end consults it yet (batches start a fresh jailed kernel per submission
 - :func:`child_request` is what a child needs to enter its jail: the same root as bwrap's
   (:mod:`.jail`'s folders, devices, tmpfs sizes, environment, rlimits; confine's seccomp), the
   slot uid and cgroup, and the connection file (or, for the bench and the tests, code to run).
-- :func:`kernel_command` is the kernel command that reaches it (``template_launcher.py``).
+- :func:`kernel_command` is the kernel command that reaches it (``template_launcher.py``), and
+  :func:`kernel_builder` the ``command_builder`` of :class:`~.kernel.JailedKernelManager` that
+  makes it (what ``execute.py`` would pass instead of ``jail.kernel_command``).
 - :func:`unavailable_reason` says why a run must use a fresh kernel instead (no root, no bwrap
   mode: the fallback jail of Gradescope's container, no sandbox uid).
 """
@@ -24,6 +26,7 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..assignment import ExecutionLimits
@@ -69,8 +72,10 @@ def unavailable_reason(iso: jail.Isolation) -> str | None:
 
 
 def import_only_modules(sources: list[str]) -> list[str]:
-    """The modules named by the cells that hold only ``import`` statements (the lesson's template
-    notebook's), in order, plus ipykernel's kernel app: what a template imports, and nothing else."""
+    """The modules named by the cells that hold only ``import`` statements, in order, plus
+    ipykernel's (:data:`KERNEL_MODULES`): what a template imports, and nothing else. ``sources`` are
+    the lesson's own notebook's cells (the reference solution's or the template's), never a
+    submission's: a template imports no module a student named. Relative imports are left out."""
     names: list[str] = []
     for source in sources:
         try:
@@ -201,6 +206,28 @@ def child_request(
         "connection_file": connection_file,
         "code": code,
     }
+
+
+def kernel_builder(
+    template: KernelTemplate,
+    user: SandboxUser,
+    limits: ExecutionLimits,
+    workspace: Path,
+    rundir: Path,
+    site_dir: Path,
+    cgroup: SlotCgroup | None = None,
+) -> Callable[[list[str]], list[str]]:
+    """The ``command_builder`` for :class:`~.kernel.JailedKernelManager`: jupyter_client's kernel
+    argv (``... -f CONNECTION_FILE``) becomes the launcher's, for a child of ``template``."""
+
+    def build(kernel_argv: list[str]) -> list[str]:
+        connection_file = kernel_argv[kernel_argv.index("-f") + 1]
+        request = child_request(
+            template, user, limits, workspace, rundir, site_dir, cgroup=cgroup, connection_file=connection_file
+        )
+        return kernel_command(template, request)
+
+    return build
 
 
 def kernel_command(template: KernelTemplate, request: dict) -> list[str]:

@@ -393,9 +393,7 @@ def test_a_real_kernel_runs_cells_from_the_template(slot_template, tmp_path):
         chown_tree_top(d, user)
     site = jail.write_site(tmp_path / "site")
 
-    def build(kernel_argv: list[str]) -> list[str]:
-        conn = kernel_argv[kernel_argv.index("-f") + 1]
-        return template.kernel_command(tpl, template.child_request(tpl, user, FAST, ws, rd, site, connection_file=conn))
+    build = template.kernel_builder(tpl, user, FAST, ws, rd, site)
 
     async def run() -> list[str]:
         km = JailedKernelManager(command_builder=build, rundir=rd, owner=(user.uid, user.gid))
