@@ -444,3 +444,47 @@ def test_a_dead_template_takes_its_children_along(slot_template, tmp_path):
     assert launcher.returncode == template_launcher.NO_TEMPLATE
     assert b"template ended before the kernel" in err
     assert _gone(user.uid) == []
+
+
+def test_the_slot_cgroup_holds_every_process_of_the_child(slot_template, tmp_path):
+    """The child joins the slot's cgroup before it unshares: its processes together are held to the
+    slot's memory (the cgroup's OOM killer ends one of them; the template lives on)."""
+    from dataclasses import replace
+
+    from autograder.sandbox import cgroups
+    from autograder.sandbox.users import USER_PREFIX
+
+    tpl, user = slot_template
+    slot = int(user.name.removeprefix(USER_PREFIX))
+    limits = replace(FAST, memory_mb=256)
+    with cgroups.slot_cgroup(slot, limits.memory_mb * 1024 * 1024) as (cg, why):
+        if cg is None:
+            pytest.skip(f"no slot cgroup here: {why}")
+        ws, rd = tmp_path / "ws", tmp_path / "run"
+        for d in (ws, rd):
+            d.mkdir()
+            chown_tree_top(d, user)
+        code = textwrap.dedent("""
+            import os, signal, time
+            for _ in range(4):  # 4 × 100 MB: each process under RLIMIT_DATA, together over the cgroup's 256 MB
+                if os.fork() == 0:
+                    block = bytearray(100 * 1024 * 1024)
+                    time.sleep(3)
+                    os._exit(0)
+            ends = [os.wait()[1] for _ in range(4)]
+            print(sum(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ends))
+        """)
+        req = template.child_request(
+            tpl, user, limits, ws, rd, jail.write_site(tmp_path / "site"), cgroup=cg, code=code
+        )
+        with open(tmp_path / "out", "wb") as out:
+            conn, reader, _ = template_launcher.spawn(tpl.socket_path, req, (out.fileno(), out.fileno()))
+        conn.settimeout(120)
+        try:
+            end = template_launcher.wait_exit(reader)
+        finally:
+            conn.close()
+        assert cg.oom_kills() >= 1, end
+        assert end.get("exit") == 0 and int((tmp_path / "out").read_text().split()[-1]) >= 1  # a hog, not the kernel
+    assert _gone(user.uid) == []
+    assert tpl.alive()
