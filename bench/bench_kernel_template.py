@@ -17,8 +17,9 @@ Per run: *wall* from ``start_kernel`` to the reply of the last import cell; *CPU
 of the run until the kernel has exited after a shutdown request, counted by a cgroup of the
 bench's own (``bench/cpu_accounting.py``; the fresh jail joins it before bwrap, the template's child
 before it unshares), plus the launcher's own (template side; it stays outside). The template's own
-start (once per slot) is reported apart. Paired, interleaved rounds (the order
-flips every round), medians. No cgroup is made (both sides alike). Nothing is asserted.
+start (once per slot) is reported apart, and so is the jail's entry alone (a child that runs
+``pass``: fork, namespaces, root, uid, confine). Paired, interleaved rounds (the order
+flips every round), medians. No slot cgroup limits either side. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -80,6 +81,29 @@ async def run_kernel(build, rundir: Path, workspace: Path, owner, cells: list[st
         await km.shutdown_kernel(now=False)  # a shutdown request: every process exits and is waited for
         await km.cleanup_resources()
     return wall
+
+
+def jail_entry(tpl, user, limits) -> dict:
+    """What entering the jail alone costs a child: fork, namespaces, root, uid, confine, then ``pass``
+    (wall from the request to the template's last word; CPU from the template's ``wait4`` of it)."""
+    from autograder.sandbox import template, template_launcher
+    from autograder.sandbox.users import reap_user
+    from autograder.tree_walk import remove_tree
+
+    base, rundir, site, workspace = fresh_folders(user)
+    try:
+        request = template.child_request(tpl, user, limits, workspace, rundir, site, code="pass")
+        with open(os.devnull, "wb") as null:
+            t0 = time.perf_counter()
+            conn, reader, _ = template_launcher.spawn(tpl.socket_path, request, (null.fileno(), null.fileno()))
+            end = template_launcher.wait_exit(reader)
+            wall = time.perf_counter() - t0
+        conn.close()
+        return {"wall_s": wall, "cpu_s": end["utime"] + end["stime"]}
+    finally:
+        reap_user(user)
+        remove_tree(workspace, ignore_errors=True)
+        remove_tree(base, ignore_errors=True)
 
 
 def rss_mb(pid: int) -> float:
@@ -188,10 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                 args.rounds,
                 log=lambda m: print(m, file=sys.stderr),
             )
+            entry = [jail_entry(tpl, user, limits) for _ in range(args.rounds)]
         finally:
             tpl.stop()
             remove_tree(tpl_folder, ignore_errors=True)
     out: dict = {"modules": modules, "cells": len(cells), "template_start": template_start, "isolation": iso.mode}
+    out["jail_entry"] = {key: spread([e[key] for e in entry]) for key in ("wall_s", "cpu_s")}
     for key in ("wall_s", "cpu_s"):
         fresh = [r[key] for r in runs["fresh"]]
         warm = [r[key] for r in runs["template"]]
@@ -209,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{out['wall_s']['saved']['median']:.2f} s, CPU {out['cpu_s']['saved']['median']:.2f} s; template start "
         f"once per slot: wall {template_start['wall_s']:.2f} s, CPU {template_start['cpu_s']:.2f} s, "
         f"{template_start['rss_mb']:.0f} MB resident; left out (their import starts a thread): "
-        f"{', '.join(template_start['left_out'] or []) or 'none'}",
+        f"{', '.join(template_start['left_out'] or []) or 'none'}; the jail's entry alone (a child that runs "
+        f"`pass`): wall {out['jail_entry']['wall_s']['median'] * 1000:.0f} ms, CPU "
+        f"{out['jail_entry']['cpu_s']['median'] * 1000:.0f} ms",
         file=sys.stderr,
     )
     if args.json:
