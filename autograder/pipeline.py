@@ -126,11 +126,15 @@ def execute_and_measure(
     slot: int = 0,
     on_stage: StageCallback | None = None,
     timings: dict[str, float] | None = None,
+    kernel_template: bool = False,
 ) -> dict[str, Any]:
     """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
 
+    ``kernel_template``: start the kernel from the slot's kernel template where it can hold
+    (:mod:`autograder.sandbox.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
+
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe."""
-    from .sandbox import ProbeSpec, run_submission
+    from .sandbox import ProbeSpec, run_submission, template_slot
 
     stage = on_stage or (lambda _name: None)
     cases = assignment.grading.probe_cases()
@@ -160,6 +164,7 @@ def execute_and_measure(
             slot=slot,
             on_kernel_started=started,
             on_snapshot=early.start if early is not None else None,
+            template=template_slot.for_run(slot, assignment, kernel_template),
         )
         warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups
         warm.join()
@@ -335,6 +340,7 @@ def grade_notebook(
                 slot=slot,
                 on_stage=stage,
                 timings=overlapped,
+                kernel_template=options.kernel_template,
             )
         stage("judge")
         return rejudge(
