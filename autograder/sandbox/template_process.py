@@ -419,9 +419,9 @@ def fresh_state(pool_threads):
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()
-    ort = sys.modules.get("onnxruntime")
-    if ort is not None:
-        jail_site.patch_onnxruntime(ort, pool_threads)
+    # the sitecustomize of a fresh kernel never runs in a fork: ONNX Runtime (imported by the
+    # template, or later by the notebook: the template leaves it out) gets the jail's pool size here
+    jail_site.limit_onnxruntime(pool_threads)
 
 
 if __name__ == "__main__":
