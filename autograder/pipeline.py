@@ -134,7 +134,7 @@ def execute_and_measure(
     (:mod:`autograder.sandbox.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
 
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe."""
-    from .sandbox import ProbeSpec, run_submission, template_slot
+    from .sandbox import ProbeSpec, kernel_template_for, run_submission
 
     stage = on_stage or (lambda _name: None)
     cases = assignment.grading.probe_cases()
@@ -164,7 +164,7 @@ def execute_and_measure(
             slot=slot,
             on_kernel_started=started,
             on_snapshot=early.start if early is not None else None,
-            template=template_slot.for_run(slot, assignment, kernel_template),
+            template=kernel_template_for(slot, assignment, kernel_template),
         )
         warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups
         warm.join()
