@@ -3,8 +3,8 @@
 - A batch with the template (the ``batch`` default) and one with ``--fresh-kernels`` grade the
   same submissions alike, check by check; execution.json says which kernel each run had, and no
   template outlives its worker.
-- Where no template can hold (the fallback jail), the run is fresh and says why, and no template
-  is started.
+- Where no template can hold (the fallback jail), the run is fresh and says why:
+  tests/adversarial/test_adv_template_wiring.py (it needs the adversarial kit's fallback set-up).
 - A template killed by its pid between runs is started again; killed during a run, that run is
   done again (not blamed on the notebook), and after its second death the slot is fresh for good.
 """
@@ -18,7 +18,6 @@ import threading
 import time
 from pathlib import Path
 
-import nbformat
 import psutil
 import pytest
 from batchkit import make_export_zip, read_gradebook
@@ -27,7 +26,7 @@ from autograder import pipeline
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 from autograder.grade_options import GradeOptions
-from autograder.sandbox import ProbeSpec, run_submission, template_slot
+from autograder.sandbox import template_slot
 from autograder.sandbox.template import PROCESS_SCRIPT
 from needs import needs
 
@@ -93,33 +92,6 @@ def test_a_template_batch_grades_as_a_fresh_one(two_batches):
         assert books["template"][name]["score"] == books["fresh"][name]["score"]
     assert books["template"]["submission_1"]["score"] == "100"
     assert _orphaned_templates() == [], "a worker's template outlived it"
-
-
-def _notebook(path: Path, cells: list[str]) -> Path:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbformat.write(nb, path)
-    return path
-
-
-@needs("kernel", "root")
-def test_where_no_template_can_hold_the_run_is_fresh_and_says_why(assignment, tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGRADER_JAIL", "fallback")
-    slot_template = template_slot.SlotTemplate(SLOT, assignment.id, ["json"], tmp_path / "tpl")
-    try:
-        execution = run_submission(
-            _notebook(tmp_path / "nb.ipynb", ["x = 1"]),
-            tmp_path / "ws",
-            limits=assignment.limits,
-            probe=ProbeSpec(cases=[], functions=[]),
-            slot=SLOT,
-            template=slot_template,
-        )
-    finally:
-        slot_template.close()
-    assert execution["isolation"]["mode"] == "fallback"
-    assert execution["kernel"] == "fresh"
-    assert "needs namespaces" in execution["kernel_reason"]
-    assert slot_template.starts == 0, "a template was started for a run that cannot use one"
 
 
 def _kill_once_it_has_a_child(pid: int, killed: threading.Event) -> None:
