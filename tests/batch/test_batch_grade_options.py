@@ -30,7 +30,9 @@ paths = st.none() | st.lists(
     min_size=1,
     max_size=4,
 ).map(lambda p: Path("/", *p))
-options = st.builds(GradeOptions, tolerances=paths, rubric=paths, unsafe_no_sandbox=st.booleans())
+options = st.builds(
+    GradeOptions, tolerances=paths, rubric=paths, unsafe_no_sandbox=st.booleans(), kernel_template=st.booleans()
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
