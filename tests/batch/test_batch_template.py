@@ -122,6 +122,7 @@ def test_a_killed_template_is_restarted_once_then_the_slot_is_fresh(assignment, 
             killer = None
             if i == 1:  # between runs: the next run finds it dead and starts it again
                 os.kill(pids[0], signal.SIGKILL)
+                slot_template.template.proc.wait(30)  # dead before the run looks (else: that run is done twice)
             if i == 2:  # during a run: that run is done again, and the slot gives up the template
                 killed = threading.Event()
                 killer = threading.Thread(target=_kill_once_it_has_a_child, args=(slot_template.pid, killed))
