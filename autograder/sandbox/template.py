@@ -1,8 +1,9 @@
 """The kernel template (zygote), grader side: a slot's template process, a child's request, the kernel command.
 
-A prototype, opt-in only: :func:`enabled` is true only with ``AUTOGRADER_KERNEL_TEMPLATE=1``, and
-no front end consults it yet (batches start a fresh jailed kernel per submission). SECURITY.md
-("The kernel template (zygote)") has the design and its invariants.
+A batch uses it by default (``--fresh-kernels``: not); ``grade`` and Gradescope only when
+:func:`enabled` (``AUTOGRADER_KERNEL_TEMPLATE=1``). :mod:`.template_slot` keeps one per (slot,
+lesson) and :func:`~.execute.run_submission` decides per run. SECURITY.md ("The kernel template
+(zygote)") has the design and its invariants.
 
 - :class:`KernelTemplate` starts ``template_process.py serve`` as root with a minimal environment
   (no variable of the grader's) and the lesson's modules, waits for it to say it is ready (one
@@ -12,7 +13,7 @@ no front end consults it yet (batches start a fresh jailed kernel per submission
   slot uid and cgroup, and the connection file (or, for the bench and the tests, code to run).
 - :func:`kernel_command` is the kernel command that reaches it (``template_launcher.py``), and
   :func:`kernel_builder` the ``command_builder`` of :class:`~.kernel.JailedKernelManager` that
-  makes it (what ``execute.py`` would pass instead of ``jail.kernel_command``).
+  makes it (what ``execute.py`` passes instead of ``jail.kernel_command``).
 - :func:`unavailable_reason` says why a run must use a fresh kernel instead (no root, no bwrap
   mode: the fallback jail of Gradescope's container, no sandbox uid).
 """
@@ -56,7 +57,7 @@ DEVICE_LINKS += (("/dev/stderr", "/proc/self/fd/2"),)
 
 
 def enabled() -> bool:
-    """True only when the operator asked for the prototype (``AUTOGRADER_KERNEL_TEMPLATE=1``)."""
+    """True only when the operator forces the template on every front end (``AUTOGRADER_KERNEL_TEMPLATE=1``)."""
     return os.environ.get(SWITCH, "").strip() == "1"
 
 
