@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: setup system-packages demo test test-fast test-stress lint format bench clean
+.PHONY: setup system-packages demo test test-fast test-stress test-template lint format bench clean
 
 # The grader's own bytecode is compiled here (cheap when up to date): a shell with
 # PYTHONDONTWRITEBYTECODE set would otherwise compile ~50 modules from source in every
@@ -68,6 +68,11 @@ test-fast: setup
 # stopped when pytest ends); tests asserting which limit fires must still pass (tests/stress.py)
 test-stress: setup
 	$(PY) tests/stress.py -- -n 4 --dist loadfile -q
+
+# the adversarial suite with every kernel a child of the kernel template (SECURITY.md, "The kernel
+# template"): one process, no xdist (one template per slot of that process)
+test-template: setup
+	AUTOGRADER_KERNEL_TEMPLATE=1 $(PY) -m pytest tests/adversarial -q -p no:randomly
 
 bench: setup
 	$(PY) bench/run.py

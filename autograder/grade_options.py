@@ -24,6 +24,7 @@ class GradeOptions:
     tolerances: Path | None = None  # an override of some tolerances (instructor's TOML); None: the calibrated ones
     rubric: Path | None = None  # another rubric.toml; None: the assignment's own
     unsafe_no_sandbox: bool = False  # run even when no isolation layer is available (trusted notebooks only)
+    kernel_template: bool = False  # kernels from the slot's template where it holds (a batch; --fresh-kernels: off)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON, one key per field (a path as a string, none as null): batch.json keeps each

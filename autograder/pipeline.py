@@ -141,13 +141,17 @@ def execute_and_measure(
     on_stage: StageCallback | None = None,
     timings: dict[str, float] | None = None,
     pictures: Sequence[tuple[str, int]] = (),
+    kernel_template: bool = False,
 ) -> dict[str, Any]:
     """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
+
+    ``kernel_template``: start the kernel from the slot's kernel template where it can hold
+    (:mod:`autograder.sandbox.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
 
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe.
     ``pictures``: the formats the reports will draw the picture in, warmed up beside the kernel
     (none for a caller that writes no report: ``calibrate``, the build)."""
-    from .sandbox import ProbeSpec, run_submission
+    from .sandbox import ProbeSpec, kernel_template_for, run_submission
 
     stage = on_stage or (lambda _name: None)
     cases = assignment.grading.probe_cases()
@@ -179,6 +183,7 @@ def execute_and_measure(
             slot=slot,
             on_kernel_started=started,
             on_snapshot=early.start if early is not None else None,
+            template=kernel_template_for(slot, assignment, kernel_template),
         )
         warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups
         warm.join()
@@ -362,6 +367,7 @@ def grade_notebook(
                 on_stage=stage,
                 timings=overlapped,
                 pictures=picture_formats({RESULTS_FILE, *reports}),
+                kernel_template=options.kernel_template,
             )
         stage("judge")
         return rejudge(

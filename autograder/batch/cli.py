@@ -43,6 +43,12 @@ def batch(
     unsafe_no_sandbox: bool = typer.Option(
         False, "--unsafe-no-sandbox", help="Run even when no isolation layer is available. Only for trusted notebooks."
     ),
+    fresh_kernels: bool = typer.Option(
+        False,
+        "--fresh-kernels",
+        help="Start a fresh jailed kernel for every submission instead of a child of the worker's kernel "
+        "template (the default where the jail allows one; SECURITY.md, The kernel template).",
+    ),
     cache_dir: Optional[Path] = typer.Option(
         None, "--cache-dir", help="Share the execution cache across batches (default: OUT/.cache)."
     ),
@@ -82,7 +88,9 @@ def batch(
         a = resolve_assignment(assignment, notebooks, what=f"the notebooks of {source}")
         tolerances = check_file(tolerances, what="--tolerances")
         try:
-            options = GradeOptions(tolerances=tolerances, unsafe_no_sandbox=unsafe_no_sandbox)
+            options = GradeOptions(
+                tolerances=tolerances, unsafe_no_sandbox=unsafe_no_sandbox, kernel_template=not fresh_kernels
+            )
             summary = run_batch(
                 source,
                 out,

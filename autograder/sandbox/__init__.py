@@ -10,7 +10,8 @@ checks every import of the package):
   :class:`~autograder.errors.SandboxUnavailableError` when no isolation is available and
   ``unsafe_no_sandbox`` is False); :func:`detect_isolation` (``{"mode", "layers", "warnings"}``
   as a run would record it); the time bounds of a run: ``STARTUP_TIMEOUT_S``,
-  ``RECOVER_GRACE_S``, :func:`probe_budget_s`;
+  ``RECOVER_GRACE_S``, :func:`probe_budget_s`; :func:`kernel_template_for` (the slot's kernel
+  template that ``run_submission(template=...)`` starts kernels from, where the jail allows);
 - its working directory: :func:`make_workspace_folder`, and
   ``with prepared_workspace(ws, limits, keep=...):`` around running and measuring (a size- and
   inode-capped tmpfs for the block as root, else the run watches it; unmounted on exit, its
@@ -36,6 +37,7 @@ from .notebook import (
 from .probe_run import probe_budget_s
 from .procs import stop_jail
 from .runfolder import make_workspace_folder
+from .template_slot import for_run as kernel_template_for
 from .workspace import prepared_workspace
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "ProbeSpec",
     "UnreadableNotebook",
     "detect_isolation",
+    "kernel_template_for",
     "load_notebook",
     "make_workspace_folder",
     "measure_isolation",

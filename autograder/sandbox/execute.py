@@ -48,6 +48,8 @@ from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
 from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
+from .template import KernelTemplate, kernel_builder, unavailable_reason
+from .template_slot import SlotTemplate
 from .users import chown_tree_top, claim_slot, reap_user, require_reachable
 from .workspace import (
     RUNDIR_BYTES,
@@ -89,8 +91,15 @@ def run_submission(
     slot: int = 0,
     on_kernel_started: Callable[[], None] | None = None,
     on_snapshot: SnapshotCallback | None = None,
+    template: SlotTemplate | None = None,
 ) -> dict:
     """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json.
+
+    ``template``: the slot's kernel template (:mod:`.template_slot`). The kernel is a child of it
+    when the isolation here allows (:func:`.template.unavailable_reason`) and it runs, else a fresh
+    kernel; execution.json's ``kernel`` says which, and ``kernel_reason`` why a fresh one although a
+    template was given. A template that dies during the run is not the notebook's doing: the run is
+    done again from an empty working directory (with the template restarted, or fresh).
 
     Both callbacks run in the thread of the kernel's event loop: keep them short (start a thread).
 
@@ -103,7 +112,9 @@ def run_submission(
     """
     hooks = _Hooks(on_kernel_started, on_snapshot)
     with claim_slot(slot) as free_slot, prepared_workspace(Path(workspace), limits, keep=True):
-        return _run_in_slot(Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot, hooks)
+        return _run_in_slot(
+            Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot, hooks, template
+        )
 
 
 SnapshotCallback = Callable[[Path], "Callable[[], None] | None"]
@@ -124,6 +135,7 @@ def _run_in_slot(
     unsafe_no_sandbox: bool,
     slot: int,
     hooks: _Hooks | None = None,
+    template: SlotTemplate | None = None,
 ) -> dict:
     started = time.monotonic()
     iso = jail.choose_isolation(unsafe_no_sandbox, slot)
@@ -142,13 +154,18 @@ def _run_in_slot(
         "sources": [c.source for c in cells],
         "names": list(probe.functions) if probe else [],
     }
-    run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks or _Hooks())
-    try:
-        outcome = _run_async(run.main())
-    except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
-        outcome = Outcome("sandbox_error", f"the grader could not run the sandbox: {type(e).__name__}: {e}"[:500])
-    finally:
-        run.cleanup()
+    hooks = hooks or _Hooks()
+    kernel_template, kernel_reason = _kernel_template(template, iso)
+    run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks, template=kernel_template)
+    outcome = run.execute()
+    if template is not None and kernel_template is not None and template.died(kernel_template):
+        lost = "the kernel template died during the first run (not the notebook's doing), so it ran again"
+        tree_walk.empty_folder(workspace)
+        iso = jail.choose_isolation(unsafe_no_sandbox, slot)
+        kernel_template, why = _kernel_template(template, iso)
+        kernel_reason = f"{lost}; {why}" if why else f"{lost} in a restarted template"
+        run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks, template=kernel_template)
+        outcome = run.execute()
     if run.leftover_pids:
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
     iso.warnings.extend(run.warnings)
@@ -159,8 +176,20 @@ def _run_in_slot(
         started,
         probe=run.probe_status,
         output_truncated=run.output_truncated,
+        kernel="template" if kernel_template is not None else "fresh",
+        kernel_reason=kernel_reason,
         **shape,
     )
+
+
+def _kernel_template(template: SlotTemplate | None, iso: jail.Isolation) -> tuple[KernelTemplate | None, str | None]:
+    """The running template a run's kernel comes from, or None and why not (None when none was asked for)."""
+    if template is None:
+        return None, None
+    why = unavailable_reason(iso)
+    if why is not None:
+        return None, why
+    return template.acquire()
 
 
 def _run_async(coro):
@@ -195,6 +224,16 @@ class _Run:
     refused: str | None = None  # why the working directory could not be taken before the probe
     probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    template: KernelTemplate | None = None  # the kernel is a child of it; None: a fresh jailed kernel
+
+    def execute(self) -> Outcome:
+        """Run the notebook (then the probe) and clean up; a failure of our own jail is the outcome."""
+        try:
+            return _run_async(self.main())
+        except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
+            return Outcome("sandbox_error", f"the grader could not run the sandbox: {type(e).__name__}: {e}"[:500])
+        finally:
+            self.cleanup()
 
     # ------------------------------------------------------------ setup
     def _prepare(self) -> tuple[Path, Path]:
@@ -253,6 +292,11 @@ class _Run:
         out = self.kernel_output
 
         def build(kernel_argv: list[str]) -> list[str]:
+            if self.template is not None:
+                assert self.iso.user is not None  # unavailable_reason: a template needs a sandbox uid
+                return kernel_builder(
+                    self.template, self.iso.user, self.limits, self.workspace, rundir, site_dir, self.cgroup
+                )(kernel_argv)
             return jail.kernel_command(
                 self.iso, self.limits, self.workspace, rundir, site_dir, kernel_argv, cgroup=self.cgroup
             )[0]

@@ -110,13 +110,20 @@ def _chain_previous_sitecustomize():
         spec.loader.exec_module(module)
 
 
+def limit_onnxruntime(threads):
+    """Patch ``onnxruntime`` now if it is imported, else right after its first import (what every
+    kernel of the jail gets: a fresh one from this ``sitecustomize``, a template's child from
+    ``template_process.fresh_state``)."""
+    if "onnxruntime" in sys.modules:
+        patch_onnxruntime(sys.modules["onnxruntime"], threads)
+    elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchOnImport(threads))
+
+
 def install():
     threads = _threads()
     if threads is not None:
-        if "onnxruntime" in sys.modules:
-            patch_onnxruntime(sys.modules["onnxruntime"], threads)
-        else:
-            sys.meta_path.insert(0, _PatchOnImport(threads))
+        limit_onnxruntime(threads)
     try:
         _chain_previous_sitecustomize()
     except Exception:  # noqa: BLE001 - the interpreter's own customisation is not ours to fix

@@ -104,12 +104,16 @@ def build_record(
     language: str | None = None,
     sources: list[str] | None = None,
     names: list[str] | None = None,
+    kernel: str = "fresh",
+    kernel_reason: str | None = None,
 ) -> dict:
     """execution.json. ``cells_total`` counts code cells; ``cells_in_notebook`` every cell;
     ``first_error.where`` names the cell as students read it (:mod:`autograder.cell_numbers`);
     ``language`` is the non-Python language the notebook's metadata names (it still ran as Python).
     With the cells' ``sources``, errors are placed by cell and line (never by a kernel's temporary
-    file name), and ``definitions`` names the cell that defines each of ``names`` and how it ran."""
+    file name), and ``definitions`` names the cell that defines each of ``names`` and how it ran.
+    ``kernel``: ``template`` (a child of the slot's kernel template) or ``fresh``; ``kernel_reason``:
+    why a fresh one although a template was asked for, or why the run was done twice."""
     if sources is not None and len(sources) == len(cells):
         cells = _placed(cells, sources)
     cells = _within_budget(cells)
@@ -144,6 +148,8 @@ def build_record(
         "duration_s": round(time.monotonic() - started, 3),
         "output_truncated": bool(output_truncated),
         "isolation": isolation,
+        "kernel": kernel,
+        "kernel_reason": clean(kernel_reason, REASON_CAP) if kernel_reason else None,
         "definitions": _definitions(names or [], cells, sources) if sources is not None else {},
     }
 

@@ -364,6 +364,23 @@ def require_student_facing(g: Graded) -> None:
         pytest.skip("the fallback jail cannot start a kernel on this machine: " + str(g.execution.get("reason"))[:300])
     problems = blamed_on_the_grader(g)
     assert not problems, f"{g.name}: a notebook's doing reported as the grader's failure: " + "; ".join(problems)
+    require_kernel_asked(g)
+
+
+def require_kernel_asked(g: Graded) -> None:
+    """With ``AUTOGRADER_KERNEL_TEMPLATE=1`` (``make test-template``) every kernel that could come from
+    the template did: the suite then attacks template children, not fresh kernels that a broken
+    wiring fell back to. Where the template cannot hold (the fallback jail, no root) it is fresh and says why."""
+    from autograder.sandbox import template
+
+    if not template.enabled() or g.execution.get("status") == "unreadable":
+        return
+    holds = os.geteuid() == 0 and isolation_of(g).get("mode") == "bwrap"
+    kernel, why = g.execution.get("kernel"), g.execution.get("kernel_reason")
+    if holds:
+        assert kernel == "template", f"{g.name}: AUTOGRADER_KERNEL_TEMPLATE=1 ran a {kernel} kernel ({why})"
+    else:
+        assert kernel == "fresh" and why, f"{g.name}: no template can hold here, yet kernel={kernel!r} ({why})"
 
 
 # ----------------------------------------------------------------------------- jail modes

@@ -154,7 +154,16 @@ def fake_stages(log: Path):
     """A stand-in for ``pipeline.execute_and_measure`` driven by the notebook's metadata."""
 
     def execute_and_measure(
-        notebook, assignment, out_dir, workspace, *, unsafe_no_sandbox=False, slot=0, on_stage=None, timings=None
+        notebook,
+        assignment,
+        out_dir,
+        workspace,
+        *,
+        unsafe_no_sandbox=False,
+        slot=0,
+        on_stage=None,
+        timings=None,
+        kernel_template=False,
     ):
         from autograder.errors import SandboxUnavailableError
         from autograder.safe_files import write_json_atomic

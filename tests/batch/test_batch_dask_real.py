@@ -25,6 +25,7 @@ from dask_procs import DaskProcs
 
 from autograder.assignment import load_assignment
 from autograder.batch import run_batch
+from autograder.grade_options import GradeOptions
 from needs import needs
 
 pytestmark = [pytest.mark.slow, pytest.mark.kernel]
@@ -99,8 +100,11 @@ def test_real_class_on_dask_equals_the_local_pool(tmp_path, cluster, assignment)
     paths = ", ".join(repr(str(p)) for p in (assignment.tolerances_path, assignment.rubric_path))
     (src / "hostile_snoop.ipynb").write_text(notebook(SNOOP.replace("{paths}", paths)))
 
-    dask = run_batch(src, tmp_path / "dask", assignment=assignment, scheduler=cluster.address, progress=False)
-    local = run_batch(src, tmp_path / "local", assignment=assignment, jobs=2, progress=False)
+    warm = GradeOptions(kernel_template=True)  # the `batch` command's default: each worker's kernel template
+    dask = run_batch(
+        src, tmp_path / "dask", assignment=assignment, options=warm, scheduler=cluster.address, progress=False
+    )
+    local = run_batch(src, tmp_path / "local", assignment=assignment, options=warm, jobs=2, progress=False)
 
     def comparable(out):
         return [{k: v for k, v in row.items() if k != "execution_s"} for row in read_gradebook(out)]
@@ -135,6 +139,14 @@ def test_real_class_on_dask_equals_the_local_pool(tmp_path, cluster, assignment)
         if book[n]["cached"] == "no" and n != "garbage"
     }
     assert len(workers) == 2, "both Dask workers graded"
+    kernels = {
+        (out, n): json.loads((tmp_path / out / n / "execution.json").read_text()).get("kernel")
+        for out in ("dask", "local")
+        for n in book
+        if book[n]["cached"] == "no" and n != "garbage"
+    }
+    if os.geteuid() == 0:  # a Dask worker's kernels come from its templates, as the local pool's do
+        assert set(kernels.values()) == {"template"}, kernels
 
 
 def test_real_grade_survives_its_worker_killed_mid_notebook(tmp_path, cluster, assignment):

@@ -30,7 +30,9 @@ paths = st.none() | st.lists(
     min_size=1,
     max_size=4,
 ).map(lambda p: Path("/", *p))
-options = st.builds(GradeOptions, tolerances=paths, rubric=paths, unsafe_no_sandbox=st.booleans())
+options = st.builds(
+    GradeOptions, tolerances=paths, rubric=paths, unsafe_no_sandbox=st.booleans(), kernel_template=st.booleans()
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -97,6 +99,7 @@ def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(
     stages = fake_stages(log)
 
     def recording(notebook, assignment, out_dir, workspace, *, unsafe_no_sandbox=False, **rest):
+        assert rest["kernel_template"] is unsafe  # the kernel template's flag travels the same way
         with open(seen, "a") as f:
             f.write(f"{Path(notebook).stem} {unsafe_no_sandbox}\n")
         return stages(notebook, assignment, out_dir, workspace, unsafe_no_sandbox=unsafe_no_sandbox, **rest)
@@ -107,7 +110,9 @@ def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(
         write_notebook(src / f"{name}.ipynb", **GOOD)
     file = tmp_path / "override.toml"
     file.write_text("[functions]\nagree_share_min = 0.5\n")
-    given_options = GradeOptions(tolerances=file if override else None, unsafe_no_sandbox=unsafe)
+    given_options = GradeOptions(
+        tolerances=file if override else None, unsafe_no_sandbox=unsafe, kernel_template=unsafe
+    )
     out = tmp_path / "out"
     run_batch(src, out, assignment=fake_assignment, options=given_options, jobs=2, progress=False, use_cache=False)
 
@@ -120,3 +125,25 @@ def test_the_options_of_a_batch_reach_the_pipeline_on_every_worker(
     assert {(s["tolerances"], s["unsafe_no_sandbox"]) for s in stored} == {
         (str(file.resolve()) if override else None, unsafe)
     }
+
+
+@pytest.mark.parametrize(("flags", "kernel_template"), [([], True), (["--fresh-kernels"], False)])
+def test_the_batch_command_uses_the_kernel_template_unless_fresh_kernels(tmp_path, monkeypatch, flags, kernel_template):
+    """``autograder batch`` asks for each worker's kernel template by default; ``--fresh-kernels`` does not."""
+    import autograder.batch.run
+    from typer.testing import CliRunner
+
+    from autograder.cli import app
+
+    given: list[GradeOptions] = []
+
+    def capture(source, out, *, options, **_kw):
+        given.append(options)
+        raise KeyboardInterrupt  # stands for the batch: nothing is graded here
+
+    monkeypatch.setattr(autograder.batch.run, "run_batch", capture)
+    src = tmp_path / "src"
+    write_notebook(src / "alice.ipynb", **GOOD)
+    argv = ["batch", str(src), "--out", str(tmp_path / "out"), "--assignment", "07-quantization", *flags]
+    CliRunner().invoke(app, argv)
+    assert [o.kernel_template for o in given] == [kernel_template]
