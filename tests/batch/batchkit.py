@@ -163,6 +163,7 @@ def fake_stages(log: Path):
         slot=0,
         on_stage=None,
         timings=None,
+        pictures=(),
         kernel_template=False,
     ):
         from autograder.errors import SandboxUnavailableError

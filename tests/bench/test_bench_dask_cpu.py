@@ -57,7 +57,8 @@ def test_the_client_is_the_batchs_own_process_without_the_sampler():
     with ProcessCpu() as cpu:
         _burn()
     assert cpu.seconds["client"] >= BURN_S * 0.9
-    assert sum(cpu.seconds[r] for r in ROLES if r != "client") == 0
+    # other processes of this test process (an earlier test's leftovers under xdist) may tick a little
+    assert all(cpu.seconds[r] < BURN_S / 2 for r in ROLES if r != "client"), cpu.seconds
 
 
 def test_the_section_shows_cpu_by_process_and_its_paired_ratio():
