@@ -70,9 +70,9 @@ test-stress: setup
 	$(PY) tests/stress.py -- -n 4 --dist loadfile -q
 
 # the adversarial suite with every kernel a child of the kernel template (SECURITY.md, "The kernel
-# template"): one process, no xdist (one template per slot of that process)
+# template"); each pytest worker keeps one template per slot it grades in; CI runs it after `test`
 test-template: setup
-	AUTOGRADER_KERNEL_TEMPLATE=1 $(PY) -m pytest tests/adversarial -q -p no:randomly
+	AUTOGRADER_KERNEL_TEMPLATE=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -q tests/adversarial
 
 bench: setup
 	$(PY) bench/run.py
