@@ -81,6 +81,7 @@ GRADER_ROWS = (
     ("children_startup", "measuring children: start-up and imports"),
     ("children_jobs", "measuring children: their jobs (check, run, compare)"),
     ("other_children", "other child processes (notebook parse, …; their rusage)"),
+    ("kernel_template", "kernel template: its own CPU (its start, once per slot: paid in the grade that starts it)"),
 )
 TOTAL_ROWS = (
     ("kernel_total", "**jailed kernel, total**"),
@@ -122,6 +123,7 @@ class Readings:
     judge: float = 0.0
     picture: float = 0.0
     figure_warm_up: float = 0.0
+    template: float = 0.0  # the slot's kernel template's own CPU during this grade (its start, once per slot)
     children: list[dict[str, Any]] = field(default_factory=list)  # per measuring child: startup, job, used
     live_children: dict[str, tuple[CpuGroup, list[float]]] = field(default_factory=dict)
     hooks_missing: list[str] = field(default_factory=list)
@@ -196,9 +198,10 @@ def budget_of(r: Readings, other_children_s: float) -> dict[str, Any]:
             "children_startup": startup,
             "children_jobs": jobs,
             "other_children": other_children_s,
+            "kernel_template": r.template,
         }
     )
-    grader = self_total + startup + jobs + other_children_s
+    grader = self_total + startup + jobs + other_children_s + r.template
     rows.update(
         {
             "kernel_total": kernel if r.kernel is not None else None,
@@ -303,6 +306,7 @@ def _grade_notebook(original: Any) -> Any:
             return original(notebook, assignment, out_dir, on_stage=on_stage, **kwargs)
         finally:
             r.marks.append(("end", self_seconds()))
+            r.template = _templates_cpu_delta()
             other_children = children_seconds() - children0
             for label, (group, _) in list(r.live_children.items()):  # never closed: count what it used
                 r.children.append({"startup": group.seconds(), "job": 0.0, "used": False, "jobs": 0})
@@ -321,12 +325,54 @@ def _grade_notebook(original: Any) -> Any:
     return wrapper
 
 
+_template_cpu: dict[tuple[int, float], float] = {}  # (pid, start time) → its own CPU s at the last reading
+
+
+def _templates_cpu_delta() -> float:
+    """The CPU this process's kernel templates used since the last call: their own (user + system,
+    across their re-exec), not their children's, whose kernels count in each grade's kernel group."""
+    import psutil
+
+    from autograder.sandbox import template_slot
+
+    delta = 0.0
+    for slot_template in list(template_slot._TEMPLATES.values()):  # the bench reads a private registry
+        pid = slot_template.pid
+        if pid is None:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            key, times = (pid, proc.create_time()), proc.cpu_times()
+        except psutil.Error:
+            continue
+        now = times.user + times.system
+        delta += now - _template_cpu.get(key, 0.0)
+        _template_cpu[key] = now
+        if _batch_group is not None:  # it outlives the grade that started it: out of that grade's group
+            with contextlib.suppress(OSError):
+                _batch_group.procs.write_text(str(pid))
+    return delta
+
+
 def _kernel_command(original: Any) -> Any:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         argv, env = original(*args, **kwargs)
         if _current is not None and _current.kernel is not None:
             argv = cpu_accounting.join_prefix(_current.kernel) + list(argv)
         return argv, env
+
+    return wrapper
+
+
+def _child_request(original: Any) -> Any:
+    """A kernel template's child joins the counting cgroup after the slot's (as ``_kernel_command``
+    makes a fresh kernel do): the child writes itself into every ``cgroup_procs`` file in order."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        request = original(*args, **kwargs)
+        if _current is not None and _current.kernel is not None:
+            request["cgroup_procs"] = [*request.get("cgroup_procs", []), str(_current.kernel.procs)]
+        return request
 
     return wrapper
 
@@ -438,11 +484,12 @@ def instrumented(record_dir: Path) -> Iterator[list[str]]:
     from autograder import pipeline
     from autograder.measure import warm_pool, worker_process
     from autograder.report import figure, integrity, summary
-    from autograder.sandbox import execute, jail
+    from autograder.sandbox import execute, jail, template
 
     patches = [
         (pipeline, "grade_notebook", _grade_notebook),
         (jail, "kernel_command", _kernel_command),
+        (template, "child_request", _child_request),
         (worker_process, "_jailed_command", _jailed_command),
         (worker_process.WorkerProcess, "run", _worker_run),
         (worker_process.WorkerProcess, "close", _worker_close),
@@ -501,9 +548,14 @@ def make_class(folder: Path, examples: list[str], round_index: int, assignment_i
         (folder / f"r{round_index}p{position:02d}_{name}.ipynb").write_text(json.dumps(nb))
 
 
-def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: Path) -> dict[str, Any]:
-    """One ``run_batch -j 1`` of the examples, instrumented; the per-submission and per-batch budgets."""
+def batch_once(
+    assignment: Any, examples: list[str], round_index: int, workdir: Path, kernel_template: bool = True
+) -> dict[str, Any]:
+    """One ``run_batch -j 1`` of the examples, instrumented; the per-submission and per-batch budgets.
+    ``kernel_template``: as ``autograder batch`` (kernels from the slot's template where it holds),
+    False as ``--fresh-kernels``."""
     from autograder.batch import run_batch
+    from autograder.grade_options import GradeOptions
 
     base = workdir / f"cpu-budget-{round_index}"
     src, out, records = base / "class", base / "out", base / "records"
@@ -515,9 +567,20 @@ def batch_once(assignment: Any, examples: list[str], round_index: int, workdir: 
     group.enter()
     try:
         with instrumented(records) as missing:
-            summary = run_batch(src, out, assignment=assignment, jobs=1, use_cache=False, progress=False)
+            summary = run_batch(
+                src,
+                out,
+                assignment=assignment,
+                options=GradeOptions(kernel_template=kernel_template),
+                jobs=1,
+                use_cache=False,
+                progress=False,
+            )
         batch_total = group.seconds()
     finally:
+        from autograder.sandbox import template_slot
+
+        template_slot.close_all()  # a template kept by this process would keep the batch's group busy
         _batch_group = None
         group.leave()
         group.remove()
@@ -553,12 +616,12 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
     runs = []
     for r in range(rounds):
         t0 = time.monotonic()
-        runs.append(batch_once(assignment, examples, r, workdir))
+        runs.append(batch_once(assignment, examples, r, workdir, kernel_template=not cfg.get("cpu_fresh_kernels")))
         log(f"cpu budget: round {r + 1}/{rounds}: {len(examples)} submissions in {time.monotonic() - t0:.0f} s")
     result = summarize(
         runs, examples, hierarchy_version=hierarchy.version, isolation=detect_isolation(False).get("mode")
     )
-    return {**result, "assignment": assignment_id}
+    return {**result, "assignment": assignment_id, "kernels": "fresh" if cfg.get("cpu_fresh_kernels") else "template"}
 
 
 def summarize(
@@ -649,7 +712,14 @@ def section(result: dict[str, Any] | None, machine: dict[str, Any] | None = None
         f"{result['rounds']} round(s) of distinct copies with no cache; medians over the rounds. The jailed "
         f"kernel and each measuring child are counted by a cgroup of their own (cgroup v"
         f"{result.get('cgroup_version')}), the grader's process by `getrusage` at its stage marks and by "
-        f"per-thread CPU; jail `{result.get('isolation')}`. CPU time barely depends on what else the machine "
+        f"per-thread CPU; jail `{result.get('isolation')}`"
+        + (
+            "; kernels from the slot's kernel template (the batch's default: its one start per slot is in "
+            "the whole batch's row, not the submissions')"
+            if result.get("kernels") == "template"
+            else "; a fresh kernel per submission (`--fresh-kernels`)"
+        )
+        + ". CPU time barely depends on what else the machine "
         "runs, so these figures compare across runs"
         + (f" (this one at load {load}: the wall times of the other sections would not)" if load else "")
         + ". How each row is read: [README.md](README.md#7--cpu-budget-per-stage-bench_cpu_budgetpy).",

@@ -133,6 +133,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the lesson of the CPU budget's batch (default 07-quantization, RESULTS.md's; another one "
         "belongs in its own --output)",
     )
+    p.add_argument(
+        "--cpu-fresh-kernels",
+        action="store_true",
+        help="the CPU budget's batch with a fresh kernel per submission (default: the kernel template)",
+    )
     p.add_argument("--cpu-examples", help="comma-separated example names of the CPU budget's batch")
     p.add_argument("--notebooks", help="comma-separated example names for the overhead benchmark")
     p.add_argument("--no-cli", action="store_true", help="overhead: skip the `autograder grade` CLI variant")
@@ -176,6 +181,8 @@ def config_from(args: argparse.Namespace) -> dict[str, Any]:
         cfg["cpu_assignment"] = args.cpu_assignment
         if not args.cpu_examples:
             cfg["cpu_examples"] = None  # that lesson's default examples
+    if args.cpu_fresh_kernels:
+        cfg["cpu_fresh_kernels"] = True
     if args.cpu_examples:
         cfg["cpu_examples"] = [n.strip() for n in args.cpu_examples.split(",") if n.strip()]
     if args.notebooks:
