@@ -133,7 +133,8 @@ def demo(
     out: Path = typer.Option(Path("demo-out"), "--out", "-o", help="Where each example's results go."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel submissions (0: the number of cores)."),
 ) -> None:
-    """Grade the bundled example submissions and print a table of scores per check.
+    """Grade the bundled example submissions (as `batch` does, kernel template included) and print
+    a table of scores per check.
 
     Each assignment's examples are graded with that assignment (they live in its folder).
     """
@@ -148,7 +149,14 @@ def demo(
             raise AssignmentError("no assignment under assignments/ to demo")
         runs = [(load_assignment(i), out if assignment else out / i) for i in ids]
         for a, folder in runs:
-            summary = run_batch(a.folder / "examples", folder, assignment=a, jobs=jobs or None)
+            # as `autograder batch` grades a class: kernels from the slot's kernel template where it holds
+            summary = run_batch(
+                a.folder / "examples",
+                folder,
+                assignment=a,
+                options=GradeOptions(kernel_template=True),
+                jobs=jobs or None,
+            )
             if len(runs) > 1:
                 typer.echo(a.title)
             print_scores_table(summary.rows)

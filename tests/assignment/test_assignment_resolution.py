@@ -264,7 +264,8 @@ def test_demo_without_assignment_grades_every_assignment_into_its_own_folder(cli
     class Summary:
         rows: list = []
 
-    def fake_run_batch(source, out, *, assignment, jobs):
+    def fake_run_batch(source, out, *, assignment, options, jobs):
+        assert options.kernel_template, "the demo grades as `batch` does: kernels from the kernel template"
         calls.append((Path(source).parent.name, Path(out).name, assignment.id))
         return Summary()
 
