@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +167,17 @@ class DaskProcs:
                 time.sleep(0.2)
         self.close()
         raise RuntimeError(f"the dask scheduler did not start:\n{self.log_text()}")
+
+
+@contextmanager
+def running_workers(tmp: Path, count: int = 2, *, env: dict[str, str] | None = None) -> Iterator[DaskProcs]:
+    """A scheduler with ``count`` default workers, all up; on leaving, every process ended (asserted)."""
+    procs = DaskProcs(tmp, env=env)
+    try:
+        for name in range(count):
+            procs.add_worker(str(name))
+        procs.wait_for_workers(count)
+        yield procs
+    finally:
+        procs.close()
+    assert procs.alive() == [], "every scheduler, nanny and worker process ended"

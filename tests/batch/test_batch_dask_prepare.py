@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from batchkit import ASSIGNMENT_ID, make_assignment_tree
-from dask_procs import DaskProcs
+from dask_procs import running_workers
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -47,15 +47,10 @@ def project(tmp_path_factory):
 @pytest.fixture(scope="module")
 @needs("dask")
 def running_cluster(tmp_path_factory, project):
-    procs = DaskProcs(tmp_path_factory.mktemp("dask-prepare-cluster"), env={"AUTOGRADER_ROOT": str(project)})
-    try:
-        for name in ("0", "1"):
-            procs.add_worker(name)
-        procs.wait_for_workers(2)
+    with running_workers(
+        tmp_path_factory.mktemp("dask-prepare-cluster"), env={"AUTOGRADER_ROOT": str(project)}
+    ) as procs:
         yield procs
-    finally:
-        procs.close()
-    assert procs.alive() == [], "every scheduler, nanny and worker process ended"
 
 
 @pytest.mark.dask

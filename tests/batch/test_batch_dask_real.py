@@ -21,9 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 from batchkit import read_gradebook
-from dask_procs import DaskProcs
+from dask_procs import running_workers
 
-from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 from autograder.grade_options import GradeOptions
 from needs import needs
@@ -67,25 +66,10 @@ def notebook(*sources: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def assignment():
-    a = load_assignment("07-quantization")
-    if not a.tolerances_path.is_file():
-        pytest.skip(f"{a.tolerances_path} is missing (run `autograder calibrate 07-quantization`)")
-    return a
-
-
-@pytest.fixture(scope="module")
 @needs("dask")
 def cluster(tmp_path_factory):
-    procs = DaskProcs(tmp_path_factory.mktemp("dask-real"))
-    try:
-        for name in ("0", "1"):
-            procs.add_worker(name)
-        procs.wait_for_workers(2)
+    with running_workers(tmp_path_factory.mktemp("dask-real")) as procs:
         yield procs
-    finally:
-        procs.close()
-    assert procs.alive() == [], "every scheduler, nanny and worker process ended"
 
 
 def test_real_class_on_dask_equals_the_local_pool(tmp_path, cluster, assignment):

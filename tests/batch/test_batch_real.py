@@ -15,7 +15,7 @@ import tomli_w
 from batchkit import make_export_zip, read_gradebook
 
 from autograder.grade_options import GradeOptions
-from autograder.assignment import load_assignment, load_toml
+from autograder.assignment import load_toml
 from autograder.batch import rescore, run_batch
 from needs import needs
 
@@ -27,14 +27,6 @@ META = (
     "submission_3:\n  :submitters:\n  - :name: Not Started\n    :sid: '3'\n"
     "submission_4:\n  :submitters:\n  - :name: No Notebook\n    :sid: '4'\n"
 )
-
-
-@pytest.fixture(scope="module")
-def assignment():
-    a = load_assignment("07-quantization")  # $AUTOGRADER_ROOT, else this checkout
-    if not a.tolerances_path.is_file():
-        pytest.skip(f"{a.tolerances_path} is missing (run `autograder calibrate 07-quantization`)")
-    return a
 
 
 @pytest.fixture(scope="module")

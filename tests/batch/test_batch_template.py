@@ -23,7 +23,6 @@ import pytest
 from batchkit import make_export_zip, read_gradebook
 
 from autograder import pipeline
-from autograder.assignment import load_assignment
 from autograder.batch import run_batch
 from autograder.grade_options import GradeOptions
 from autograder.sandbox import template_slot
@@ -35,14 +34,6 @@ pytestmark = pytest.mark.slow
 SLOT = 7  # apart from the adversarial suite's and the other batch tests' slots
 EXAMPLES = ("quantize_no_saturation.ipynb", "error_in_last_cell.ipynb")
 META = "".join(f"submission_{i}:\n  :submitters:\n  - :name: Student {i}\n    :sid: '{i}'\n" for i in (1, 2, 3))
-
-
-@pytest.fixture(scope="module")
-def assignment():
-    a = load_assignment("07-quantization")
-    if not a.tolerances_path.is_file():
-        pytest.skip(f"{a.tolerances_path} is missing (run `autograder calibrate 07-quantization`)")
-    return a
 
 
 def _checks(out: Path) -> dict[str, float]:
