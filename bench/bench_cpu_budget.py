@@ -336,10 +336,7 @@ def _templates_cpu_delta() -> float:
     from autograder.sandbox import template_slot
 
     delta = 0.0
-    for slot_template in list(template_slot._TEMPLATES.values()):  # the bench reads a private registry
-        pid = slot_template.pid
-        if pid is None:
-            continue
+    for pid in template_slot.running_pids():
         try:
             proc = psutil.Process(pid)
             key, times = (pid, proc.create_time()), proc.cpu_times()

@@ -53,6 +53,10 @@ def run(cfg: dict[str, Any], *, workdir: Path) -> dict[str, Any]:
 
 def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[str, Any]:
     from autograder.batch import run_batch
+    from autograder.grade_options import GradeOptions
+
+    # as `autograder batch` grades on both engines: kernels from the slot's template where it holds
+    options = GradeOptions(kernel_template=not cfg.get("dask_fresh_kernels"))
 
     from .bench_batch import make_class
 
@@ -75,10 +79,17 @@ def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[st
             shutil.rmtree(out, ignore_errors=True)
             t0 = time.perf_counter()
             with ProcessCpu() as cpu:
-                summary = run_batch(src, out, assignment=assignment, use_cache=False, progress=False, **how)
+                summary = run_batch(
+                    src, out, assignment=assignment, use_cache=False, progress=False, options=options, **how
+                )
             seconds = time.perf_counter() - t0
             outs[label] = out
+            kernels: dict[str, int] = {}
+            for ex in out.glob("*/execution.json"):
+                kind = str((json.loads(ex.read_text()) or {}).get("kernel"))
+                kernels[kind] = kernels.get(kind, 0) + 1
             return {
+                "kernels": kernels,
                 "seconds": seconds,
                 "cpu": cpu.seconds,
                 "executed": summary.executed,
@@ -114,6 +125,7 @@ def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[st
             )
         ),
         "same_scores": same,
+        "kernels": {engine: results[engine][-1].get("kernels") for engine in ("-j 2", "--scheduler local:2")},
         "statuses": results["--scheduler local:2"][-1]["statuses"],
         "last_out": str(outs.get("-j 2", "")),
     }
@@ -259,6 +271,17 @@ def goals(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _kernels_sentence(kernels: dict[str, dict[str, int]] | None) -> str:
+    """The sentence counting the kernels each engine got (execution.json's ``kernel``), or nothing."""
+    if not kernels:
+        return ""
+    said = "; ".join(
+        f"{engine}: " + ", ".join(f"{kind} {n}" for kind, n in sorted((kinds or {}).items()))
+        for engine, kinds in kernels.items()
+    )
+    return f" Kernels (execution.json's `kernel`, last round): {said}."
+
+
 def section(data: dict[str, Any] | None) -> list[str]:
     lines = [TITLE, ""]
     if not data:
@@ -269,7 +292,7 @@ def section(data: dict[str, Any] | None) -> list[str]:
             f"{cls['size']} distinct submissions (the examples, cycled, nothing from the cache), graded with `-j 2` and "
             f"with `--scheduler local:2` (the LocalCluster's start and close inside the timed run), "
             f"{cls['rounds']} interleaved round(s). Same scores on both engines: "
-            f"{'yes' if cls.get('same_scores') else '**no**'}.",
+            f"{'yes' if cls.get('same_scores') else '**no**'}.{_kernels_sentence(cls.get('kernels'))}",
             "",
             "| engine | median | min | max | runs (s) |",
             "|---|---:|---:|---:|---|",

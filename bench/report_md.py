@@ -110,9 +110,9 @@ def splice(text: str, data: dict[str, Any]) -> str:
     """``text`` (an existing RESULTS.md) with the sections and goal rows of the benchmarks in ``data``
     replaced (or added), the rest kept as it is: one benchmark rerun after a full run.
 
-    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``, ``cpu``); each gets a line saying
-    when it was measured, since the machine section above describes the full run. (The batch's memory per
-    submission in flight stays in the memory section of the full run.) A goal row is replaced by the new
+    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``, ``cpu``, ``memory``); each gets a
+    line saying when it was measured, since the machine section above describes the full run. (The memory section
+    shows the timed batch runs' memory per submission in flight only when ``batch`` ran in the same run.) A goal row is replaced by the new
     row whose subject matches it up to its first colon, so a goal whose target changed replaces its row.
     """
     m = data.get("machine", {})
@@ -121,6 +121,13 @@ def splice(text: str, data: dict[str, Any]) -> str:
         ("batch", SECTION_TITLES[1], bench_otter.section, bench_otter.goals),
         ("dask", bench_dask.TITLE, bench_dask.section, bench_dask.goals),
         ("cpu", bench_cpu_budget.TITLE, lambda r: bench_cpu_budget.section(r, m), bench_cpu_budget.goals),
+        # the memory runs (with the timed batch runs' figures only when the batch ran too)
+        (
+            "memory",
+            SECTION_TITLES[3],
+            lambda r: bench_memory.section(r, data.get("batch")),
+            lambda r: bench_memory.goals(r, data.get("batch")),
+        ),
     )
     for name, title, render_section, goals_of in standalone:
         if name not in data.get("config", {}).get("only", []):

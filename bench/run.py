@@ -56,7 +56,7 @@ FULL: dict[str, Any] = {
     "batch_rounds": 2,
     "batch_examples": None,
     # after round 1, repeat only the runs the goals compare (otter ×1 and default-thread ×2 are context)
-    "batch_repeat_configs": ["autograder -j 1", "autograder -j 2", "otter ×2, 1 thread"],
+    "batch_repeat_configs": ["autograder -j 1", "autograder -j 2", "otter ×2, 1 thread", "bare ×2, 1 thread"],
     "rescore_size": 100,
     "rescore_rounds": 5,
     "memory_notebook": "reference",

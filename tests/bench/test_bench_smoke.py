@@ -96,8 +96,13 @@ def fake_results() -> dict:
                 "otter ×1": batch_cfg,
                 "autograder -j 2": batch_cfg,
                 "otter ×2": batch_cfg,
+                "bare ×2, 1 thread": batch_cfg,
             },
-            "ratios": {"otter ×2 / autograder -j 2": spread([1.6]), "autograder -j 1 / autograder -j 2": spread([1.5])},
+            "ratios": {
+                "otter ×2 / autograder -j 2": spread([1.6]),
+                "autograder -j 1 / autograder -j 2": spread([1.5]),
+                "autograder -j 2 / bare ×2, 1 thread": spread([1.04]),
+            },
             "memory_per_in_flight": {
                 "autograder -j 2": {
                     "total_mb": 520.0,
@@ -163,6 +168,9 @@ def test_goal_verdicts_follow_the_fake_numbers():
     assert by_prefix("grade (in-process) overhead ≤ 1 s")["met"] is False  # 2.0 s
     assert by_prefix("`batch -j 2` vs otter")["met"] is True  # 1.6 ≥ 1.5
     assert by_prefix("`batch -j 2` vs `-j 1`")["met"] is False  # 1.5 < 1.8
+    vs_bare = by_prefix("`batch -j 2` vs bare nbclient")
+    assert vs_bare["measured"] == pytest.approx(1.04) and vs_bare["met"] is False  # slower than the floor
+    assert "section 7" in vs_bare["fix"], "a missed floor points at the CPU budget's stages"
     assert by_prefix("`autograder rescore`")["met"] is True  # 3.0 < 5
     mem = by_prefix("peak memory")
     assert mem["measured"] == pytest.approx(700.0) and mem["met"] is False  # the worst run's PSS counts
@@ -197,6 +205,7 @@ def test_dask_section_goals_and_splice_into_an_existing_results_md():
             "ratio": spread([1.07, 1.06]),
             "same_scores": True,
             "statuses": {"ok": 12},
+            "kernels": {"-j 2": {"template": 12}, "--scheduler local:2": {"fresh": 1, "template": 11}},
         },
         "overhead": {
             "tasks": 1000,
@@ -214,6 +223,7 @@ def test_dask_section_goals_and_splice_into_an_existing_results_md():
     data = {"config": {"only": ["dask"]}, "machine": {"date": "2026-02-02", "git": "def5678"}, "dask": dask}
     spliced = report_md.splice(full, data)
     assert spliced.count(bench_dask.TITLE) == 1 and "Measured on its own" in spliced and "2026-02-02" in spliced
+    assert "-j 2: template 12; --scheduler local:2: fresh 1, template 11." in spliced, "which kernels each engine got"
     assert spliced.count("Dask scheduler path: overhead per task") == 2, "one goal row and one verdict line"
     before = [
         line
@@ -244,3 +254,54 @@ def test_batch_splice_replaces_its_section_and_goal_rows_even_when_a_target_chan
     )
     assert spliced.split(SECTION_TITLES[1])[1].split("\n## ")[0].count("1.95×") >= 1, "the section is the new one"
     assert spliced.split(SECTION_TITLES[2])[1] == older.split(SECTION_TITLES[2])[1], "later sections are kept"
+
+
+def test_bare_floor_row_and_its_goal_in_the_batch_section():
+    from bench import bench_otter
+    from bench.format import SECTION_TITLES
+
+    data = fake_results()
+    text = report_md.render({**data, "goals": report_md.all_goals(data)})
+    batch = text.split(SECTION_TITLES[1])[1].split("\n## ")[0]
+    assert "| bare ×2, 1 thread | 300.00 s |" in batch and "20/20 ran" in batch, "bare runs no results.json"
+    assert "| autograder -j 2 / bare ×2, 1 thread | 1.04× |" in batch
+    met = {**data["batch"], "ratios": {"autograder -j 2 / bare ×2, 1 thread": spread([0.97])}}
+    assert [g["met"] for g in bench_otter.goals(met) if "bare nbclient" in g["subject"]] == [True]
+
+
+def test_memory_splice_replaces_its_section_and_goal_row():
+    from bench.format import SECTION_TITLES
+
+    full = report_md.render(fake_results())
+    memory = {**fake_results()["memory"]}
+    memory["variants"] = {"autograder grade": {**memory["variants"]["autograder grade"], "pss_total_mb": 321.0}}
+    data = {"config": {"only": ["memory"]}, "machine": {"date": "2026-04-04", "git": "0ddba11"}, "memory": memory}
+    spliced = report_md.splice(full, data)
+    section = spliced.split(SECTION_TITLES[3])[1].split("\n## ")[0]
+    assert "Measured on its own (memory benchmark only) on 2026-04-04" in section and "321 MB" in section
+    assert "The timed batch runs of section 2" not in section, "no batch ran with it: no stale batch table"
+    table = spliced.split("## Goals")[1].split("\n## ")[0]
+    assert table.count("| peak memory per submission in flight") == 1 and "321 MB" in table
+    assert spliced.split(SECTION_TITLES[4])[1] == full.split(SECTION_TITLES[4])[1], "later sections are kept"
+
+
+@pytest.mark.kernel
+def test_bare_batch_runs_plain_nbclient_two_at_a_time(tmp_path):
+    """The floor really runs every notebook (two worker processes, fresh kernels) and times the whole."""
+    import nbformat
+
+    from bench import bench_otter
+
+    notebooks = []
+    for i in range(3):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"import os\nx = {i}")])
+        path = tmp_path / f"n{i}.ipynb"
+        nbformat.write(nb, str(path))
+        notebooks.append(path)
+    bad = tmp_path / "not_a_notebook.ipynb"
+    bad.write_text("{")
+    ok = bench_otter.bare_batch(notebooks, tmp_path / "out", 2, 120)
+    assert ok["seconds"] and ok["seconds"] >= ok["per_submission_s"] > 0
+    assert (ok["submissions"], ok["with_results"], ok["failed"]) == (3, 3, [])
+    broken = bench_otter.bare_batch([*notebooks[:1], bad], tmp_path / "out2", 2, 120)
+    assert broken["seconds"] is None and broken["failed"] == ["not_a_notebook"], "a failure is said, never timed"
