@@ -129,6 +129,11 @@ class _EarlyMeasure:
         if self.thread is not None:
             self.thread.join()
 
+    def discard(self) -> None:
+        """The run it measured is done again: its measurement is not the run that counts."""
+        self.join()
+        self.thread, self.value, self.seconds = None, None, None
+
 
 def execute_and_measure(
     notebook: Path,
@@ -183,6 +188,7 @@ def execute_and_measure(
             slot=slot,
             on_kernel_started=started,
             on_snapshot=early.start if early is not None else None,
+            on_run_discarded=early.discard if early is not None else None,
             template=kernel_template_for(slot, assignment, kernel_template),
         )
         warm_up_now.set()  # a kernel that never started: measuring may still need the warm-ups

@@ -91,6 +91,7 @@ def run_submission(
     slot: int = 0,
     on_kernel_started: Callable[[], None] | None = None,
     on_snapshot: SnapshotCallback | None = None,
+    on_run_discarded: Callable[[], None] | None = None,
     template: SlotTemplate | None = None,
 ) -> dict:
     """Execute ``notebook`` jailed with ``workspace`` as its working directory; return execution.json.
@@ -109,8 +110,11 @@ def run_submission(
     copy in ``folder``, which the workspace is restored from when the jail is gone), so that the
     grader may read it while the probe runs. It may return a function that waits until it is done
     with ``folder``; the run calls it before removing the folder.
+    ``on_run_discarded()``: a run is being done again (its template died): whatever the callbacks
+    made of the discarded run (a measurement of its snapshot) must be dropped, since the run done
+    again may never reach its own snapshot.
     """
-    hooks = _Hooks(on_kernel_started, on_snapshot)
+    hooks = _Hooks(on_kernel_started, on_snapshot, discarded=on_run_discarded)
     with claim_slot(slot) as free_slot, prepared_workspace(Path(workspace), limits, keep=True):
         return _run_in_slot(
             Path(notebook), Path(workspace), limits, probe, unsafe_no_sandbox, free_slot, hooks, template
@@ -125,6 +129,7 @@ class _Hooks:
     kernel_started: Callable[[], None] | None = None
     snapshot: SnapshotCallback | None = None
     snapshot_done: Callable[[], None] | None = None  # what ``snapshot`` returned
+    discarded: Callable[[], None] | None = None  # the run so far is thrown away and done again
 
 
 def _run_in_slot(
@@ -161,6 +166,9 @@ def _run_in_slot(
     if template is not None and kernel_template is not None and template.died(kernel_template):
         lost = "the kernel template died during the first run (not the notebook's doing), so it ran again"
         tree_walk.empty_folder(workspace)
+        hooks.snapshot_done = None  # the first run called it when it removed its snapshot
+        if hooks.discarded is not None:
+            hooks.discarded()
         iso = jail.choose_isolation(unsafe_no_sandbox, slot)
         kernel_template, why = _kernel_template(template, iso)
         kernel_reason = f"{lost}; {why}" if why else f"{lost} in a restarted template"

@@ -128,6 +128,13 @@ def for_run(slot: int, assignment: Any, asked: bool) -> SlotTemplate | None:
     return for_lesson(slot, assignment) if asked or enabled() else None
 
 
+def running_pids() -> list[int]:
+    """The pids of this process's running kernel templates (for accounting: the CPU budget)."""
+    with _LOCK:
+        found = list(_TEMPLATES.values())
+    return [pid for pid in (slot_template.pid for slot_template in found) if pid is not None]
+
+
 def close_all() -> None:
     """Kill and reap every template of this process (at its exit, and for tests)."""
     with _LOCK:

@@ -138,3 +138,64 @@ def test_a_killed_template_is_restarted_once_then_the_slot_is_fresh(assignment, 
     assert "died during the first run" in runs[2][1]["kernel_reason"]
     assert "died 2 times" in runs[2][1]["kernel_reason"] and "died 2 times" in runs[3][1]["kernel_reason"]
     assert slot_template.starts == 2 and pids[2] is None and pids[3] is None
+
+
+@needs("kernel", "root")
+def test_a_run_done_again_drops_what_was_made_of_the_first_runs_snapshot(assignment, tmp_path):
+    """The template dies during the probe, after the grader began measuring the first run's frozen
+    working directory: the run is done again, and the grader is told to drop that measurement before
+    the second run (which might never reach a snapshot of its own)."""
+    from autograder.sandbox import ProbeSpec, run_submission
+
+    slot_template = template_slot.for_lesson(SLOT, assignment)
+    events: list[str] = []
+    running: list[tuple[int | None, list[int]]] = []
+
+    def snapshot(folder: Path) -> None:
+        events.append("snapshot")
+        running.append((slot_template.pid, template_slot.running_pids()))
+        if events.count("snapshot") == 1:  # the first run's probe is about to start: the template dies
+            os.kill(slot_template.pid, signal.SIGKILL)
+
+    probe = ProbeSpec(
+        cases=assignment.grading.probe_cases(),
+        functions=list(assignment.config["probe"]["functions"]),
+        results_variable=assignment.results_variable,
+    )
+    try:
+        execution = run_submission(
+            assignment.folder / "examples" / "reference.ipynb",
+            tmp_path / "workspace",
+            limits=assignment.limits,
+            probe=probe,
+            slot=SLOT,
+            on_snapshot=snapshot,
+            on_run_discarded=lambda: events.append("discarded"),
+            template=slot_template,
+        )
+    finally:
+        template_slot.close_all()
+    assert template_slot.running_pids() == []
+    assert [pid in pids for pid, pids in running] == [True, True] and running[0][0] != running[1][0]
+    assert events == ["snapshot", "discarded", "snapshot"]
+    assert execution["status"] == "completed" and execution["probe"] == "completed"
+    assert "died during the first run" in execution["kernel_reason"]
+
+
+def test_the_early_measure_of_a_discarded_run_is_dropped(tmp_path):
+    """Unit: what the grader measured beside a discarded run's probe is never the grade's."""
+    from types import SimpleNamespace
+
+    calls: list[Path] = []
+
+    def measure_artifacts(ctx):
+        calls.append(ctx.workspace)
+        return {"fp32": "measured"}
+
+    fake = SimpleNamespace(grading=SimpleNamespace(measure_artifacts=measure_artifacts))
+    early = pipeline._EarlyMeasure(fake, children=None)
+    early.start(tmp_path)()
+    assert early.value == {"fp32": "measured"} and early.seconds is not None
+    early.discard()
+    assert (early.value, early.seconds) == (None, None) and calls == [tmp_path]
+    early.join()  # nothing left to wait for
