@@ -20,7 +20,6 @@ import json
 import queue
 import os
 import re
-import resource
 import shutil
 import sys
 import threading
@@ -239,14 +238,6 @@ def _otter_score(path: Path) -> float | None:
     return float(sum(t.get("score") or 0 for t in data.get("tests", []) if t.get("score") is not None))
 
 
-def children_cpu_s() -> float:
-    """User + system CPU of every process this one has waited for, its descendants' included (each
-    parent waits for its own): one run's delta is its whole process tree's CPU, kernels and jails too,
-    a figure the machine's other jobs barely move (unlike wall time)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
 def _bare_worker_ready() -> None:
     """A bare worker's initializer: nbclient and its stack imported once, before any notebook."""
     import nbclient  # noqa: F401
@@ -322,14 +313,11 @@ def run(cfg: dict[str, Any], *, workdir: Path, otter: dict[str, Any] | None) -> 
     def one(config: str, r: int) -> dict[str, Any]:
         kind, jobs, one_thread = CONFIGS[config]
         folder = workdir / f"batch-{kind}-{jobs}{'-1t' if one_thread else ''}-r{r}"
-        before = children_cpu_s()
         if kind == "autograder":
-            res = autograder_batch(subs_dir, folder, jobs, timeout)
-        elif kind == "bare":
-            res = bare_batch(notebooks, folder, jobs, nb_timeout)
-        else:
-            res = otter_batch(notebooks, Path(otter["zip"]), folder, jobs, nb_timeout, one_thread=one_thread)
-        return {**res, "cpu_s": children_cpu_s() - before}
+            return autograder_batch(subs_dir, folder, jobs, timeout)
+        if kind == "bare":
+            return bare_batch(notebooks, folder, jobs, nb_timeout)
+        return otter_batch(notebooks, Path(otter["zip"]), folder, jobs, nb_timeout, one_thread=one_thread)
 
     repeat = [c for c in (cfg.get("batch_repeat_configs") or configs) if c in configs]
     raw: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
@@ -361,7 +349,6 @@ def summarize(
     examples: list[str],
 ) -> dict[str, Any]:
     secs = {c: [r["seconds"] for r in runs] for c, runs in raw.items()}
-    cpus = {c: [r.get("cpu_s") if r.get("seconds") else None for r in runs] for c, runs in raw.items()}
     out: dict[str, Any] = {
         "size": n,
         "rounds": rounds,
@@ -379,7 +366,6 @@ def summarize(
         out["configs"][c] = {
             "wall_s": spread(secs[c]),
             "per_submission_s": median([r["per_submission_s"] for r in runs]),
-            "cpu_per_submission_s": median([c / n for c in cpus[c] if c is not None]),
             "throughput_per_min": median([n / r["seconds"] * 60 for r in runs if r["seconds"]]),
             "runs": [{k: v for k, v in r.items() if k != "memory"} for r in runs],
         }
@@ -397,10 +383,7 @@ def summarize(
     for label, (a, b) in pairs.items():
         if a in secs and b in secs:
             out["ratios"][label] = spread(paired_ratios(secs[a], secs[b]))
-    if "autograder -j 2" in cpus and "bare ×2, 1 thread" in cpus:
-        out["ratios"]["CPU: autograder -j 2 / bare ×2, 1 thread"] = spread(
-            paired_ratios(cpus["autograder -j 2"], cpus["bare ×2, 1 thread"])
-        )
+
     return out
 
 
@@ -418,39 +401,28 @@ def otter_rival(result: dict[str, Any]) -> str:
     return "otter ×2, 1 thread" if "otter ×2, 1 thread" in (result.get("configs") or {}) else "otter ×2"
 
 
-def _cpu_per_submission(result: dict[str, Any], config: str) -> float | None:
-    """Core-seconds per submission of a two-at-a-time run on this 2-core machine, both cores busy."""
-    wall = (((result.get("configs") or {}).get(config) or {}).get("wall_s") or {}).get("median")
-    return 2 * wall / result["size"] if wall and result.get("size") else None
+def _per_submission_words(result: dict[str, Any], config: str, rival: str) -> str:
+    ours, theirs = _per_submission(result, config), _per_submission(result, rival)
+    return (
+        f"one submission took {ours:.1f} s with two in flight, against {theirs:.1f} s for {rival}; "
+        if ours and theirs
+        else ""
+    )
 
 
 def fix_vs_otter(result: dict[str, Any]) -> str:
-    rival = otter_rival(result)
-    ag, ot = _cpu_per_submission(result, "autograder -j 2"), _cpu_per_submission(result, rival)
-    per = f"about {ag:.1f} core-seconds per submission against {ot:.1f} for {rival}; " if ag and ot else ""
-    return (
-        per + "two at a time on 2 cores both are bound by CPU, so throughput is cores over CPU per submission. "
-        "Section 7's CPU budget says which of the grader's stages holds it; the kernel template already takes "
-        "the kernel's start and imports off every submission but the first of each slot"
+    return _per_submission_words(result, "autograder -j 2", otter_rival(result)) + (
+        "section 7's CPU budget gives the CPU of each of the grader's stages; the kernel template already takes "
+        "the kernel's start and imports off every submission but the first of each slot, whose template start "
+        "(bench_kernel_template.py) is paid once per slot while the other slot grades"
     )
 
 
 def fix_vs_bare(result: dict[str, Any]) -> str:
-    configs = result.get("configs") or {}
-    ag = (configs.get("autograder -j 2") or {}).get("cpu_per_submission_s")
-    bare = (configs.get("bare ×2, 1 thread") or {}).get("cpu_per_submission_s")
-    cpu = _ratio(result, "CPU: autograder -j 2 / bare ×2, 1 thread")
-    per = (
-        f"{ag:.2f} s of CPU per submission against bare's {bare:.2f} s"
-        + (f" ({cpu:.2f}×, paired)" if cpu else "")
-        + "; "
-        if ag and bare
-        else ""
-    )
-    return (
-        per + "the kernel template saves the kernel's start and imports that bare pays, and the grader's own "
-        "work (the probe, the measuring children and their jobs, the picture, the reports) spends CPU that bare "
-        "does not: section 7's CPU budget gives each stage's share, the largest decides"
+    return _per_submission_words(result, "autograder -j 2", "bare ×2, 1 thread") + (
+        "the kernel template saves the kernel's start and imports that bare pays, and the grader's own work (the "
+        "probe, the measuring children and their jobs, the picture, the reports) adds what bare does not: section "
+        "7's CPU budget gives each stage's share, the largest decides"
     )
 
 
@@ -554,8 +526,8 @@ def section(result: dict[str, Any] | None) -> list[str]:
             "",
         ]
     lines += [
-        "| run | wall time (median) | per submission | CPU per submission | submissions / min | runs (s) | outcome |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| run | wall time (median) | per submission | submissions / min | runs (s) | outcome |",
+        "|---|---:|---:|---:|---|---|",
     ]
     for c, v in result["configs"].items():
         last = v["runs"][-1] if v["runs"] else {}
@@ -570,7 +542,6 @@ def section(result: dict[str, Any] | None) -> list[str]:
         tput = v["throughput_per_min"]
         lines.append(
             f"| {c} | {fmt_s(v['wall_s']['median'])} | {fmt_s(v['per_submission_s'])} | "
-            f"{fmt_s(v.get('cpu_per_submission_s'))} | "
             f"{'–' if tput is None else f'{tput:.1f}'} | {v['wall_s']['values']} | {outcome} |"
         )
     lines += ["", "| ratio (paired per round) | median | per round |", "|---|---:|---|"]
@@ -578,10 +549,6 @@ def section(result: dict[str, Any] | None) -> list[str]:
         lines.append(f"| {label} | {fmt_x(r['median'])} | {r['values']} |")
     lines += [
         "",
-        "*CPU per submission*: user + system CPU of the run's whole process tree (every process the "
-        "benchmark waited for, its descendants' included: kernels, jails, measuring children, otter's "
-        "and nbclient's workers) over the submissions; other jobs on the machine barely move it, so the "
-        "paired CPU ratio is the steadier comparison on a shared machine. "
         "Speed-ups above 1 mean the first-named run took longer. The autograder does more per notebook "
         "than otter: it jails the kernel, calls the student's functions on its own probe cases and "
         "re-measures the three ONNX models on hidden data in a separate process; otter only runs the "

@@ -128,6 +128,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, help="submissions per batch (default 20)")
     p.add_argument("--rescore-rounds", type=int, help="rounds of the rescore benchmark (default 5)")
     p.add_argument("--cpu-rounds", type=int, help="rounds of the CPU budget's -j 1 batch (default 3)")
+    p.add_argument("--dask-rounds", type=int, help="rounds of the Dask benchmark's class on both engines (default 3)")
+    p.add_argument(
+        "--dask-overhead-rounds", type=int, help="rounds of the Dask benchmark's 1,000 no-execution tasks (default 3)"
+    )
     p.add_argument(
         "--cpu-assignment",
         help="the lesson of the CPU budget's batch (default 07-quantization, RESULTS.md's; another one "
@@ -177,6 +181,10 @@ def config_from(args: argparse.Namespace) -> dict[str, Any]:
         cfg["rescore_rounds"] = args.rescore_rounds
     if args.cpu_rounds:
         cfg["cpu_rounds"] = args.cpu_rounds
+    if args.dask_rounds:
+        cfg["dask_rounds"] = args.dask_rounds
+    if args.dask_overhead_rounds:
+        cfg["dask_overhead_rounds"] = args.dask_overhead_rounds
     if args.cpu_assignment:
         cfg["cpu_assignment"] = args.cpu_assignment
         if not args.cpu_examples:

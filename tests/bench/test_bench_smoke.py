@@ -305,3 +305,14 @@ def test_bare_batch_runs_plain_nbclient_two_at_a_time(tmp_path):
     assert (ok["submissions"], ok["with_results"], ok["failed"]) == (3, 3, [])
     broken = bench_otter.bare_batch([*notebooks[:1], bad], tmp_path / "out2", 2, 120)
     assert broken["seconds"] is None and broken["failed"] == ["not_a_notebook"], "a failure is said, never timed"
+
+
+def test_rounds_options_reach_the_config():
+    from bench import run
+
+    cfg = run.config_from(run.parse_args(["--only", "dask", "--dask-rounds", "2", "--dask-overhead-rounds", "1"]))
+    assert (cfg["only"], cfg["dask_rounds"], cfg["dask_overhead_rounds"]) == (["dask"], 2, 1)
+    default = run.config_from(run.parse_args(["--only", "dask"]))
+    assert (default["dask_rounds"], default["dask_overhead_rounds"]) == (3, 3)
+    with pytest.raises(SystemExit):
+        run.config_from(run.parse_args(["--only", "nonsense"]))
