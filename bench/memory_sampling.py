@@ -3,8 +3,9 @@
 :class:`TreeSampler` samples a process tree every ``interval_s`` with psutil and sorts each
 process into
 
-- ``kernel``: an ``ipykernel_launcher`` process and everything it started (in the jail it runs as
-  the sandbox uid ``autograder-sb<slot>``; otter's kernel runs as the grader's own user);
+- ``kernel``: an ``ipykernel_launcher`` process, any process of a sandbox uid
+  ``autograder-sb<slot>`` (a kernel template's child runs the kernel in-process), and everything
+  they started (otter's kernel runs as the grader's own user);
 - ``jail``: ``bwrap`` / ``setpriv`` between the grader and the kernel;
 - ``grader``: everything else (the CLI or batch parent, its workers, the ONNX measuring child).
 
@@ -25,6 +26,7 @@ from typing import Any
 from .common import MiB, median
 
 KINDS = ("grader", "jail", "kernel")
+SANDBOX_USER_PREFIX = "autograder-sb"  # the jail's slot users (autograder.sandbox.users)
 
 
 def _proc_field_kb(pid: int, file: str, key: str) -> int:
@@ -74,11 +76,15 @@ class TreeSampler:
         try:
             name = proc.name()
             cmd = " ".join(proc.cmdline())
-        except self._psutil.Error:
+            user = proc.username()
+        except (self._psutil.Error, KeyError):
             return "grader"
         if name in ("bwrap", "setpriv"):
             return "jail"  # its argv names the kernel; not cached: setpriv execs into it
-        if "ipykernel_launcher" in cmd or self._kinds.get(parents.get(proc.pid, -1)) == "kernel":
+        # a kernel template's child runs the kernel in-process (no ipykernel_launcher in its argv),
+        # as the slot's sandbox uid once it has dropped root
+        in_sandbox = user.startswith(SANDBOX_USER_PREFIX)
+        if in_sandbox or "ipykernel_launcher" in cmd or self._kinds.get(parents.get(proc.pid, -1)) == "kernel":
             self._kinds[proc.pid] = "kernel"  # a kernel, or anything a kernel started: the student's
             return "kernel"
         return "grader"  # not cached: a forked worker may still exec

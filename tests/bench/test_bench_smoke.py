@@ -316,3 +316,38 @@ def test_rounds_options_reach_the_config():
     assert (default["dask_rounds"], default["dask_overhead_rounds"]) == (3, 3)
     with pytest.raises(SystemExit):
         run.config_from(run.parse_args(["--only", "nonsense"]))
+
+
+def test_memory_sampler_counts_a_template_child_as_the_kernel():
+    """A kernel template's child runs the kernel in-process (no ipykernel_launcher in its argv) as the
+    slot's sandbox uid: its memory is the kernel's, the template's (root) the grader's."""
+    import os
+
+    from bench.memory_sampling import SANDBOX_USER_PREFIX, TreeSampler
+
+    class Proc:
+        def __init__(self, pid: int, name: str, cmd: list[str], user: str) -> None:
+            self.pid, self._name, self._cmd, self._user = pid, name, cmd, user
+
+        def name(self) -> str:
+            return self._name
+
+        def cmdline(self) -> list[str]:
+            return self._cmd
+
+        def username(self) -> str:
+            return self._user
+
+    sampler = TreeSampler(os.getpid())
+    sampler.stop()
+    serve = ["python3", "/x/autograder/sandbox/template_process.py", "serve", "/tmp/t/sock"]
+    table = [
+        (Proc(10, "python3", ["python3", "-m", "ipykernel_launcher", "-f", "k.json"], "root"), "kernel"),
+        (Proc(11, "python3", serve, f"{SANDBOX_USER_PREFIX}3"), "kernel"),
+        (Proc(12, "python3", serve, "root"), "grader"),
+        (Proc(13, "bwrap", ["bwrap", "--unshare-pid"], "root"), "jail"),
+        (Proc(14, "python3", ["python3", "-c", "pass"], "root"), "kernel"),  # started by the kernel 11
+        (Proc(15, "python3", ["python3", "-m", "autograder.measure.model_worker"], "root"), "grader"),
+    ]
+    parents = {14: 11, 15: 12}
+    assert [sampler._kind(proc, parents) for proc, _ in table] == [kind for _, kind in table]
