@@ -383,7 +383,6 @@ def summarize(
     for label, (a, b) in pairs.items():
         if a in secs and b in secs:
             out["ratios"][label] = spread(paired_ratios(secs[a], secs[b]))
-
     return out
 
 
