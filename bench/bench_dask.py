@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .bench_dask_cpu import INTERVAL_S, ROLES, ProcessCpu
-from .common import ASSIGNMENT_ID, EXAMPLES, ROOT, interleaved, log, paired_diffs, paired_ratios, spread
+from .common import ASSIGNMENT_ID, EXAMPLES, ROOT, interleaved, log, paired_diffs, paired_ratios, read_json, spread
 from .format import fmt_s, goal, goal_lines
 
 TITLE = "## 5 · Dask distributed vs the local pool"
@@ -56,7 +56,7 @@ def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[st
     from autograder.grade_options import GradeOptions
 
     # as `autograder batch` grades on both engines: kernels from the slot's template where it holds
-    options = GradeOptions(kernel_template=not cfg.get("dask_fresh_kernels"))
+    options = GradeOptions(kernel_template=True)
 
     from .bench_batch import make_class
 
@@ -86,7 +86,7 @@ def _class_speed(cfg: dict[str, Any], workdir: Path, assignment: Any) -> dict[st
             outs[label] = out
             kernels: dict[str, int] = {}
             for ex in out.glob("*/execution.json"):
-                kind = str((json.loads(ex.read_text()) or {}).get("kernel"))
+                kind = str((read_json(ex) or {}).get("kernel"))
                 kernels[kind] = kernels.get(kind, 0) + 1
             return {
                 "kernels": kernels,

@@ -23,10 +23,11 @@ import os
 import threading
 from typing import Any
 
+from autograder.sandbox.users import USER_PREFIX as SANDBOX_USER_PREFIX  # the jail's slot users
+
 from .common import MiB, median
 
 KINDS = ("grader", "jail", "kernel")
-SANDBOX_USER_PREFIX = "autograder-sb"  # the jail's slot users (autograder.sandbox.users)
 
 
 def _proc_field_kb(pid: int, file: str, key: str) -> int:

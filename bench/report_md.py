@@ -110,10 +110,11 @@ def splice(text: str, data: dict[str, Any]) -> str:
     """``text`` (an existing RESULTS.md) with the sections and goal rows of the benchmarks in ``data``
     replaced (or added), the rest kept as it is: one benchmark rerun after a full run.
 
-    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``, ``cpu``, ``memory``); each gets a
-    line saying when it was measured, since the machine section above describes the full run. (The memory section
-    shows the timed batch runs' memory per submission in flight only when ``batch`` ran in the same run.) A goal row is replaced by the new
-    row whose subject matches it up to its first colon, so a goal whose target changed replaces its row.
+    Supported for the sections that stand alone (``overhead``, ``batch``, ``dask``, ``cpu``, ``memory``); each
+    gets a line saying when it was measured, since the machine section above describes the full run. (The
+    memory section shows the timed batch runs' memory per submission in flight only when ``batch`` ran in the
+    same run.) A goal row is replaced by the new row whose subject matches it up to its first colon, so a goal
+    whose target changed replaces its row.
     """
     m = data.get("machine", {})
     standalone = (
