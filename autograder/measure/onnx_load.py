@@ -17,7 +17,7 @@ The pipeline (SECURITY.md, layer 6):
    the default allowlist plus the lesson's ``extra_operators``, caps on nodes, subgraph nesting
    and declared initializer bytes) → ``onnx.checker.check_model(full_check=True)``; then
    :func:`make_session`: ONNX Runtime on ``CPUExecutionProvider`` only, one thread, the lesson's
-   optimization level, no custom ops, no configuration from the model (the child's environment
+   optimization level, :mod:`autograder.ort_platform`'s configuration, no custom ops, no configuration from the model (the child's environment
    is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
 
 What a lesson accepts and how its models run is its :class:`~autograder.measure.model_policy.ModelPolicy`
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from .. import safe_files
+from ..ort_platform import session_options
 from ..student_text import clean
 from .model_interface import ModelInterface
 from .model_policy import DEFAULT_POLICY, ModelPolicy, qualified_op
@@ -230,18 +231,14 @@ def make_session(
     model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None
 ):
     """An ONNX Runtime session of a checked model: CPU only, one thread, the policy's
-    ``optimization_level`` (one of :data:`~autograder.measure.model_policy.OPTIMIZATION_LEVELS`);
+    ``optimization_level`` (one of :data:`~autograder.ort_platform.OPTIMIZATION_LEVELS`), the
+    platform's session configuration (:mod:`autograder.ort_platform`: int8 products exact on every CPU);
     ``save_optimized``: where ONNX Runtime writes the graph it optimised (the ``session`` facts)."""
     import onnxruntime as ort
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     # the default, ORT_ENABLE_ALL, is what the student's default session runs, so reported numbers
-    # can be re-measured to the bit
-    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, optimization_level)
-    so.log_severity_level = 3
+    # can be re-measured to the bit (the jail gives the notebook's sessions the same configuration)
+    so = session_options(optimization_level)
     if save_optimized is not None:
         so.optimized_model_filepath = str(save_optimized)
     so.add_session_config_entry("session.load_model_format", "ONNX")

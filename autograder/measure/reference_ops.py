@@ -25,6 +25,7 @@ import onnxruntime as ort
 from onnx import helper
 
 from ..errors import AutograderError
+from ..ort_platform import session_options
 
 OPSET = 19  # the default opset of a reference node
 IR_VERSION = 9  # the IR version that goes with opset 19
@@ -34,10 +35,7 @@ run_lock = threading.Lock()  # one run at a time on the cached sessions
 
 @lru_cache(maxsize=64)
 def _model_session(digest: str, data: bytes) -> ort.InferenceSession:  # noqa: ARG001 - the digest keys the cache
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
+    options = session_options("ORT_DISABLE_ALL")
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 

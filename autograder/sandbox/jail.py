@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..assignment import ExecutionLimits
+from .. import ort_platform
 from ..errors import SandboxUnavailableError
 from . import confine, jail_site
 from .cgroups import SlotCgroup, join_prefix
@@ -120,7 +121,15 @@ def kernel_python() -> str:
 
 def minimal_env(home: str, tmp: str, site: str | None = None) -> dict[str, str]:
     bindir = os.path.dirname(sys.executable)
-    extra = {"PYTHONPATH": site, jail_site.THREADS_VARIABLE: str(jail_site.kernel_threads())} if site else {}
+    extra = (
+        {
+            "PYTHONPATH": site,
+            jail_site.THREADS_VARIABLE: str(jail_site.kernel_threads()),
+            jail_site.CONFIG_VARIABLE: ort_platform.config_text(),
+        }
+        if site
+        else {}
+    )
     return {
         **extra,
         "HOME": home,

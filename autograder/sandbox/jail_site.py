@@ -1,4 +1,4 @@
-"""The jail's ``sitecustomize``: safe default thread pools for ONNX Runtime on many-core hosts.
+"""The jail's ``sitecustomize``: ONNX Runtime sessions that bound their threads and compute as the grader's.
 
 ONNX Runtime sizes a session's default intra-op (and inter-op) pool by the host's physical
 cores: on a 24-core host a notebook opening three default sessions needs about 70 threads,
@@ -7,15 +7,23 @@ returns. The grader copies this file as ``sitecustomize.py`` into a read-only fo
 kernel's ``PYTHONPATH`` (:func:`autograder.sandbox.jail.write_site`); every Python process of the
 jail then gives an ``InferenceSession`` whose options leave a pool size at 0 ("default") the
 number in ``$AUTOGRADER_KERNEL_THREADS`` instead (the CPUs the grader may use, at most 4).
-Explicit sizes are kept. A ``sitecustomize`` the interpreter already had is run afterwards.
+Explicit sizes are kept.
+
+The same wrapper puts the grader's session configuration (``$AUTOGRADER_ORT_SESSION_CONFIG``, a
+JSON object of strings: :data:`autograder.ort_platform.SESSION_CONFIG`) into every session's
+options, replacing what the notebook set: int8 products are then exact on every CPU, as in the
+grader's own sessions, so what a notebook measures and reports is what the grader re-measures on
+any grading machine. A ``sitecustomize`` the interpreter already had is run afterwards.
 
 Self-contained (standard library only): it runs in the student's kernel, not in the grader.
 """
 
+import json
 import os
 import sys
 
 THREADS_VARIABLE = "AUTOGRADER_KERNEL_THREADS"
+CONFIG_VARIABLE = "AUTOGRADER_ORT_SESSION_CONFIG"
 MAX_KERNEL_THREADS = 4  # ONNX Runtime's default pool size in the jail (it would take every core)
 
 
@@ -42,36 +50,57 @@ def _threads():
         return None
 
 
-def patch_onnxruntime(module, threads):
-    """Make ``module.InferenceSession`` default both pool sizes to ``threads`` (idempotent)."""
+def session_config():
+    """The entries every session of the jail gets (``$AUTOGRADER_ORT_SESSION_CONFIG``), else {}."""
+    try:
+        config = json.loads(os.environ.get(CONFIG_VARIABLE) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    return {k: v for k, v in config.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def patch_onnxruntime(module, threads, config=None):
+    """Make ``module.InferenceSession`` default both pool sizes to ``threads`` (None: leave them)
+    and put ``config``'s entries into its options (idempotent)."""
     session, options = getattr(module, "InferenceSession", None), getattr(module, "SessionOptions", None)
-    if session is None or options is None or getattr(session, "_autograder_threads", None):
+    if session is None or options is None or getattr(session, "_autograder_patched", False):
         return
-    original = session.__init__
+    original, config = session.__init__, dict(config or {})
 
     def __init__(self, path_or_bytes, sess_options=None, *args, **kwargs):
         sess_options = kwargs.pop("sess_options", sess_options)
         if sess_options is None:
             sess_options = options()
         try:
-            if sess_options.intra_op_num_threads == 0:
+            if threads is not None and sess_options.intra_op_num_threads == 0:
                 sess_options.intra_op_num_threads = threads
-            if sess_options.inter_op_num_threads == 0:
+            if threads is not None and sess_options.inter_op_num_threads == 0:
                 sess_options.inter_op_num_threads = threads
+            for key, value in config.items():
+                try:
+                    same = sess_options.get_session_config_entry(key) == value
+                except Exception:  # noqa: BLE001 - ONNX Runtime raises when the entry is not set
+                    same = False
+                if not same:
+                    sess_options.add_session_config_entry(key, value)
         except Exception:  # noqa: BLE001 - not real SessionOptions: ONNX Runtime will say so itself
             pass
         original(self, path_or_bytes, sess_options, *args, **kwargs)
 
     __init__.__wrapped__ = original
     session.__init__ = __init__
+    session._autograder_patched = True
     session._autograder_threads = threads
+    session._autograder_config = config
 
 
 class _PatchOnImport:
     """A meta path finder that patches ``onnxruntime`` right after it is first executed."""
 
-    def __init__(self, threads):
-        self.threads = threads
+    def __init__(self, threads, config):
+        self.threads, self.config = threads, config
 
     def find_spec(self, name, path=None, target=None):
         if name != "onnxruntime":
@@ -84,14 +113,14 @@ class _PatchOnImport:
                 break
         else:
             return None
-        loader, threads = spec.loader, self.threads
+        loader, threads, config = spec.loader, self.threads, self.config
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         run = loader.exec_module
 
         def exec_module(module):
             run(module)
-            patch_onnxruntime(module, threads)
+            patch_onnxruntime(module, threads, config)
 
         loader.exec_module = exec_module
         return spec
@@ -110,20 +139,20 @@ def _chain_previous_sitecustomize():
         spec.loader.exec_module(module)
 
 
-def limit_onnxruntime(threads):
+def limit_onnxruntime(threads, config=None):
     """Patch ``onnxruntime`` now if it is imported, else right after its first import (what every
     kernel of the jail gets: a fresh one from this ``sitecustomize``, a template's child from
-    ``template_process.fresh_state``)."""
+    ``template_process.fresh_state``). ``config``: :func:`session_config`'s entries."""
     if "onnxruntime" in sys.modules:
-        patch_onnxruntime(sys.modules["onnxruntime"], threads)
+        patch_onnxruntime(sys.modules["onnxruntime"], threads, config)
     elif not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchOnImport(threads))
+        sys.meta_path.insert(0, _PatchOnImport(threads, config))
 
 
 def install():
-    threads = _threads()
-    if threads is not None:
-        limit_onnxruntime(threads)
+    threads, config = _threads(), session_config()
+    if threads is not None or config:
+        limit_onnxruntime(threads, config)
     try:
         _chain_previous_sitecustomize()
     except Exception:  # noqa: BLE001 - the interpreter's own customisation is not ours to fix

@@ -420,8 +420,9 @@ def fresh_state(pool_threads):
     if numpy is not None:
         numpy.random.seed()
     # the sitecustomize of a fresh kernel never runs in a fork: ONNX Runtime (imported by the
-    # template, or later by the notebook: the template leaves it out) gets the jail's pool size here
-    jail_site.limit_onnxruntime(pool_threads)
+    # template, or later by the notebook: the template leaves it out) gets the jail's pool size and
+    # session configuration here
+    jail_site.limit_onnxruntime(pool_threads, jail_site.session_config())
 
 
 if __name__ == "__main__":

@@ -342,15 +342,19 @@ def hostile_deep_if(out: Path, depth: int) -> Path:
 
 
 def contract_results(paths: dict[str, Path], rounds: int = 50) -> dict:
-    """RESULTS computed exactly as the contract defines them (default session, one thread)."""
+    """RESULTS computed exactly as the contract defines them (default session, one thread), with
+    the configuration the jail gives every session of a notebook (autograder/ort_platform.py)."""
     import os
     import time
 
     import onnxruntime as ort
 
+    from autograder import ort_platform
+
     _, X_test, _, y_test, X_edge = contract_data()
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
+    ort_platform.apply_config(so)
     sessions = {k: ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
     probs = {
         k: (s.run(["probabilities"], {"X": X_test})[0], s.run(["probabilities"], {"X": X_edge})[0])

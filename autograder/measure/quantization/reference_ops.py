@@ -29,6 +29,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from ...errors import AutograderError
+from ...ort_platform import session_options
 from ..reference_ops import IR_VERSION, OPSET, run_lock
 
 # OPSET 19: QuantizeLinear/DequantizeLinear-19, per-tensor int8/uint8 unchanged since 13
@@ -80,10 +81,7 @@ def build_graph(op: str, dtype) -> onnx.ModelProto:
 
 @lru_cache(maxsize=None)
 def _session(op: str, dtype_name: str) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
+    options = session_options("ORT_DISABLE_ALL")
     model = build_graph(op, np.dtype(dtype_name))
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
