@@ -5,7 +5,7 @@ Modes, best first:
 - ``bwrap``: bubblewrap with fresh pid/net/ipc/uts/mount namespaces; only the interpreter, the
   system folders (read-only), the workspace (as /home/student), the run folder (sockets) and the
   site folder (read-only, as /opt/autograder: the ``sitecustomize`` that bounds ONNX Runtime's
-  default thread pools) exist inside. As root, bwrap runs without a user namespace
+  default thread pools and gives every session the grader's configuration) exist inside. As root, bwrap runs without a user namespace
   and ``setpriv`` drops to the slot's sandbox uid with no capabilities and ``no_new_privs``; as
   a normal user, bwrap makes a user namespace itself.
 - ``fallback`` (namespaces blocked, as in Docker's default seccomp profile): the sandbox uid,
