@@ -17,8 +17,9 @@ The pipeline (SECURITY.md, layer 6):
    the default allowlist plus the lesson's ``extra_operators``, caps on nodes, subgraph nesting
    and declared initializer bytes) → ``onnx.checker.check_model(full_check=True)``; then
    :func:`make_session`: ONNX Runtime on ``CPUExecutionProvider`` only, one thread, the lesson's
-   optimization level, :mod:`autograder.ort_platform`'s configuration, no custom ops, no configuration from the model (the child's environment
-   is rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
+   optimization level, :mod:`autograder.ort_platform`'s configuration (int8 products exact on
+   every CPU), no custom ops, no configuration from the model (the child's environment is
+   rebuilt from scratch, so ``ORT_LOAD_CONFIG_FROM_MODEL`` is unset).
 
 What a lesson accepts and how its models run is its :class:`~autograder.measure.model_policy.ModelPolicy`
 (``[model_worker]`` in assignment.toml); the default is the strict one.
@@ -231,8 +232,8 @@ def make_session(
     model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None
 ):
     """An ONNX Runtime session of a checked model: CPU only, one thread, the policy's
-    ``optimization_level`` (one of :data:`~autograder.ort_platform.OPTIMIZATION_LEVELS`), the
-    platform's session configuration (:mod:`autograder.ort_platform`: int8 products exact on every CPU);
+    ``optimization_level`` (one of :data:`~autograder.ort_platform.OPTIMIZATION_LEVELS`) and the
+    platform's session configuration (:mod:`autograder.ort_platform`);
     ``save_optimized``: where ONNX Runtime writes the graph it optimised (the ``session`` facts)."""
     import onnxruntime as ort
 

@@ -5,9 +5,9 @@ Modes, best first:
 - ``bwrap``: bubblewrap with fresh pid/net/ipc/uts/mount namespaces; only the interpreter, the
   system folders (read-only), the workspace (as /home/student), the run folder (sockets) and the
   site folder (read-only, as /opt/autograder: the ``sitecustomize`` that bounds ONNX Runtime's
-  default thread pools and gives every session the grader's configuration) exist inside. As root, bwrap runs without a user namespace
-  and ``setpriv`` drops to the slot's sandbox uid with no capabilities and ``no_new_privs``; as
-  a normal user, bwrap makes a user namespace itself.
+  default thread pools and gives every session the grader's configuration) exist inside. As
+  root, bwrap runs without a user namespace and ``setpriv`` drops to the slot's sandbox uid with
+  no capabilities and ``no_new_privs``; as a normal user, bwrap makes a user namespace itself.
 - ``fallback`` (namespaces blocked, as in Docker's default seccomp profile): the sandbox uid,
   Landlock allow-lists and a seccomp filter that also denies ``socket(AF_INET/AF_INET6)``.
 - ``none`` only with ``unsafe_no_sandbox``: rlimits and nothing else.
@@ -37,8 +37,8 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..assignment import ExecutionLimits
 from .. import ort_platform
+from ..assignment import ExecutionLimits
 from ..errors import SandboxUnavailableError
 from . import confine, jail_site
 from .cgroups import SlotCgroup, join_prefix

@@ -1,4 +1,4 @@
-"""The jail's ``sitecustomize``: ONNX Runtime sessions that bound their threads and compute as the grader's.
+"""The jail's ``sitecustomize``: ONNX Runtime sessions with bounded pools, computing as the grader's.
 
 ONNX Runtime sizes a session's default intra-op (and inter-op) pool by the host's physical
 cores: on a 24-core host a notebook opening three default sessions needs about 70 threads,
