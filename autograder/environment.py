@@ -6,7 +6,9 @@ an assignment adds the packages its grading and its notebooks depend on in assig
     [environment]
     packages = ["scikit-learn", "skl2onnx"]
 
-(``Assignment.environment()`` and ``Assignment.environment_fingerprint()`` pass them here.) The
+(``Assignment.environment()`` and ``Assignment.environment_fingerprint()`` pass them here.)
+``ort_session_config`` is recorded beside them: the configuration every ONNX Runtime session of a
+grade gets (:mod:`autograder.ort_platform`), which changes measurements as a version does. The
 fingerprint is part of the batch cache key: a new version of any of them re-executes work.
 """
 
@@ -18,6 +20,7 @@ from functools import lru_cache
 from importlib import metadata
 
 from . import __version__
+from .ort_platform import config_text
 
 CORE_PACKAGES = ("onnxruntime", "onnx", "numpy", "nbclient", "ipykernel")
 
@@ -29,7 +32,7 @@ def environment_versions(packages: Iterable[str] = ()) -> dict[str, str]:
 
 @lru_cache(maxsize=16)
 def _versions(packages: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    versions = {"python": platform.python_version(), "autograder": __version__}
+    versions = {"python": platform.python_version(), "autograder": __version__, "ort_session_config": config_text()}
     for name in CORE_PACKAGES + tuple(p for p in packages if p not in CORE_PACKAGES):
         try:
             versions[name] = metadata.version(name)

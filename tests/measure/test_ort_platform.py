@@ -332,3 +332,22 @@ def test_a_fresh_interpreter_with_the_site_multiplies_int8_exactly(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     got = __import__("json").loads(out.stdout.strip().splitlines()[-1])
     assert got == {"default": 255 * 127 * 64, "opted_out": 255 * 127 * 64}, got
+
+
+def test_the_configuration_is_part_of_the_environment_and_the_cache_key(monkeypatch):
+    """It changes measurements as a package version does: recorded with the versions, so a batch
+    cache made under another configuration is not reused and a Dask worker with another is refused."""
+    from autograder import environment
+
+    environment._versions.cache_clear()
+    try:
+        before = environment.environment_versions()
+        assert before["ort_session_config"] == ort_platform.config_text()
+        fingerprint = environment.environment_fingerprint()
+        monkeypatch.setattr(environment, "config_text", lambda: "{}")
+        environment._versions.cache_clear()
+        assert environment.environment_versions()["ort_session_config"] == "{}"
+        assert environment.environment_fingerprint() != fingerprint
+    finally:
+        monkeypatch.undo()
+        environment._versions.cache_clear()
