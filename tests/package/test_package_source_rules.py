@@ -8,7 +8,10 @@
 - mounts, cgroups and the process table are read from ``/proc`` by autograder/proc_info.py only;
 - a text file is never written in the locale's encoding: every ``write_text`` and every ``open``
   in a text mode that writes names its encoding (the grader's own files go through
-  safe_files.write_atomic, UTF-8).
+  safe_files.write_atomic, UTF-8);
+- every ONNX Runtime session the grader makes (the package and every lesson's grading code) gets
+  its options from ``ort_platform.session_options`` in the same function: the one place that
+  makes int8 products exact on every CPU (the jail's ``sitecustomize`` wraps the notebook's own).
 """
 
 from __future__ import annotations
@@ -300,3 +303,66 @@ def test_mounts_cgroups_and_processes_are_read_from_proc_by_proc_info_only():
 )
 def test_the_proc_check_tells_the_readers_jobs_from_the_rest(source, expected):
     assert len(_proc_reads(ast.parse(source))) == expected
+
+
+# ── every grader session starts from ort_platform.session_options ─────────────────────────────
+NOTEBOOK_SIDE_SESSIONS = "autograder.sandbox.jail_site"  # wraps the notebook's sessions, makes none
+
+
+def _grading_modules() -> list[tuple[str, Path, ast.Module]]:
+    lessons = sorted((PACKAGE.parent / "assignments").glob("*/grading/**/*.py"))
+    return MODULES + [(str(p), p, ast.parse(p.read_text(encoding="utf-8"), str(p))) for p in lessons]
+
+
+def _sessions_without_platform_options(tree: ast.Module) -> list[str]:
+    """``InferenceSession(...)`` calls whose options are not made by ``session_options`` in the
+    same function (or that pass no options at all)."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) != "InferenceSession":
+            continue
+        options = (
+            node.args[1]
+            if len(node.args) > 1
+            else next((k.value for k in node.keywords if k.arg == "sess_options"), None)
+        )
+        inner = [fn for fn in functions if fn.lineno <= node.lineno <= fn.end_lineno]
+        scope = min(inner, key=lambda fn: fn.end_lineno - fn.lineno) if inner else tree
+        made_here = any(
+            isinstance(c, ast.Call)
+            and (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", None)) == "session_options"
+            for c in ast.walk(scope)
+        )
+        if options is None or not made_here:
+            bad.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return bad
+
+
+def test_every_grader_session_gets_the_platforms_options():
+    found = {
+        module: bad
+        for module, _, tree in _grading_modules()
+        if module != NOTEBOOK_SIDE_SESSIONS and (bad := _sessions_without_platform_options(tree))
+    }
+    assert found == {}, "start the session's options from autograder.ort_platform.session_options"
+    seen = sum("InferenceSession(" in ast.unparse(tree) for _, _, tree in _grading_modules())
+    assert seen >= 3, "the check sees none of the grader's sessions"
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("def f(m):\n    return ort.InferenceSession(m, session_options('ORT_ENABLE_ALL'))", 0),
+        ("def f(m):\n    so = session_options()\n    so.x = 1\n    return InferenceSession(m, sess_options=so)", 0),
+        ("def f(m):\n    return ort.InferenceSession(m, providers=['CPUExecutionProvider'])", 1),
+        ("def f(m):\n    so = ort.SessionOptions()\n    return ort.InferenceSession(m, so)", 1),
+        ("so = session_options()\ndef f(m):\n    return ort.InferenceSession(m, so)", 1),
+        ("def f(m):\n    return onnxruntime.InferenceSession(m, sess_options=ort.SessionOptions())", 1),
+    ],
+)
+def test_the_session_check_tells_platform_options_from_the_rest(source, expected):
+    assert len(_sessions_without_platform_options(ast.parse(source))) == expected
