@@ -20,11 +20,12 @@ kernels); elsewhere it changes nothing. Both sides get it:
   (the entries travel in ``$AUTOGRADER_ORT_SESSION_CONFIG``, :func:`config_text`), so the numbers
   a notebook reports are re-measured to the bit on any grading machine.
 
-What it cannot reach: the rewrite is a graph transformer, so a session below
-``ORT_ENABLE_EXTENDED`` (a lesson whose ``[model_worker] graph_optimization_level`` is
-``ORT_DISABLE_ALL`` or ``ORT_ENABLE_BASIC``) still runs an explicit integer matmul node
-(``MatMulInteger``, ``QLinearMatMul``) on the default kernels. A QDQ model at those levels runs
-its ``DequantizeLinear`` → float ``MatMul`` as written, which is exact on every CPU.
+What it cannot reach (tests/measure/test_ort_platform.py measures each): the rewrite is a graph
+transformer, so a session below ``ORT_ENABLE_EXTENDED`` (a lesson whose ``[model_worker]
+graph_optimization_level`` is ``ORT_DISABLE_ALL`` or ``ORT_ENABLE_BASIC``) still runs an explicit
+``MatMulInteger`` or ``QLinearConv`` on the default kernels; and the QOperator format's
+``QLinearMatMul`` is left out at every level. A QDQ model below ``ORT_ENABLE_EXTENDED`` runs its
+``DequantizeLinear`` → float ``MatMul`` as written, which is exact on every CPU.
 
 Standard library only at import: ONNX Runtime is imported by :func:`session_options` alone.
 """

@@ -7,7 +7,7 @@ and the jail puts the same configuration into the notebook's sessions, so on any
 
 - each integer-product pattern a quantized model can hold (an explicit ``MatMulInteger``, a
   dynamic model's ``DynamicQuantizeLinear`` → ``MatMulInteger``, a static QDQ ``MatMul`` with and
-  without a quantized output, a QOperator ``QLinearMatMul``) gives, at every level where the
+  without a quantized output, a QOperator ``QLinearConv``) gives, at every level where the
   platform promises it, what exact integer arithmetic gives (NumPy in int64), for generated
   weights and inputs that reach the int8 extremes where the saturation shows;
 - the jail's ``sitecustomize`` puts the configuration into a notebook's default session and over
@@ -166,11 +166,38 @@ def qlinear_matmul(a: np.ndarray, w: np.ndarray) -> Case:
     return Case(m, a, exact, 1.0, ())  # promised nowhere: ONNX Runtime does not rewrite it
 
 
+def qlinear_conv(a: np.ndarray, w: np.ndarray) -> Case:
+    """A QOperator ``QLinearConv`` (1×1 kernels over ``k`` channels: the same sums as the matmul):
+    promised at the fused levels."""
+    n, k = a.shape
+    m = w.shape[1]
+    x_scale, w_scale = np.float32(0.02), np.float32(0.01)
+    exact_real = (a.astype(np.int64) @ w.astype(np.int64)) * float(x_scale) * float(w_scale)
+    y_scale = np.float32(max(float(np.abs(exact_real).max()), 1e-3) / 100.0)
+    model = _model(
+        [helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["Y"])],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [None, k, 1, 1])],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, [None, m, 1, 1])],
+        [
+            _f("xs", x_scale),
+            _f("xz", np.uint8(0)),
+            _f("W", np.ascontiguousarray(w.T).reshape(m, k, 1, 1)),
+            _f("ws", w_scale),
+            _f("wz", np.int8(0)),
+            _f("ys", y_scale),
+            _f("yz", np.uint8(128)),
+        ],
+    )
+    exact = np.clip(np.round(exact_real / float(y_scale)) + 128, 0, 255).reshape(n, m, 1, 1)
+    return Case(model, a.reshape(n, k, 1, 1), exact, 1.0, FUSED)
+
+
 PATTERNS: dict[str, Callable[[np.ndarray, np.ndarray], Case]] = {
     "MatMulInteger": matmul_integer,
     "dynamic": dynamic,
     "QDQ MatMul": lambda a, w: qdq(a, w, requantize=False),
     "QDQ MatMul, output quantized": lambda a, w: qdq(a, w, requantize=True),
+    "QLinearConv": qlinear_conv,
 }
 
 
