@@ -21,10 +21,13 @@ pytestmark = pytest.mark.slow
 MARKS = [f"HIDDEN-FILE-MARK-{i}-".encode() * 3 for i in range(4)]
 
 STUDENT = r'''
-import os, stat
+import os, stat, sys
 
 SEEN = []          # paths and folders of the calls made so far
 ROOTS = sorted({os.environ.get("TMPDIR", "/tmp"), "/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~")})
+# the interpreter, bound read-only at its own path (under /tmp when the grader is installed there:
+# 37,500 files, 700 MB read per scan, past the call's limit under load); no call can write there
+INTERPRETER = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
 MARKS = %r
 
 def _scan():
@@ -32,6 +35,7 @@ def _scan():
     found, folders = set(), []
     for root in ROOTS:
         for here, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(here, d)) not in INTERPRETER]
             folders += [os.path.join(here, d) for d in dirs if d.startswith("probe-call-")]
             for name in files:
                 try:
