@@ -243,14 +243,19 @@ def _future_visible():
 def quantize(x, scale, zero_point, dtype=np.int8):
     CALLED.add(_h(_current_id() or ""))
     count = lambda n: "none" if n == 0 else "one" if n == 1 else "several"   # in words: numbers are masked
-    raise ValueError("future_visible=%s called=%s" % (count(_future_visible()), count(len(CALLED))))
+    # the whole heap and the folders, at the call whose message is judged (the first mismatch):
+    # scanning at every call took a template's child, whose heap holds the lesson's libraries,
+    # past the probe's budget on a slow machine
+    seen = count(_future_visible()) if len(CALLED) == 1 else "unscanned"
+    raise ValueError("future_visible=%s called=%s" % (seen, count(len(CALLED))))
 """
 
 
 def test_the_kernel_never_holds_a_case_before_its_call(grade_cells, jail_check, jail_mode, short_assignment):
-    """At each call, no later case is anywhere in the kernel's memory or files. The notebook knows
-    the case ids only as hashes; the first call's message (shown as the first mismatch) says how
-    many not-yet-called cases it found, in words (a call's numbers are masked as the grader reads them)."""
+    """At the first call, no later case is anywhere in the kernel's memory or files. The notebook
+    knows the case ids only as hashes; the first call's message (shown as the first mismatch) says
+    how many not-yet-called cases it found, in words (a call's numbers are masked as the grader
+    reads them)."""
     import hashlib
 
     hashes = {hashlib.sha256(c.id.encode()).hexdigest() for c in short_assignment.grading.probe_cases()}
