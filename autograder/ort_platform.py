@@ -38,7 +38,6 @@ from typing import Any
 
 # entry → value; every entry is one ONNX Runtime documents as a session configuration key
 SESSION_CONFIG: Mapping[str, str] = {"session.x64quantprecision": "1"}
-OPTIMIZATION_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
 
 
 def config_text(config: Mapping[str, str] = SESSION_CONFIG) -> str:
@@ -52,17 +51,16 @@ def apply_config(options: Any, config: Mapping[str, str] = SESSION_CONFIG) -> No
         options.add_session_config_entry(key, value)
 
 
-def session_options(optimization_level: str = "ORT_DISABLE_ALL", threads: int = 1) -> Any:
-    """Fresh ``onnxruntime.SessionOptions`` for a grader's session: ``threads`` for both pools,
-    sequential execution, ``optimization_level`` (one of :data:`OPTIMIZATION_LEVELS`), warnings
-    and errors only, and :data:`SESSION_CONFIG`."""
+def session_options(optimization_level: str = "ORT_DISABLE_ALL") -> Any:
+    """Fresh ``onnxruntime.SessionOptions`` for a grader's session: one thread for both pools,
+    sequential execution, ``optimization_level`` (a name of ``onnxruntime.GraphOptimizationLevel``;
+    a lesson's is checked by :mod:`autograder.measure.model_policy`), warnings and errors only, and
+    :data:`SESSION_CONFIG`."""
     import onnxruntime as ort
 
-    if optimization_level not in OPTIMIZATION_LEVELS:
-        raise ValueError(f"unknown optimization level {optimization_level!r} (one of {', '.join(OPTIMIZATION_LEVELS)})")
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = threads
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, optimization_level)
     options.log_severity_level = 3

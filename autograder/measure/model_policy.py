@@ -28,11 +28,11 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import AssignmentError
-from ..ort_platform import OPTIMIZATION_LEVELS
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
+OPTIMIZATION_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
 # ORT_ENABLE_ALL is what a student's default session runs, so reported numbers can be re-measured
 # to the bit.
 DEFAULT_OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"

@@ -232,7 +232,7 @@ def make_session(
     model, optimization_level: str = DEFAULT_POLICY.optimization_level, save_optimized: Path | None = None
 ):
     """An ONNX Runtime session of a checked model: CPU only, one thread, the policy's
-    ``optimization_level`` (one of :data:`~autograder.ort_platform.OPTIMIZATION_LEVELS`) and the
+    ``optimization_level`` (one of :data:`~autograder.measure.model_policy.OPTIMIZATION_LEVELS`) and the
     platform's session configuration (:mod:`autograder.ort_platform`);
     ``save_optimized``: where ONNX Runtime writes the graph it optimised (the ``session`` facts)."""
     import onnxruntime as ort

@@ -93,7 +93,6 @@ def patch_onnxruntime(module, threads, config=None):
     session.__init__ = __init__
     session._autograder_patched = True
     session._autograder_threads = threads
-    session._autograder_config = config
 
 
 class _PatchOnImport:

@@ -16,7 +16,7 @@ import os
 import shutil
 
 import pytest
-from advkit import grade_in_child, read_json, require_mode
+from advkit import grade_in_child, require_mode
 
 K = 64
 EXACT = 255 * 127 * K
@@ -60,7 +60,7 @@ def test_a_notebooks_int8_products_are_exact_in_every_jail_and_kernel(tmp_path, 
         assert g.execution["status"] == "completed", g.execution_brief()
         if kernel == "template" and g.execution["isolation"]["mode"] == "bwrap" and os.geteuid() == 0:
             assert g.execution["kernel"] == "template", g.execution.get("kernel_reason")
-        rec = read_json(g.workspace / "int8.rec.json")
+        rec = g.record("int8")
         assert rec == {"default": EXACT, "opted_out": EXACT}, rec
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)

@@ -20,6 +20,7 @@ CPU ran them.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -35,13 +36,14 @@ from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 
 from autograder import ort_platform
+from autograder.measure.model_policy import OPTIMIZATION_LEVELS
 from autograder.measure.onnx_load import make_session
 from autograder.sandbox import jail
 from autograder.sandbox import jail_site
 
 OPSET = 21
 FUSED = ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")  # where ONNX Runtime fuses into integer kernels
-ALL_LEVELS = ort_platform.OPTIMIZATION_LEVELS
+ALL_LEVELS = OPTIMIZATION_LEVELS
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # int8 weights and uint8 activations that reach the extremes (where 16-bit pair sums saturate)
@@ -59,6 +61,34 @@ def _model(nodes, inputs, outputs, initializers) -> onnx.ModelProto:
 
 def _f(name, value) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(value), name)
+
+
+X_SCALE, W_SCALE = np.float32(0.02), np.float32(0.01)  # activations' and weights' scales (zero points 0)
+Y_ZERO = 128  # the uint8 output's zero point, as quantize_static writes activations
+
+
+def _real_product(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The exact product of the codes (int64), in real units."""
+    return (a.astype(np.int64) @ w.astype(np.int64)) * float(X_SCALE) * float(W_SCALE)
+
+
+def _requantized(real: np.ndarray) -> tuple[np.float32, np.ndarray]:
+    """An output scale of 100 steps to the largest value, and the uint8 codes of ``real`` at it."""
+    y_scale = np.float32(max(float(np.abs(real).max()), 1e-3) / 100.0)
+    return y_scale, np.clip(np.round(real / float(y_scale)) + Y_ZERO, 0, 255)
+
+
+def _qlinear_initializers(w: np.ndarray, y_scale: np.float32) -> list[onnx.TensorProto]:
+    """The scales and zero points of a ``QLinearMatMul``/``QLinearConv`` named X*, W*, Y*."""
+    return [
+        _f("xs", X_SCALE),
+        _f("xz", np.uint8(0)),
+        _f("W", w),
+        _f("ws", W_SCALE),
+        _f("wz", np.int8(0)),
+        _f("ys", y_scale),
+        _f("yz", np.uint8(Y_ZERO)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -112,25 +142,24 @@ def dynamic(a: np.ndarray, w: np.ndarray) -> Case:
 def qdq(a: np.ndarray, w: np.ndarray, requantize: bool) -> Case:
     """A static QDQ ``MatMul`` (uint8 activations, int8 weights), its output quantized again or
     not: exact at every level (below the fused ones it runs in float, as written)."""
-    x_scale, w_scale = np.float32(0.02), np.float32(0.01)
-    x = a.astype(np.float32) * x_scale  # quantizes back to ``a`` exactly (zero point 0)
+    x = a.astype(np.float32) * X_SCALE  # quantizes back to ``a`` exactly (zero point 0)
     nodes = [
         helper.make_node("QuantizeLinear", ["X", "xs", "xz"], ["Xq"]),
         helper.make_node("DequantizeLinear", ["Xq", "xs", "xz"], ["Xd"]),
         helper.make_node("DequantizeLinear", ["W", "ws"], ["Wd"]),
         helper.make_node("MatMul", ["Xd", "Wd"], ["M" if requantize else "Y"]),
     ]
-    exact = (a.astype(np.int64) @ w.astype(np.int64)) * float(x_scale) * float(w_scale)
-    inits = [_f("xs", x_scale), _f("xz", np.uint8(0)), _f("W", w), _f("ws", w_scale)]
+    exact = _real_product(a, w)
+    inits = [_f("xs", X_SCALE), _f("xz", np.uint8(0)), _f("W", w), _f("ws", W_SCALE)]
     atol = 1e-4 * max(1.0, float(np.abs(exact).max()))
     if requantize:
-        y_scale = np.float32(max(float(np.abs(exact).max()), 1e-3) / 100.0)
+        y_scale, codes = _requantized(exact)
         nodes += [
             helper.make_node("QuantizeLinear", ["M", "ys", "yz"], ["Mq"]),
             helper.make_node("DequantizeLinear", ["Mq", "ys", "yz"], ["Y"]),
         ]
-        inits += [_f("ys", y_scale), _f("yz", np.uint8(128))]  # uint8 activations, as quantize_static writes
-        exact = (np.clip(np.round(exact / float(y_scale)) + 128, 0, 255) - 128) * float(y_scale)
+        inits += [_f("ys", y_scale), _f("yz", np.uint8(Y_ZERO))]
+        exact = (codes - Y_ZERO) * float(y_scale)
         atol = 1.01 * float(y_scale)  # one quantum: the float sum may round the other way
     m = _model(
         nodes,
@@ -144,52 +173,28 @@ def qdq(a: np.ndarray, w: np.ndarray, requantize: bool) -> Case:
 def qlinear_matmul(a: np.ndarray, w: np.ndarray) -> Case:
     """A QOperator ``QLinearMatMul`` (uint8 × int8 → uint8): the residual autograder/ort_platform.py
     documents (ONNX Runtime's rewrite leaves it out), so no level is promised."""
-    a_scale, w_scale = np.float32(0.02), np.float32(0.01)
-    exact_real = (a.astype(np.int64) @ w.astype(np.int64)) * float(a_scale) * float(w_scale)
-    y_scale = np.float32(max(float(np.abs(exact_real).max()), 1e-3) / 100.0)
-    y_zero = np.uint8(128)
+    y_scale, exact = _requantized(_real_product(a, w))
     m = _model(
-        [helper.make_node("QLinearMatMul", ["A", "as", "az", "W", "ws", "wz", "ys", "yz"], ["Y"])],
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [None, a.shape[1]])],
+        [helper.make_node("QLinearMatMul", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["Y"])],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [None, a.shape[1]])],
         [helper.make_tensor_value_info("Y", TensorProto.UINT8, [None, w.shape[1]])],
-        [
-            _f("as", a_scale),
-            _f("az", np.uint8(0)),
-            _f("W", w),
-            _f("ws", w_scale),
-            _f("wz", np.int8(0)),
-            _f("ys", y_scale),
-            _f("yz", y_zero),
-        ],
+        _qlinear_initializers(w, y_scale),
     )
-    exact = np.clip(np.round(exact_real / float(y_scale)) + 128, 0, 255)
     return Case(m, a, exact, 1.0, ())  # promised nowhere: ONNX Runtime does not rewrite it
 
 
 def qlinear_conv(a: np.ndarray, w: np.ndarray) -> Case:
     """A QOperator ``QLinearConv`` (1×1 kernels over ``k`` channels: the same sums as the matmul):
     promised at the fused levels."""
-    n, k = a.shape
-    m = w.shape[1]
-    x_scale, w_scale = np.float32(0.02), np.float32(0.01)
-    exact_real = (a.astype(np.int64) @ w.astype(np.int64)) * float(x_scale) * float(w_scale)
-    y_scale = np.float32(max(float(np.abs(exact_real).max()), 1e-3) / 100.0)
+    (n, k), m = a.shape, w.shape[1]
+    y_scale, exact = _requantized(_real_product(a, w))
     model = _model(
         [helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["Y"])],
         [helper.make_tensor_value_info("X", TensorProto.UINT8, [None, k, 1, 1])],
         [helper.make_tensor_value_info("Y", TensorProto.UINT8, [None, m, 1, 1])],
-        [
-            _f("xs", x_scale),
-            _f("xz", np.uint8(0)),
-            _f("W", np.ascontiguousarray(w.T).reshape(m, k, 1, 1)),
-            _f("ws", w_scale),
-            _f("wz", np.int8(0)),
-            _f("ys", y_scale),
-            _f("yz", np.uint8(128)),
-        ],
+        _qlinear_initializers(np.ascontiguousarray(w.T).reshape(m, k, 1, 1), y_scale),
     )
-    exact = np.clip(np.round(exact_real / float(y_scale)) + 128, 0, 255).reshape(n, m, 1, 1)
-    return Case(model, a.reshape(n, k, 1, 1), exact, 1.0, FUSED)
+    return Case(model, a.reshape(n, k, 1, 1), exact.reshape(n, m, 1, 1), 1.0, FUSED)
 
 
 PATTERNS: dict[str, Callable[[np.ndarray, np.ndarray], Case]] = {
@@ -268,8 +273,9 @@ def test_this_cpu_needs_the_configuration_or_has_vnni():
     if "avx2" not in flags:
         pytest.skip("not an x86 CPU with AVX2: ONNX Runtime's x86 int8 kernels do not apply")
     vnni = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & flags)
-    assert _default_session_saturates() == (not vnni), (
-        f"VNNI: {vnni}; the default kernels saturate: {_default_session_saturates()} "
+    saturates = _default_session_saturates()
+    assert saturates == (not vnni), (
+        f"VNNI: {vnni}; the default kernels saturate: {saturates} "
         "(a CPU whose default int8 products are exact without VNNI needs no configuration either)"
     )
 
@@ -357,7 +363,7 @@ def test_a_fresh_interpreter_with_the_site_multiplies_int8_exactly(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), jail_site.CONFIG_VARIABLE: ort_platform.config_text()}
     out = subprocess.run([sys.executable, "-c", NOTEBOOK_SIDE], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    got = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"default": 255 * 127 * 64, "opted_out": 255 * 127 * 64}, got
 
 
