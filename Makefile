@@ -1,16 +1,16 @@
 # Two commands set everything up on a fresh machine: `make demo` and `make test`.
-PYTHON ?= python3
+# the venv's base interpreter: the first of these that every user can run (tools/make-venv)
+PYTHON ?= python3 /usr/bin/python3 /usr/local/bin/python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: setup system-packages demo test test-fast test-stress test-template lint format bench clean
+.PHONY: setup system-packages venv demo test test-fast test-stress test-template lint format bench clean
 
 # The grader's own bytecode is compiled here (cheap when up to date): a shell with
 # PYTHONDONTWRITEBYTECODE set would otherwise compile ~50 modules from source in every
 # `autograder grade` process, about 0.1 s before the kernel could start.
-setup: system-packages $(STAMP)
+setup: system-packages venv
 	@$(PY) -m compileall -q autograder assignments/*/grading >/dev/null \
 	  || echo "note: could not write the grader's bytecode here; each process compiles it in memory"
 
@@ -18,7 +18,9 @@ setup: system-packages $(STAMP)
 # Gradescope scripts' tests, chromium for the summary page's browser test, and for the simulated
 # Gradescope container (`autograder gradescope simulate`, tests/gradescope/): libseccomp's Python
 # bindings for Debian's python3 (Docker's seccomp profile) and mmdebstrap (a fresh Debian root
-# file system for setup.sh). Installed only where missing, and only where apt may be used.
+# file system for setup.sh), and python3-venv: the venv is made from Debian's python3 where the
+# default one lies in a private home (tools/make-venv). Installed only where missing, and only
+# where apt may be used.
 system-packages:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
@@ -26,6 +28,7 @@ system-packages:
 	command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	/usr/bin/python3 -c "import seccomp" >/dev/null 2>&1 || missing="$$missing python3-seccomp"; \
+	/usr/bin/python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v mmdebstrap >/dev/null 2>&1 || missing="$$missing mmdebstrap"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -36,11 +39,11 @@ system-packages:
 	  echo "note: not root or no apt: skipping system packages ($$missing); install them for the full jail"; \
 	fi
 
-$(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -c constraints.txt --upgrade pip setuptools
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,dask]'
-	@touch $(STAMP)
+# The venv, made from a Python every user can run (the fallback jail's sandbox uids run the kernel
+# with it, without a mount namespace to show them a private one); made again when its base was
+# another, packages installed when pyproject.toml or constraints.txt changed.
+venv:
+	@sh tools/make-venv $(VENV) $(PYTHON)
 
 # the lesson 07 examples; `autograder demo` without --assignment grades every assignment's
 demo: setup
