@@ -15,35 +15,24 @@ import threading
 from typing import Iterator, NoReturn
 
 import typer
-
-# typer carries its own copy of click (typer._click): its usage errors are these classes
-from typer._click.core import Context
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from . import __version__
 from .cli_checks import EXIT_INTERRUPTED, EXIT_USAGE, one_line
 
 
-class UsageLine(UsageError):
-    """A usage error as every other mistake in the command: one line on stderr, exit 2."""
-
-    exit_code = EXIT_USAGE
-
-    def show(self, file: object = None) -> None:
-        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
-        typer.secho(f"error: {one_line(self.format_message())}{where}", fg="red", err=True)
-
-
 class OneLineErrors(TyperGroup):
-    """The app's group: click's usage errors (unknown option or command, a missing or bad
-    argument) become a ``UsageLine``, not click's usage block, try-line and error box."""
+    """The app's group: usage errors (an unknown option or command, a missing or bad argument)
+    become one line on stderr and exit 2, not the usage block, try-line and error box.
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+    Only Typer's public names: its usage errors are ``typer.TyperException``s whose ``exit_code``
+    is 2 (Typer keeps its copy of Click private; its classes are not Click's)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]  # typer's public Context
         with _one_line_usage():
             return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: Context) -> object:
+    def invoke(self, ctx: typer.Context) -> object:  # type: ignore[override]  # typer's public Context
         with _one_line_usage():
             return super().invoke(ctx)
 
@@ -52,10 +41,19 @@ class OneLineErrors(TyperGroup):
 def _one_line_usage() -> Iterator[None]:
     try:
         yield
-    except (UsageLine, NoArgsIsHelpError):  # already one line; or the help, shown when no argument is given
-        raise
-    except UsageError as e:
-        raise UsageLine(e.format_message(), e.ctx) from None
+    except typer.TyperException as e:
+        ctx: typer.Context | None = getattr(e, "ctx", None)
+        if getattr(e, "exit_code", None) != EXIT_USAGE or _is_help(e, ctx):
+            raise
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        typer.secho(f"error: {one_line(e.format_message())}{where}", fg="red", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _is_help(e: typer.TyperException, ctx: typer.Context | None) -> bool:
+    """The help a group shows when called without arguments (``no_args_is_help``): raised as a
+    usage error whose message is the help itself."""
+    return ctx is not None and e.format_message() == ctx.get_help()
 
 
 app = typer.Typer(
