@@ -24,10 +24,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import hidden_secret, redact
+from . import contracts, hidden_secret, redact
 from .environment import environment_fingerprint, environment_versions
 from .errors import AssignmentError
 from .grading_plugin import GradingPlugin, load_plugin
+from .limits import ExecutionLimits as ExecutionLimits  # its home is limits.py; named here for older importers
 from .measure.model_policy import ModelPolicy, policy_from_table
 from .project import project_root as project_root
 
@@ -51,17 +52,6 @@ def _parse_toml(path: str, _mtime_ns: int, _size: int) -> dict[str, Any]:
         raise AssignmentError(f"{path} is missing") from None
     except tomllib.TOMLDecodeError as e:
         raise AssignmentError(f"{path} is not valid TOML: {e}") from None
-
-
-@dataclass(frozen=True)
-class ExecutionLimits:
-    """Time and resource limits for one submission, from ``[execution]`` in assignment.toml."""
-
-    cell_timeout_s: float = 120.0
-    notebook_timeout_s: float = 600.0
-    memory_mb: int = 4096
-    output_cap_kb: int = 1024
-    workspace_mb: int = 256  # total size of the working directory (a capped tmpfs, or a watchdog)
 
 
 @dataclass
@@ -173,6 +163,16 @@ class Assignment:
         return h.hexdigest()[:16]
 
 
+def check_config(config: dict[str, Any], path: Path) -> None:
+    """``AssignmentError`` naming the file and the key unless ``config`` fits the assignment
+    schema (``autograder/schemas/assignment.schema.json``): a misspelt ``[execution]`` key fails
+    here, not as a ``TypeError`` when the limits are first read."""
+    try:
+        contracts.validate("assignment", config, str(path))
+    except contracts.ContractError as e:  # instructor input: loudly, with the key
+        raise AssignmentError(str(e)) from None
+
+
 def assignment_ids(root: Path | None = None) -> list[str]:
     """The assignments of a project: every folder under ``assignments/`` with an assignment.toml."""
     folder = (root or project_root()) / "assignments"
@@ -188,6 +188,7 @@ def load_assignment(assignment_id: str, root: Path | None = None) -> Assignment:
             f"no assignment {assignment_id!r} under {root / 'assignments'} (known: {', '.join(known) or 'none'})"
         )
     config = load_toml(folder / "assignment.toml")
+    check_config(config, folder / "assignment.toml")
     # where the grader's assignments and hidden reference data live is the grader's path too: a
     # notebook that finds it (the fallback jail cannot hide /proc/self/mountinfo) gets <grader>
     redact.register(root)

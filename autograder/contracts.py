@@ -2,8 +2,8 @@
 
 One schema per contract: ``execution`` (execution.json), ``measurements`` (measurements.json:
 the core's envelope, lesson sections open), ``grade`` (grade.json), ``rubric`` (rubric.toml as
-loaded), ``tolerances`` (tolerances.toml, or an override file) and ``batch`` (a batch's
-batch.json). ``validate(kind, data, source)`` raises ``ContractError`` naming the file, the JSON
+loaded), ``tolerances`` (tolerances.toml, or an override file), ``batch`` (a batch's
+batch.json) and ``assignment`` (assignment.toml as loaded: the core's tables closed). ``validate(kind, data, source)`` raises ``ContractError`` naming the file, the JSON
 path and what is wrong; ``first_problem`` gives the same without raising, for a caller that
 names the place its own way (the rubric names a check and a part); ``knows_path`` whether a
 dotted path (``execution.first_error.where``) names a field a schema allows.
@@ -26,7 +26,7 @@ from referencing.jsonschema import DRAFT202012
 
 from .errors import AutograderError
 
-KINDS = ("execution", "measurements", "grade", "rubric", "tolerances", "batch")
+KINDS = ("execution", "measurements", "grade", "rubric", "tolerances", "batch", "assignment")
 _VALUE_CHARS = 80
 
 

@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_kernel_template needs root (the jail's sandbox uid, mounts, namespaces)", file=sys.stderr)
         return 2
 
-    from autograder.assignment import ExecutionLimits
+    from autograder.limits import ExecutionLimits
     from autograder.sandbox import jail, template
     from autograder.sandbox.users import claim_slot, ensure_user, reap_user
     from autograder.tree_walk import remove_tree

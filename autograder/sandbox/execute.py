@@ -37,11 +37,11 @@ from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .. import tree_walk
-from ..assignment import ExecutionLimits
+from ..limits import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase, case_bytes
-from . import cgroups, jail, snapshot
-from .disk_watchdog import SHM_DIR, DiskWatchdog, Held, remove_owned
+from . import cgroups, jail, snapshot, uid_sweep
+from .disk_watchdog import SHM_DIR, DiskWatchdog, Held
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
@@ -259,6 +259,7 @@ class _Run:
             for d in (self.workspace, rundir) + ((rundir / "tmp",) if self.iso.mode != "bwrap" else ()):
                 chown_tree_top(d, self.iso.user)
             reap_user(self.iso.user)  # a leftover of an earlier run would count against NPROC
+            uid_sweep.sweep(self.iso.user)  # and what a killed grader's run of this uid left
         if self.iso.mode != "none":
             self.cgroup, why = self.mounts.enter_context(
                 cgroups.slot_cgroup(self.slot, int(self.limits.memory_mb) * 1024 * 1024)
@@ -569,8 +570,8 @@ class _Run:
         self.mounts.close()  # the run folder's tmpfs and the cgroup, once nothing uses them
         if self.cgroup is not None:
             self.warnings += self.cgroup.warnings
-        if self.iso.mode == "fallback" and self.iso.user is not None:
-            remove_owned(Path(SHM_DIR), self.iso.user.uid)  # nothing passes to the next run of this uid
+        if self.iso.user is not None:  # nothing passes to the next run of this uid (SysV IPC, shared folders)
+            self.warnings += uid_sweep.sweep(self.iso.user).warnings
         if self.kernel_output is not None:
             self.kernel_output.close()
         if self.pre_probe is not None:  # the jail is gone: the workspace as it was before the probe

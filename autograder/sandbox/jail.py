@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import ort_platform
-from ..assignment import ExecutionLimits
+from ..limits import ExecutionLimits
 from ..errors import SandboxUnavailableError
 from . import confine, jail_site
 from .cgroups import SlotCgroup, join_prefix

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..assignment import ExecutionLimits
+from ..limits import ExecutionLimits
 from . import jail, jail_site
 from .cgroups import SlotCgroup
 from .users import SandboxUser

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..assignment import ExecutionLimits
+from ..limits import ExecutionLimits
 from ..errors import AutograderError
 from .. import proc_info, tree_walk
 

@@ -27,7 +27,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import run_submission
 
 ROOT = Path(__file__).resolve().parents[2]

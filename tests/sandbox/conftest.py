@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sandbox_helpers import FAST, worker_slot, write_notebook
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import run_submission
 from needs import needs
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.probe_format import OUTPUTS_FILE, REPORT_FILE, ProbeCase, ProbeResult, inline_cases, read_probe_result
 from autograder.sandbox.probe import case_source, finish_source, setup_source
 from autograder.sandbox.probe_run import ProbeRun

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 
 FAST = ExecutionLimits(cell_timeout_s=20, notebook_timeout_s=60, memory_mb=2048, output_cap_kb=256)
 

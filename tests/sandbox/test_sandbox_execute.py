@@ -9,7 +9,7 @@ import sys
 import pytest
 from nbformat.v4 import new_code_cell, new_raw_cell
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +125,7 @@ def test_sys_exit_is_an_error_not_a_death(run_cells):
 FLOOD_RUNNER = r"""
 import json, resource, sys
 from pathlib import Path
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import run_submission
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 rec = run_submission(Path(sys.argv[1]), Path(sys.argv[2]), probe=None, slot=int(sys.argv[3]),

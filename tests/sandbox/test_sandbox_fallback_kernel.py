@@ -36,7 +36,7 @@ RUNNER = r"""
 import json, os, sys
 from pathlib import Path
 os.environ["AUTOGRADER_JAIL"] = "fallback"
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import run_submission
 rec = run_submission(Path(sys.argv[1]), Path(sys.argv[2]), probe=None, slot=int(sys.argv[3]),
                      limits=ExecutionLimits(cell_timeout_s=90, notebook_timeout_s=240, memory_mb=4096))

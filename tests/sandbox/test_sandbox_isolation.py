@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.errors import SandboxUnavailableError
 from autograder.sandbox import detect_isolation, jail, run_submission
 from autograder.sandbox.users import SandboxUser

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from sandbox_helpers import worker_slot, write_notebook
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import run_submission
 
 pytestmark = pytest.mark.slow

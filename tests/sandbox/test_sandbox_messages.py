@@ -9,7 +9,7 @@ import sys
 import pytest
 import zmq
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import execute, run_submission
 from autograder.sandbox.kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, JailedKernelManager
 

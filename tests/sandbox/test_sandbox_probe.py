@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.probe_format import Arg, ProbeCase, inline_cases, read_probe_result
 from autograder.sandbox import ProbeSpec
 from autograder.sandbox.probe import case_source, finish_source, setup_source

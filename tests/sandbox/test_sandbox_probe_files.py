@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.measure.compare import Expect, compare_output
 from autograder.probe_format import Arg, ProbeCase, read_probe_result
 from autograder.sandbox import ProbeSpec

@@ -283,7 +283,7 @@ def test_the_grader_checks_the_encoding_again(node, words):
 
 
 def test_a_forged_record_makes_the_case_unconvertible(ws):
-    from autograder.assignment import ExecutionLimits
+    from autograder.limits import ExecutionLimits
     from autograder.sandbox.probe_run import ProbeRun
 
     case = ProbeCase("c", "f")
@@ -390,7 +390,7 @@ def test_all_results_together_are_bounded(ws, monkeypatch):
 
 
 def test_the_probe_budget_counts_the_bytes_its_cells_carry():
-    from autograder.assignment import ExecutionLimits
+    from autograder.limits import ExecutionLimits
     from autograder.sandbox.probe_run import PAYLOAD_S_PER_MIB, probe_budget_s
 
     limits = ExecutionLimits()

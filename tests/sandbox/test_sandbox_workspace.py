@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.errors import AutograderError
 from autograder import proc_info, tree_walk
 from autograder.sandbox import disk_watchdog, run_submission, workspace
