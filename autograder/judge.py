@@ -21,6 +21,10 @@ the threshold list (an empty measured list fails); ``is_true`` / ``is_false`` ne
 
 Messages and hints are templates, values are shown in the part's ``format``
 (:mod:`autograder.grade_text`).
+
+Points are evidence of work: when no visible part about the work itself passed
+(:mod:`autograder.attempt`), the parts about how the notebook ran (``execution.*``) earn nothing
+either, and the grade says ``"attempted": false`` (the untouched starter scores 0).
 """
 
 from __future__ import annotations
@@ -30,8 +34,17 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from .attempt import NO_WORK_MESSAGE, is_about_running, no_work_passed
 from .dotted import is_number, lookup, plain
-from .grade_text import DEFAULT_MESSAGE, OP_TEXT, format_value, render, threshold_text
+from .grade_text import (
+    DEFAULT_MESSAGE,
+    OP_TEXT,
+    format_value,
+    render,
+    shown_measured,
+    shown_reason,
+    threshold_text,
+)
 from .root_cause import check_cause
 from .rubric import NO_THRESHOLD_OPS, threshold, validate_rubric
 
@@ -50,12 +63,36 @@ def judge(rubric: Mapping[str, Any], tolerances: Mapping[str, Any], measurements
     checks, manual = validate_rubric(rubric, tolerances)
     measurements = measurements if isinstance(measurements, Mapping) else {}
     graded = [_judge_check(check, tolerances, measurements) for check in checks]
-    return {
+    attempted = not no_work_passed(graded)
+    if not attempted:  # points are evidence of work: running the starter to the end is none
+        graded = [_without_running_points(c) for c in graded]
+    grade = {
         "assignment": _assignment_id(rubric, measurements),
         "score": _total(c["score"] for c in graded),
         "max_score": _total(c["max_score"] for c in graded),
         "checks": graded,
         "manual": [plain(item) for item in manual],
+    }
+    if not attempted:
+        grade["attempted"] = False
+    return grade
+
+
+def _without_running_points(check: dict[str, Any]) -> dict[str, Any]:
+    """``check`` with every passed part about how the notebook ran failed at zero, saying why."""
+    parts = [
+        {**p, "passed": False, "score": 0 * p["points"], "message": NO_WORK_MESSAGE, "hint": ""}
+        if is_about_running(p) and p["passed"]
+        else p
+        for p in check["parts"]
+    ]
+    if parts == check["parts"]:
+        return check
+    return {
+        **check,
+        "score": _total(p["score"] for p in parts),
+        "passed": all(p["passed"] for p in parts),
+        "parts": parts,
     }
 
 
@@ -100,13 +137,15 @@ def _judge_part(
     passed = False
     if reason is None:
         passed, reason = _compare(op, measured, limit, path)
+    reason = shown_reason(reason)
+    shown, shown_raw = shown_measured(measurements, path, measured, fmt, passed, op, limit)  # leak_budget
     fields = {
-        "measured": format_value(measured, fmt),
+        "measured": shown,
         "threshold": threshold_text(op, limit, fmt),
         "op": OP_TEXT[op],
         "name": part["name"],
     }
-    raw = {"measured": measured, "threshold": limit}
+    raw = {"measured": shown_raw, "threshold": limit}
 
     def fill(template: str) -> str:
         return render(template, fields, raw, measurements, tolerances)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -330,12 +331,12 @@ def read_batch_file(out: Path) -> dict[str, Any] | None:
 
 def validate_grading(assignment: Assignment, options: GradeOptions) -> None:
     """Fail loudly, before any submission, on a broken rubric or tolerances file (instructor input)."""
-    from ..cli_checks import check_grading_files
-
     for path in (options.tolerances, options.rubric):
         if path is not None and not path.is_file():
             raise BatchError(f"{path} does not exist")
-    check_grading_files(assignment, options.tolerances, options.rubric)
+        if path is not None and not os.access(path, os.R_OK):
+            raise BatchError(f"{path} cannot be read (permission denied)")
+    assignment.check_grading(options.tolerances, options.rubric)
 
 
 def is_finished(out: Path, task: Task) -> bool:
@@ -374,6 +375,7 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
         "score": float(grade.get("score", 0.0)) if grade else 0.0,
         "max": float(grade.get("max_score", 0.0)) if grade else _rubric_max(rubric),
         "status": record.get("status", NOT_GRADED),
+        "attempted": not (grade and grade.get("attempted") is False),
         "reason": record.get("reason") or record.get("error"),
         "checks": {c["id"]: c.get("score") for c in checks},
         "checks_max": {c["id"]: c.get("max_score") for c in checks},

@@ -77,7 +77,8 @@ def print_grade_table(
 ) -> Table:
     """The grade's table; when nothing of the work could be graded, one row per check and the
     short paragraph (:mod:`.nothing_graded`) instead of ~35 "not measured" rows."""
-    from .nothing_graded import nothing_to_grade, short_text
+    from ..attempt import nothing_to_grade
+    from .nothing_graded import short_text
 
     short = nothing_to_grade(grade)
     table = grade_table(grade, parts=not short)

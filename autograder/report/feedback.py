@@ -15,7 +15,8 @@ from typing import Any
 
 from . import markdown as md
 from .execution_text import execution_lines
-from .nothing_graded import nothing_to_grade, short_lines
+from ..attempt import nothing_to_grade
+from .nothing_graded import short_lines
 
 
 def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None = None) -> str:

@@ -74,7 +74,7 @@ def figure_section(measurements: Mapping[str, Any] | None) -> Mapping[str, Any] 
 def no_picture_to_show(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> bool:
     """True when nothing could be graded and there is no picture either: then the short form
     alone speaks (a sentence on why there is no picture would only add noise)."""
-    from .nothing_graded import nothing_to_grade
+    from ..attempt import nothing_to_grade
 
     section = figure_section(measurements)
     return nothing_to_grade(grade) and (section is None or figure_problem(section) is not None)

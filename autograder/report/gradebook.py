@@ -1,9 +1,13 @@
 """gradebook.csv: one row per submission, one column per check id.
 
-Columns: ``name, submitters, sids, emails, score, max_score, status``, then each check id in
-rubric order (that check's score; empty when no grade exists, e.g. ``grader_error``), then
+Columns: ``name, submitters, sids, emails, score, max_score, status, outcome``, then each check
+id in rubric order (that check's score; empty when no grade exists, e.g. ``grader_error``), then
 ``cells_errored, execution_s, cached, reason``. ``status`` is ``ok`` (the notebook ran to the
-end), the execution status (``timeout``, ``kernel_died``, ``unreadable``, …) or ``grader_error``.
+end), the execution status (``timeout``, ``kernel_died``, ``unreadable``, …) or ``grader_error``;
+``outcome`` says the same in an instructor's words, one of :data:`OUTCOMES`: ``graded``, ``not
+attempted`` (it ran, but no visible part about the work passed: :mod:`autograder.attempt`; it
+scores 0), ``timed out``, ``kernel died``, ``unreadable``, ``grader failure`` (never the
+student's doing: grade it again) or ``not graded``.
 
 Text that came from students (names, emails, file names, error messages) is neutralised for
 spreadsheets: a cell starting with ``= + - @`` or a tab/CR gets a leading apostrophe, so it is
@@ -20,7 +24,14 @@ from typing import Any, Iterable
 from ..safe_files import write_atomic
 from ..student_text import clean
 
-LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status"]
+LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status", "outcome"]
+OUTCOMES = ("graded", "not attempted", "timed out", "kernel died", "unreadable", "grader failure", "not graded")
+_OUTCOME_OF_STATUS = {
+    "timeout": "timed out",
+    "kernel_died": "kernel died",
+    "unreadable": "unreadable",
+    "not_graded": "not graded",
+}
 TRAILING = ["cells_errored", "execution_s", "cached", "reason"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 TEXT_CELL_CHARS = 4000  # of a text cell (a reason, names): one line, cleaned (student_text.clean)
@@ -46,6 +57,7 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
             number_cell(row.get("score")),
             number_cell(row.get("max")),
             text_cell(row.get("status")),
+            outcome(row),
         ]
         values += [number_cell(row["checks"].get(c)) if graded else "" for c in check_ids]
         seconds = row.get("execution_s")
@@ -58,6 +70,14 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
         ]
         writer.writerow(values)
     return buf.getvalue()
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """What happened to one submission, in an instructor's words (one of :data:`OUTCOMES`)."""
+    status = row.get("status")
+    if status == "ok":
+        return "not attempted" if row.get("attempted") is False else "graded"
+    return _OUTCOME_OF_STATUS.get(str(status), "grader failure")
 
 
 def write_gradebook(path: Path, rows: list[dict[str, Any]], check_ids: list[str]) -> Path:

@@ -23,7 +23,8 @@ from .. import __version__
 from ..safe_files import json_safe
 from . import markdown as md
 from .execution_text import execution_lines
-from .nothing_graded import nothing_to_grade, short_check_markdown, short_lines
+from ..attempt import nothing_to_grade
+from .nothing_graded import short_check_markdown, short_lines
 from .figure import no_picture_to_show
 from .gradescope_figure import figure_tests
 

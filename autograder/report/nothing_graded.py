@@ -2,8 +2,8 @@
 
 The untouched template, an unreadable file or a kernel that never started fail every check for
 the same reason or two; listing ~35 "not measured" parts, each with its hint, buries that
-reason. :func:`nothing_to_grade` recognises the case from the grade alone: no visible part
-passed apart from those about how the notebook ran (``execution.*``). :func:`short_lines` then
+reason. :func:`~autograder.attempt.nothing_to_grade` recognises the case from the grade alone: no
+visible part passed apart from those about how the notebook ran (``execution.*``). :func:`short_lines` then
 says why, what to do, and names the checks that could not be measured in one line (hidden
 checks are counted, never named). Hidden checks never decide the case, so its form tells
 nothing about them.
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..attempt import EXECUTION_PREFIX
 from ..cell_numbers import where_of
 from . import escape
 from . import markdown as md
 from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of, status_headline
 
-EXECUTION_PREFIX = "execution."
 MAX_REASONS = 3
 TODO = (
     "Complete the notebook's tasks, then restart the kernel, run all cells top to bottom in a "
@@ -31,17 +31,6 @@ TODO_UNREADABLE = (
     "Open the file in Jupyter, check that it is the assignment's notebook (.ipynb), "
     "run all cells, save, and submit it again."
 )
-
-
-def nothing_to_grade(grade: Mapping[str, Any]) -> bool:
-    """True when no visible part about the work itself (not ``execution.*``) passed."""
-    work = [
-        p
-        for c in md.visible_checks(grade)
-        for p in c.get("parts", [])
-        if not str(p.get("measure", "")).startswith(EXECUTION_PREFIX)
-    ]
-    return bool(work) and not any(p.get("passed") for p in work)
 
 
 class _Plain:

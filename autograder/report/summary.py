@@ -38,7 +38,8 @@ from ..grade_text import OP_TEXT
 from ..safe_files import write_atomic
 from ..student_text import clean
 from . import summary_charts as charts
-from .nothing_graded import nothing_to_grade
+from ..attempt import nothing_to_grade
+from .gradebook import outcome
 from .summary_causes import root_causes
 from .page_templates import render
 from .summary_sections import attention_section, integrity_section, names_html, styled, table, tolerances_section
@@ -401,7 +402,7 @@ def _lost_points(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str
         [
             names_html([r["name"]], submitters=r.get("submitters")),
             (_pts(r), r["score"]),
-            r["status"],
+            outcome(r),
             ", ".join(titles.get(c, c) for c, ok in r["checks_passed"].items() if not ok) or "–",
             _what_happened(r),
         ]
@@ -422,7 +423,7 @@ def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, A
     header = ["submission", "score", "status"] + [titles.get(i, i) for i in ids]
     body = []
     for r in rows:
-        cells: list[Any] = [names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), r["status"]]
+        cells: list[Any] = [names_html([r["name"]], submitters=r.get("submitters")), (_pts(r), r["score"]), outcome(r)]
         for i in ids:
             if i not in r["checks"]:
                 cells.append(("–", -1))

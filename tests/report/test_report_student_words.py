@@ -17,7 +17,7 @@ from autograder.report import feedback_markdown
 from autograder.report.console import grade_table, print_grade_table
 from autograder.report.execution_text import execution_lines
 from autograder.report.gradescope_results import results_json
-from autograder.report.nothing_graded import nothing_to_grade
+from autograder.attempt import NO_WORK_MESSAGE, nothing_to_grade
 
 
 def _lines(**execution):
@@ -102,15 +102,19 @@ def _execution(**kw):
     return _execution_summary({**base, **kw})
 
 
-@pytest.mark.parametrize("cells_total, score", [(0, 0), (3, 2)])
-def test_a_notebook_without_code_earns_nothing_for_running(assignment07, cells_total, score):
+@pytest.mark.parametrize("cells_total", [0, 3])
+def test_a_notebook_without_code_or_work_earns_nothing_for_running(assignment07, cells_total):
+    """No code cell: nothing ran. Code cells that ran but made nothing of the work: running is no work."""
     measurements = {"execution": _execution(cells_total=cells_total, cells_run=cells_total)}
     grade = judge(assignment07.rubric(), assignment07.tolerances(), measurements)
     check = next(c for c in grade["checks"] if c["id"] == "execution")
-    assert check["score"] == score
-    if not score:
+    assert check["score"] == 0 and grade["score"] == 0
+    if not cells_total:
         assert {p["reason"] for p in check["parts"]} == {"the notebook has no code cell, so nothing ran"}
         assert "Your notebook has no code cell, so nothing ran" in feedback_markdown(grade, measurements)
+    else:
+        assert grade["attempted"] is False
+        assert {p["message"] for p in check["parts"]} == {NO_WORK_MESSAGE}
 
 
 # ── placeholders and garbling, on the real lesson-07 rubric ─────────────────────────────────
@@ -220,8 +224,8 @@ def test_nothing_to_grade_is_one_paragraph_with_the_checks_in_one_line():
         "Complete the notebook's tasks"
     ) in text
     assert (
-        "Checks with nothing to grade yet (3): quantize agrees with QuantizeLinear, Dynamic int8 model, "
-        "int8 files are smaller; and 2 hidden checks."
+        "Checks with nothing to grade yet (4): quantize agrees with QuantizeLinear, Dynamic int8 model, "
+        "int8 files are smaller, The notebook runs to the end; and 2 hidden checks."
     ) in text
     assert len(text) < 2000 and "not measured" not in text
 
@@ -242,7 +246,7 @@ def test_nothing_to_grade_is_short_on_gradescope_and_in_the_console():
     shown = out.getvalue()
     assert "really dynamically quantized" not in shown  # no part rows
     assert "Your notebook could not be read: nb.ipynb is not valid JSON." in shown
-    assert "Checks with nothing to grade yet (3)" in shown
+    assert "Checks with nothing to grade yet (4)" in shown
 
 
 def test_one_passing_part_of_the_work_gives_the_full_feedback():
