@@ -31,6 +31,7 @@ from .grading_plugin import GradingPlugin, load_plugin
 from .limits import ExecutionLimits as ExecutionLimits  # its home is limits.py; named here for older importers
 from .measure.model_policy import ModelPolicy, policy_from_table
 from .project import project_root as project_root
+from .rubric import validate_rubric
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -112,6 +113,13 @@ class Assignment:
         if not self.tolerances_path.is_file():
             return load_toml(override)
         return merge_tolerances(load_toml(self.tolerances_path), load_toml(override), source=str(override))
+
+    def check_grading(self, tolerances: Path | None = None, rubric: Path | None = None) -> None:
+        """The rubric (this assignment's, or ``rubric``) and the tolerances (merged with the
+        ``tolerances`` override) parse and agree: every tolerance a rubric part names exists.
+        Raises ``AssignmentError`` naming the file and the key at fault (instructor input, checked
+        by every front end before any submission is graded)."""
+        validate_rubric(self.rubric(rubric), self.tolerances(tolerances))
 
     @property
     def packages(self) -> tuple[str, ...]:

@@ -144,8 +144,6 @@ def check_file(path: Path | None, *, what: str) -> Path | None:
 def check_grading_files(assignment: Any, tolerances: Path | None, rubric: Path | None) -> None:
     """The rubric and the (merged) tolerances parse and agree: every tolerance a rubric part names
     exists. Raises AssignmentError/CommandError with the file and the key at fault."""
-    from .judge import validate_rubric
-
     check_file(tolerances, what="--tolerances")
     check_file(rubric, what="--rubric")
-    validate_rubric(assignment.rubric(rubric), assignment.tolerances(tolerances))
+    assignment.check_grading(tolerances, rubric)
