@@ -74,8 +74,17 @@ def batch(
     from ..report.console import print_scores_table
 
     with command_errors(SandboxUnavailableError):
-        if scheduler is not None and jobs:
-            raise CommandError("give either -j N (the local pool) or --scheduler (Dask), not both")
+        conflicts = [
+            why
+            for given, why in (
+                (scheduler is not None and jobs, "-j N (the local pool) or --scheduler (Dask)"),
+                (no_cache and cache_dir is not None, "--no-cache (execute everything) or --cache-dir (share a cache)"),
+                (calibrated and tolerances is not None, "--calibrated or --tolerances (an override)"),
+            )
+            if given
+        ]
+        if conflicts:  # every one at once: fixing them one run at a time wastes the instructor's runs
+            raise CommandError("give either " + "; either ".join(conflicts) + ", not both")
         if scheduler is not None:
             from .dask_executor import parse_scheduler
 
@@ -85,6 +94,12 @@ def batch(
         if cache_dir is not None:
             check_out_dir(cache_dir, what="--cache-dir")
         notebooks = () if assignment else source_notebooks(source)
+        if not assignment and not notebooks and not allow_empty:  # nothing to grade says more than "which?"
+            raise CommandError(
+                f"{source} holds no notebook (.ipynb) that could be read: nothing to grade. Check the path (a "
+                "folder of .ipynb files or a Gradescope export zip), or pass --assignment and --allow-empty "
+                "to write an empty gradebook"
+            )
         a = resolve_assignment(assignment, notebooks, what=f"the notebooks of {source}")
         tolerances = check_file(tolerances, what="--tolerances")
         try:

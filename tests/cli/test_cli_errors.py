@@ -160,6 +160,38 @@ def test_an_empty_batch_is_an_error_unless_allowed(tmp_path, fake_root, exec_log
     assert (out / "gradebook.csv").is_file() and (out / "summary.html").is_file()
 
 
+@pytest.mark.parametrize("kind", ["empty folder", "zip without notebook"])
+def test_an_empty_batch_says_nothing_to_grade_before_asking_which_assignment(tmp_path, kind):
+    """With several assignments and no --assignment, an empty source is told as such, not as a
+    missing --assignment (which would send the instructor the wrong way)."""
+    if kind == "empty folder":
+        source = tmp_path / "src"
+        source.mkdir()
+    else:
+        source = tmp_path / "src.zip"
+        with zipfile.ZipFile(source, "w") as zf:
+            zf.writestr("readme.txt", "no notebooks here")
+    out = tmp_path / "out"
+    line = assert_usage_error(run("batch", source, "-o", out), "nothing to grade", "--allow-empty")
+    assert "choose one with --assignment" not in line
+    assert not out.exists()
+
+
+def test_batch_reports_every_conflicting_option_in_one_line(tmp_path, fake_root, exec_log):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "t.toml").write_text("")
+    args = ["-j", "2", "--scheduler", "local:2", "--no-cache", "--cache-dir", tmp_path / "c"]
+    args += ["--calibrated", "--tolerances", tmp_path / "t.toml"]
+    line = assert_usage_error(
+        run("batch", tmp_path / "src", "-o", tmp_path / "out", "-a", "fake-07", *args),
+        "-j N (the local pool) or --scheduler",
+        "--no-cache (execute everything) or --cache-dir",
+        "--calibrated or --tolerances",
+    )
+    assert line.count("either") == 3
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c").exists()
+
+
 def test_a_failed_batch_leaves_no_stray_folders(tmp_path, fake_root, exec_log):
     src = tmp_path / "src"
     write_notebook(src / "a.ipynb", no_sandbox=True)  # no isolation: every submission would fail
