@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Any
@@ -97,8 +98,30 @@ def parse_scheduler(spec: str) -> tuple[str, int | str]:
             raise ClusterError(f"--scheduler {spec!r}: local:N needs a number of workers N >= 1, e.g. local:2")
         return "local", int(n)
     if "://" in spec and spec.split("://", 1)[1]:
+        problem = address_problem(spec)
+        if problem:  # a malformed address is the command's mistake: no hint about a running scheduler
+            raise ClusterError(f"--scheduler {spec!r} is not a Dask scheduler's address: {problem}")
         return "address", spec
     raise ClusterError(f"--scheduler {spec!r} is neither tcp://HOST:PORT (a Dask scheduler) nor local:N")
+
+
+DASK_PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def address_problem(spec: str) -> str | None:
+    """What is wrong with a ``PROTOCOL://HOST:PORT`` scheduler address, as written; None when nothing."""
+    parts = urllib.parse.urlsplit(spec)
+    if parts.scheme not in DASK_PROTOCOLS:
+        return f"{parts.scheme or '(none)'}:// is not a protocol Dask speaks ({', '.join(DASK_PROTOCOLS)})"
+    try:
+        port = parts.port
+    except ValueError:
+        return "its port must be a number from 1 to 65535 (a scheduler prints its address as tcp://HOST:8786)"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0 or parts.path not in ("", "/") or parts.query or parts.fragment:
+        return "it must be PROTOCOL://HOST:PORT and nothing more, e.g. tcp://10.0.0.5:8786"
+    return None
 
 
 def wall_limit_s(assignment: Assignment) -> float:

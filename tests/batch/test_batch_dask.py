@@ -219,7 +219,15 @@ def test_scheduler_mistakes_are_refused_before_anything_runs(tmp_path, assignmen
     from autograder.cli import app
 
     write_notebook(tmp_path / "src" / "a.ipynb", **GOOD)
-    for spec, why in (("local:0", "local:N needs"), ("somewhere", "neither tcp://")):
+    for spec, why in (
+        ("local:0", "local:N needs"),
+        ("somewhere", "neither tcp://"),
+        ("tcp://127.0.0.1:notaport", "its port must be a number"),
+        ("tcp://127.0.0.1:99999", "its port must be a number"),
+        ("http://127.0.0.1:8786", "http:// is not a protocol Dask speaks"),
+        ("tcp://:8786", "it names no host"),
+        ("tcp://127.0.0.1:8786/status", "and nothing more"),
+    ):
         result = CliRunner().invoke(
             app,
             ["batch", str(tmp_path / "src"), "--out", str(tmp_path / "out"), "--scheduler", spec, "-a", ASSIGNMENT_ID],
