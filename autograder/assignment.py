@@ -145,13 +145,14 @@ class Assignment:
 
     def fingerprint(self) -> str:
         """A hash of everything that changes how a notebook is executed and measured: the grading
-        code and config (:meth:`code_fingerprint`) and the hidden-data secret's fingerprint.
+        code and config (:meth:`code_fingerprint`), the hidden-data secret's fingerprint and how
+        hidden inputs are drawn (``hidden_secret.DRAWS``: per submission).
 
         Part of the cache key: a new version of the grading code or config, or a rotated secret
         (new hidden data), re-executes work. The rubric and tolerances are not in it, since
         rescoring needs no execution.
         """
-        both = f"{self.code_fingerprint()}\nhidden_secret={hidden_secret.fingerprint()}"
+        both = f"{self.code_fingerprint()}\nhidden_secret={hidden_secret.fingerprint()}\ndraws={hidden_secret.DRAWS}"
         return hashlib.sha256(both.encode()).hexdigest()[:16]
 
     def code_fingerprint(self) -> str:

@@ -18,11 +18,21 @@ repository (SECURITY.md, "Hidden data"):
   legacy interface (scikit-learn's ``random_state``), a ``RandomState(MT19937)``
   (:meth:`HiddenSecret.random_state`). Streams are independent: knowing one says nothing of
   another, nor of the secret.
+- **Per submission.** What a student's functions receive (probe cases, lesson 05's model files,
+  lesson 03's probed rows) comes from a *submission stream*: the same name keyed by the secret
+  AND the submission's key (:func:`submission_key`, a hash of the notebook's code cells), so one
+  student's leaked cases are nothing to another, and a regrade of the same code draws the same
+  cases. The pipeline makes the key current for the whole grade (:func:`submission`); grading
+  code asks for :func:`submission_generator` (or :func:`submission_random_state`) and never sees
+  the key. The grader's own data (a test set it scores models on) stays a deployment stream
+  (:func:`generator`). Outside a grade (tests, a tool that counts cases) the key is
+  :data:`NO_SUBMISSION`.
 - **What is recorded.** Only :meth:`HiddenSecret.fingerprint`, a 12-hex-digit hash: in
   measurements.json and results.json (``assignment.hidden_secret``) and in the assignment's
   fingerprint, so the batch cache and the Dask workers' check tell secrets apart.
-- **Calibration** never reads it: ``calibrate`` draws fresh secrets per run and makes each
-  current with :func:`using` while the reference runs, so tolerances hold for any secret.
+- **Calibration** never reads it: ``calibrate`` draws fresh secrets and a fresh submission key
+  per run and makes each current while the reference runs, so tolerances hold for any secret
+  and any submission's draw.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from .errors import AssignmentError
 from .project import project_root
@@ -54,6 +64,14 @@ MAX_FILE_BYTES = 4096
 POOL_WORDS = 8  # SeedSequence pool of 8 × 32 bits: all 256 bits of a stream's seed
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _FINGERPRINT_LABEL = b"autograder hidden-data secret fingerprint\x00"
+_SUBMISSION_LABEL = b"autograder submission key\x00"
+# a submission stream's HMAC message starts with a byte no UTF-8 text holds: never a deployment stream's
+_SUBMISSION_PREFIX = b"\xff"
+SUBMISSION_KEY_HEX = 32  # 128 bits of sha256
+NO_SUBMISSION = "no-submission"  # the key in effect outside a grade: tests, tools that count cases
+# how hidden inputs are drawn (part of the assignment's fingerprint: a batch cache made under
+# another scheme re-executes instead of serving draws made another way)
+DRAWS = "per-submission-1"
 
 
 @dataclass(frozen=True)
@@ -98,26 +116,39 @@ class HiddenSecret:
         """12 hex digits of a keyed hash: names the secret in records, reveals nothing of it."""
         return hashlib.sha256(_FINGERPRINT_LABEL + self.key).hexdigest()[:12]
 
-    def seed_sequence(self, stream: str) -> "np.random.SeedSequence":
-        """The ``SeedSequence`` of one named stream: HMAC-SHA256(secret, stream) as its entropy."""
+    def seed_sequence(self, stream: str, submission: str | None = None) -> "np.random.SeedSequence":
+        """The ``SeedSequence`` of one named stream: HMAC-SHA256(secret, message) as its entropy.
+
+        The message is the stream's name (a deployment stream), or, with ``submission`` (a
+        submission stream), ``0xff``, the name's length (8 bytes) and the name, then the key:
+        no deployment stream's message starts with ``0xff`` (not UTF-8), and the length makes
+        each (name, key) pair one message."""
         import numpy as np
 
         if not stream:
             raise ValueError("a hidden-data stream needs a name")
-        digest = hmac.new(self.key, stream.encode("utf-8"), hashlib.sha256).digest()
+        name = stream.encode("utf-8")
+        if submission is None:
+            message = name
+        else:
+            if not isinstance(submission, str) or not submission:
+                raise ValueError("a submission stream needs a submission key")
+            message = _SUBMISSION_PREFIX + len(name).to_bytes(8, "big") + name + submission.encode("utf-8")
+        digest = hmac.new(self.key, message, hashlib.sha256).digest()
         return np.random.SeedSequence(int.from_bytes(digest, "big"), pool_size=POOL_WORDS)
 
-    def generator(self, stream: str) -> "np.random.Generator":
-        """``Generator(PCG64(...))`` of a named stream: the same secret and name, the same numbers."""
+    def generator(self, stream: str, submission: str | None = None) -> "np.random.Generator":
+        """``Generator(PCG64(...))`` of a named stream (of ``submission``'s, when given): the same
+        secret, name and key, the same numbers."""
         import numpy as np
 
-        return np.random.Generator(np.random.PCG64(self.seed_sequence(stream)))
+        return np.random.Generator(np.random.PCG64(self.seed_sequence(stream, submission)))
 
-    def random_state(self, stream: str) -> "np.random.RandomState":
+    def random_state(self, stream: str, submission: str | None = None) -> "np.random.RandomState":
         """``RandomState(MT19937(...))`` of a named stream, for recipes that take ``random_state``."""
         import numpy as np
 
-        return np.random.RandomState(np.random.MT19937(self.seed_sequence(stream)))
+        return np.random.RandomState(np.random.MT19937(self.seed_sequence(stream, submission)))
 
 
 # ── where the deployment's secret lives ───────────────────────────────────────────────────────
@@ -256,3 +287,64 @@ def random_state(stream: str) -> "np.random.RandomState":
 def fingerprint() -> str:
     """The fingerprint of the secret in effect (what records carry instead of the secret)."""
     return current().fingerprint()
+
+
+# ── the submission in effect: what a student's functions receive is drawn per submission ─────
+
+_submissions: list[str] = []
+
+
+def submission_key(code_cells: Iterable[str]) -> str:
+    """A submission's key: 32 hex digits of sha256 over its code cells' sources, in order, each
+    with its length. The code that runs, not the file: a notebook saved again, run again (new
+    outputs, execution counts, metadata) or stripped of its outputs keeps its key, hence its
+    cases and its grade; any change to the code draws other cases."""
+    h = hashlib.sha256(_SUBMISSION_LABEL)
+    for source in code_cells:
+        data = source.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()[:SUBMISSION_KEY_HEX]
+
+
+def notebook_submission_key(notebook: Path) -> str:
+    """:func:`submission_key` of the notebook file ``notebook``, its code cells read by the one
+    reader of submitted notebooks (a limited child process: no byte of it is parsed here). A
+    notebook that cannot be read runs no cell and receives no case: it gets the key of no cell."""
+    from .sandbox.notebook import UnreadableNotebook, load_notebook
+
+    try:
+        cells = load_notebook(Path(notebook)).cells
+    except UnreadableNotebook:
+        cells = []
+    return submission_key(c.source for c in cells)
+
+
+def current_submission() -> str:
+    """The key made current by :func:`submission` (the grade in progress), else :data:`NO_SUBMISSION`."""
+    return _submissions[-1] if _submissions else NO_SUBMISSION
+
+
+@contextmanager
+def submission(key: str) -> Iterator[str]:
+    """Make ``key`` the submission in effect in this process (every thread) until the block ends:
+    the pipeline holds it for a whole grade, so the cases it sends, the warm-ups beside the
+    kernel and the measurements after it all draw the same submission's inputs."""
+    if not isinstance(key, str) or not key:
+        raise TypeError("submission() takes a non-empty key (submission_key of the notebook)")
+    _submissions.append(key)
+    try:
+        yield key
+    finally:
+        _submissions.remove(key)
+
+
+def submission_generator(stream: str) -> "np.random.Generator":
+    """``current().generator(stream, current_submission())``: what grading code calls for the
+    inputs a student's functions receive (probe cases, files, rows handed to them)."""
+    return current().generator(stream, current_submission())
+
+
+def submission_random_state(stream: str) -> "np.random.RandomState":
+    """:func:`submission_generator`'s ``RandomState``, for recipes that take ``random_state``."""
+    return current().random_state(stream, current_submission())

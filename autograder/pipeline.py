@@ -147,8 +147,15 @@ def execute_and_measure(
     timings: dict[str, float] | None = None,
     pictures: Sequence[tuple[str, int]] = (),
     kernel_template: bool = False,
+    submission_key: str | None = None,
 ) -> dict[str, Any]:
     """Stages 1 and 2: run the notebook in the jail, then measure; writes and returns measurements.
+
+    The whole of it runs with the submission's key current (:func:`hidden_secret.submission`): the
+    inputs the student's functions receive are drawn for this submission (the key of its code
+    cells, :func:`hidden_secret.notebook_submission_key`, unless ``submission_key`` is given:
+    ``calibrate`` draws a fresh one per run), the same for the cases sent, the warm-ups beside
+    the kernel and the measurements after it.
 
     ``kernel_template``: start the kernel from the slot's kernel template where it can hold
     (:mod:`autograder.sandbox.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
@@ -156,6 +163,35 @@ def execute_and_measure(
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe.
     ``pictures``: the formats the reports will draw the picture in, warmed up beside the kernel
     (none for a caller that writes no report: ``calibrate``, the build)."""
+    key = submission_key or hidden_secret.notebook_submission_key(Path(notebook))
+    with hidden_secret.submission(key):
+        return _execute_and_measure(
+            notebook,
+            assignment,
+            out_dir,
+            workspace,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            slot=slot,
+            on_stage=on_stage,
+            timings=timings,
+            pictures=pictures,
+            kernel_template=kernel_template,
+        )
+
+
+def _execute_and_measure(
+    notebook: Path,
+    assignment: Assignment,
+    out_dir: Path,
+    workspace: Path,
+    *,
+    unsafe_no_sandbox: bool,
+    slot: int,
+    on_stage: StageCallback | None,
+    timings: dict[str, float] | None,
+    pictures: Sequence[tuple[str, int]],
+    kernel_template: bool,
+) -> dict[str, Any]:
     from .sandbox import ProbeSpec, kernel_template_for, run_submission
 
     stage = on_stage or (lambda _name: None)
@@ -217,6 +253,7 @@ def execute_and_measure(
             "version": assignment.version,
             "fingerprint": assignment.fingerprint(),
             "hidden_secret": hidden_secret.fingerprint(),
+            "submission_key": hidden_secret.current_submission(),
         },
         "environment": assignment.environment(),
         "execution": _execution_summary(execution),

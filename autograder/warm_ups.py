@@ -6,7 +6,11 @@ stages of the grade need:
 
 - the assignment's optional ``prepare(assignment)`` (its data sets, the reference answers'
   sessions): once per process for each loaded assignment and hidden-data secret (``calibrate``, or
-  a test that makes another secret current, prepares again: the hidden data differ);
+  a test that makes another secret current, prepares again: the hidden data differ). Only data
+  of the deployment belongs there (the test set the grader scores models on): the inputs a
+  student's functions receive are drawn per submission (``hidden_secret.submission_generator``)
+  when ``probe_cases`` runs, and cached, where a lesson caches them, by the submission's key;
+  a warm-up done for one submission is never another's draw;
 - the drawing library, once per process for each picture format the grade's reports draw
   (:func:`autograder.report.figure.warm_up`); a grade that draws no picture (``calibrate``, the
   build) warms none.

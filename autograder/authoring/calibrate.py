@@ -10,10 +10,13 @@ may then add more samples from the same run, e.g. its artifacts measured on othe
 tolerance whose measure path starts with a section of such a sample gets it as well (lesson 07:
 every ``models.*`` tolerance sees two hidden test sets per run).
 
-**Tolerances hold for any hidden-data secret.** Calibration never reads the deployment's secret
-(autograder/hidden_secret.py): each run draws a fresh one for the pipeline (the hidden data and
-the probe's seeded cases) and another for the hook, each made current only while it is used, so
-every run measures other hidden data. ``[provenance] hidden_secrets`` lists their fingerprints.
+**Tolerances hold for any hidden-data secret and any submission's draw.** Calibration never
+reads the deployment's secret (autograder/hidden_secret.py): each run draws a fresh one for the
+pipeline (the hidden data and the probe's seeded cases) and another for the hook, each made
+current only while it is used, and a fresh submission key (the reference's notebook is the same
+every run, and a student's inputs are drawn per submission: :func:`hidden_secret.submission_generator`),
+so every run measures other hidden data and other cases. ``[provenance] hidden_secrets`` lists
+the secrets' fingerprints, ``submission_keys`` the keys.
 
 Which tolerances, from which measurements and in which direction comes from the rubric: every
 part with ``tolerance = "key"`` names its ``measure`` path and its ``op``. How a worst case
@@ -39,6 +42,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
+from secrets import token_hex
 from pathlib import Path
 from typing import Any, Callable
 
@@ -155,9 +159,12 @@ def run_reference(
     run: int,
     secrets: tuple[HiddenSecret, HiddenSecret],
     unsafe_no_sandbox: bool,
+    submission: str | None = None,
 ) -> Run:
     """(measurements.json of one run, the assignment's extra samples of that run): the pipeline
-    with ``secrets[0]`` current, the assignment's hook with ``secrets[1]``."""
+    with ``secrets[0]`` current, the assignment's hook with ``secrets[1]``, both drawing for the
+    submission key ``submission`` (a fresh one when None)."""
+    submission = submission or fresh_submission_key()
     from ..pipeline import execute_and_measure
 
     notebook = workdir / "reference.ipynb"
@@ -165,10 +172,17 @@ def run_reference(
     out, workspace = workdir / "out", workdir / "workspace"
     out.mkdir()
     with hidden_secret.using(secrets[0]):
-        measurements = execute_and_measure(notebook, assignment, out, workspace, unsafe_no_sandbox=unsafe_no_sandbox)
+        measurements = execute_and_measure(
+            notebook, assignment, out, workspace, unsafe_no_sandbox=unsafe_no_sandbox, submission_key=submission
+        )
     ctx = CalibrationContext(assignment=assignment, workspace=workspace, run=run, measurements=measurements)
-    with hidden_secret.using(secrets[1]):
+    with hidden_secret.using(secrets[1]), hidden_secret.submission(submission):
         return measurements, assignment.grading.calibration_samples(ctx)
+
+
+def fresh_submission_key() -> str:
+    """A submission key no notebook has (random, and not the hash of any code): one per run."""
+    return "calibrate-" + token_hex(hidden_secret.SUBMISSION_KEY_HEX // 2)
 
 
 def samples_for(path: str, runs: list[Run]) -> list[Any]:
@@ -301,6 +315,7 @@ def provenance(
     solution: Path,
     duration_s: float,
     scores: list[float],
+    submission_keys: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "command": f"autograder calibrate {assignment.id} --runs {runs}",
@@ -308,6 +323,7 @@ def provenance(
         "runs": runs,
         "parameters": {k: [p[k] for p in params] for k in (params[0] if params else {})},
         "hidden_secrets": hidden_secrets,  # fingerprints of the secrets drawn for the runs
+        "submission_keys": submission_keys or [],  # the runs' submission keys (fresh, random)
         "margin": float(config.get("margin", 2.0)),
         "margins": {k: float(v) for k, v in config.get("margins", {}).items()},
         "rules": "upper: (worst + step) × margin, rounded up; lower share: 1 − ((1 − worst) + step) × margin, "
@@ -357,7 +373,7 @@ def calibrate(
     if not solution.is_file():
         raise AssignmentError(f"{solution} is missing: run `autograder build {assignment.id}` first")
     base_nb = nbformat.read(solution, as_version=4)
-    results, params, hidden_secrets = [], [], []
+    results, params, hidden_secrets, submission_keys = [], [], [], []
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="autograder-calibrate-"))
     try:
@@ -368,7 +384,8 @@ def calibrate(
             workdir.mkdir()
             nb = inject_parameters(base_nb, values) if values else base_nb
             secrets = (HiddenSecret.generate(), HiddenSecret.generate())
-            results.append(run_reference(assignment, nb, workdir, i, secrets, unsafe_no_sandbox))
+            submission_keys.append(fresh_submission_key())
+            results.append(run_reference(assignment, nb, workdir, i, secrets, unsafe_no_sandbox, submission_keys[-1]))
             params.append(values)
             hidden_secrets.append(secrets[0].fingerprint())
             if results[-1][1]:
@@ -392,6 +409,16 @@ def calibrate(
             say(f"warning: reference run {i} {params[i]} scores {score}: " + "; ".join(lost))
     path = Path(output) if output else assignment.tolerances_path
     path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance(assignment, runs, params, hidden_secrets, config, solution, time.monotonic() - started, scores)
+    prov = provenance(
+        assignment,
+        runs,
+        params,
+        hidden_secrets,
+        config,
+        solution,
+        time.monotonic() - started,
+        scores,
+        submission_keys,
+    )
     write_atomic(path, render_tolerances(derived, prov))  # a grade never reads half a file
     return path

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from advkit import MARK, TOKEN, WRONG_FUNCTIONS, read_json, require_mode
+from autograder import hidden_secret
 from autograder.probe_format import read_probe_result
 
 pytestmark = pytest.mark.slow
@@ -162,8 +163,13 @@ STOP_BEFORE_PROBE = {
 
 
 @pytest.mark.parametrize("stop", sorted(STOP_BEFORE_PROBE))
-def test_probe_files_written_before_the_probe_earn_nothing(grade_cells, jail_check, short_assignment, stop):
-    """The reference's exact answers, pre-written as the probe's files, then the probe never completes."""
+def test_probe_files_written_before_the_probe_earn_nothing(
+    grade_cells, jail_check, short_assignment, stop, monkeypatch
+):
+    """The reference's exact answers, pre-written as the probe's files, then the probe never completes.
+    Cases are drawn per submission, and a notebook cannot hold the answers to its own key: the key
+    is pinned to the one the answers were computed for, so the files are really perfect."""
+    monkeypatch.setattr(hidden_secret, "notebook_submission_key", lambda _notebook: hidden_secret.NO_SUBMISSION)
     cells = [_write_files_cell(_perfect_probe_files(short_assignment)), WRONG_FUNCTIONS, STOP_BEFORE_PROBE[stop]]
     g = grade_cells(cells, name=f"prewritten-{stop}")
     jail_check(g)

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from advkit import ROOT, TOKEN, require_mode, student_visible
+from autograder import hidden_secret
 from autograder.probe_format import Arg, ProbeCase
 
 pytestmark = pytest.mark.slow
@@ -176,7 +177,8 @@ def test_hidden_probe_inputs_and_grader_paths_never_reach_the_student(
     require_mode(g, jail_mode)
     jail_check(g, compare_to=wrong_baseline, gains_allowed=("reported_results",))
     assert g.execution["probe"] == "completed", g.execution_brief()
-    cases = assignment.grading.probe_cases()
+    with hidden_secret.submission(g.measurements["assignment"]["submission_key"]):
+        cases = assignment.grading.probe_cases()  # the inputs this grade drew (they are per submission)
     functions = g.measurements["functions"]
     # every call ran the attack and raised; the racing thread sometimes swaps in the previous
     # call's record, which the grader refuses as not the probe's (the attack's loss, no leak)

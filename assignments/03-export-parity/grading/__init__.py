@@ -2,7 +2,7 @@
 
 ``probe_cases()``: parity_report on the grader's inputs, then sklearn_probabilities on the hidden
 parity sets and X_test. ``measure(ctx)``: the ``functions``, ``models``, ``parity`` and
-``reported`` sections. ``prepare`` builds the data while the kernel runs. No
+``reported`` sections. ``prepare`` builds the public data while the kernel runs. No
 ``calibration_samples`` (the student's scikit-learn outputs exist only for the sets the probe
 passed, so there is nothing to re-measure on other seeds) and no leaderboard.
 """
@@ -18,8 +18,8 @@ from .parity import measure_model, measure_parity, measure_reported
 
 
 def prepare(assignment) -> None:
+    # the hidden parity sets are the submission's (drawn with its probe cases), not the deployment's
     data.public_split()
-    data.hidden_sets()
 
 
 def measure(ctx) -> dict[str, Any]:

@@ -6,13 +6,14 @@ The public split is the contract's, bit for bit (``RESULTS`` is re-measured on i
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
 
 The hidden parity sets are the grader's own inputs, drawn from the deployment's hidden-data secret
-(stream :data:`HIDDEN_STREAM`, autograder/hidden_secret.py; no seed in the repository, and no
-leaked row gives the others): ``hidden``, rows of the data set resampled with replacement, each feature scaled by
+and the key of the submission being graded (submission stream :data:`HIDDEN_STREAM`,
+autograder/hidden_secret.py; no seed in the repository, no leaked row gives the others, and the
+rows one student's ``sklearn_probabilities`` received are not another's): ``hidden``, rows of the data set resampled with replacement, each feature scaled by
 its own ``1 + N(0, 0.05)`` (new points of the same distribution, features still in their own
 units); and ``hidden_edge``, the first ``n_edge`` of them pushed three times further from the
 training mean (the same shapes, beyond the range the scaler saw). They need no labels: parity
 compares the student's ONNX model with the student's own scikit-learn pipeline on them. Arrays are
-float32, cached per process and read-only.
+float32, cached per process by secret and submission key, and read-only.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class Public:
 
 @dataclass(frozen=True)
 class Hidden:
-    seed: str  # "secret:<fingerprint>" of the secret it was drawn from
+    seed: str  # "secret:<fingerprint>/submission:<key>" it was drawn from
     X: np.ndarray  # "hidden"
     X_edge: np.ndarray  # "hidden_edge"
 
@@ -68,19 +69,24 @@ def public_split() -> Public:
 
 
 @lru_cache(maxsize=8)
-def make_hidden(secret: HiddenSecret, n: int = N_HIDDEN, n_edge: int = N_EDGE) -> Hidden:
-    """The hidden parity sets of ``secret`` (see the module's docstring)."""
+def make_hidden(
+    secret: HiddenSecret, n: int = N_HIDDEN, n_edge: int = N_EDGE, submission: str = hidden_secret.NO_SUBMISSION
+) -> Hidden:
+    """The hidden parity sets of ``secret`` for the submission key ``submission`` (see the module's docstring)."""
     public = public_split()
     pool = np.concatenate([public.X_train, public.X_test]).astype(np.float64)
-    rng = secret.generator(HIDDEN_STREAM)
+    rng = secret.generator(HIDDEN_STREAM, submission)
     X = pool[rng.integers(0, len(pool), n)] * (1.0 + rng.normal(0.0, NOISE, (n, pool.shape[1])))
     mu = public.X_train.astype(np.float64).mean(axis=0)
     X_edge = mu + EDGE_FACTOR * (X[:n_edge] - mu)
-    hidden = Hidden(f"secret:{secret.fingerprint()}", X.astype(np.float32), X_edge.astype(np.float32))
+    seed = f"secret:{secret.fingerprint()}/submission:{submission}"
+    hidden = Hidden(seed, X.astype(np.float32), X_edge.astype(np.float32))
     _frozen(hidden.X, hidden.X_edge)
     return hidden
 
 
 def hidden_sets() -> Hidden:
-    """The grader's hidden parity sets, from the secret in effect (``hidden_secret.current()``)."""
-    return make_hidden(hidden_secret.current())
+    """The grader's hidden parity sets, from the secret and the submission in effect
+    (``hidden_secret.current()``, ``hidden_secret.current_submission()``): the probe hands them
+    to ``sklearn_probabilities`` and ``parity.py`` runs the student's ONNX model on the same rows."""
+    return make_hidden(hidden_secret.current(), submission=hidden_secret.current_submission())

@@ -20,7 +20,9 @@ float32-exact values, one most probable class per row), so a precision or tie sl
 which arithmetic the notebook's parity_report follows, for judging RESULTS (``parity.py``).
 
 ``sklearn_probabilities(X)`` is called on the grader's hidden parity sets and on the contract's
-X_test (``data.py``); its outputs are data for ``parity.py``, never compared here.
+X_test (``data.py``); its outputs are data for ``parity.py``, never compared here. Every random
+input here is drawn for the submission being graded (``hidden_secret.submission_generator``): one
+student's leaked cases are not another's.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from autograder.probe_format import Arg, ProbeCase, ProbeResult
 
 from . import data
 
-PROBE_STREAM = "03-export-parity/probe-cases"  # parity_report's random inputs: a stream of the hidden-data secret
+PROBE_STREAM = "03-export-parity/probe-cases"  # parity_report's random inputs: a submission stream
 SKLEARN_FUNCTION = "sklearn_probabilities"
 SKLEARN_SETS = ("hidden", "hidden_edge", "public_test")
 FLOAT64_ROUNDING = Tolerance(rtol=float(4 * np.finfo(np.float64).eps), atol=float(np.finfo(np.float64).tiny))
@@ -146,7 +148,7 @@ def sklearn_cases() -> list[ProbeCase]:
 
 def probe_cases() -> list[ProbeCase]:
     """Every call the probe makes, in order: parity_report's cases, then the parity sets."""
-    return parity_report_cases(hidden_secret.generator(PROBE_STREAM)) + sklearn_cases()
+    return parity_report_cases(hidden_secret.submission_generator(PROBE_STREAM)) + sklearn_cases()
 
 
 # ---------------------------------------------------------------- the reference's answers

@@ -42,7 +42,8 @@ PARAMETERS = {
     "dequantize": ("q", "scale", "zero_point"),
     "choose_qparams": ("rmin", "rmax", "dtype", "symmetric"),
 }
-PROBE_STREAM = "07-quantization/probe-cases"  # the random inputs: a stream of the hidden-data secret
+PROBE_STREAM = "07-quantization/probe-cases"  # the random inputs: a submission stream of the hidden-data secret
+WARM_UP_STREAM = "07-quantization/warm-up-cases"  # warm_references' inputs (answers dropped)
 
 
 def _reference():
@@ -291,8 +292,9 @@ def choose_qparams_cases(rng: np.random.Generator) -> list[ProbeCase]:
 
 
 def probe_cases() -> list[ProbeCase]:
-    """The grader's hidden probe inputs, in order (ties first, so a first mismatch names them)."""
-    rng = hidden_secret.generator(PROBE_STREAM)
+    """The grader's hidden probe inputs, in order (ties first, so a first mismatch names them); the
+    random ones drawn for the submission being graded (``hidden_secret.submission_generator``)."""
+    rng = hidden_secret.submission_generator(PROBE_STREAM)
     return quantize_cases(rng) + dequantize_cases(rng) + choose_qparams_cases(rng)
 
 
@@ -383,8 +385,11 @@ EXPECTATIONS: dict[str, Callable[[ProbeCase], Any]] = {
 def warm_references() -> None:
     """Every probe case's reference answer computed once and dropped: imports onnx and onnxruntime
     and builds the reference sessions (cached), so that measuring after the probe starts warm
-    (``prepare`` calls it while the kernel runs)."""
-    for case in probe_cases():
+    (``prepare`` calls it while the kernel runs). On cases of its own stream: ``prepare`` is once
+    per process and secret, never a submission's (autograder/warm_ups.py), and the sessions it
+    warms are the same for any inputs."""
+    rng = hidden_secret.generator(WARM_UP_STREAM)
+    for case in quantize_cases(rng) + dequantize_cases(rng) + choose_qparams_cases(rng):
         EXPECTATIONS[case.function](case)
 
 
