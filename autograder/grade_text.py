@@ -12,7 +12,9 @@ Templates take placeholders in braces; ``{{`` and ``}}`` are literal braces and 
 - ``{tolerances.dynamic_model.accuracy_drop_max}``: a tolerance;
 - ``{path:fmt}``: the same with an explicit format (``{models.fp32.param_count:int}``).
 Without ``:fmt`` other values are formatted ``auto`` (ints with thousands separators, floats to
-four significant digits). A sentence whose placeholder has no value (missing or errored) is left
+four significant digits). A measurement the leak budget declares (:mod:`autograder.leak_budget`)
+is shown only as it allows, whatever the template asks: a number measured on hidden data as its
+relation to the threshold (``not ≥ 85.0%``), a fixed field as its fixed words. A sentence whose placeholder has no value (missing or errored) is left
 out, so no ``?`` stands in for a number; a message left empty falls back to the default.
 
 Formats: ``text``, ``int`` (66,817), ``float3`` (0.031), ``percent`` (3.1%), ``pp`` (a
@@ -28,6 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import leak_budget
 from .dotted import is_number, lookup
 
 FORMATS = ("text", "int", "float3", "percent", "pp", "bytes", "ratio", "auto")
@@ -94,6 +97,8 @@ def render(
         if reason is not None:
             missing = True
             return UNKNOWN
+        if source is measurements:
+            return shown_placeholder(measurements, path, value, fmt or "auto")
         return format_value(value, fmt or "auto")
 
     kept = []
@@ -103,6 +108,41 @@ def render(
         if not missing:
             kept.append(filled)
     return " ".join(kept)
+
+
+HIDDEN_NUMBER = "a value measured on hidden data"
+
+
+def shown_measured(
+    measurements: Mapping[str, Any], path: str, measured: Any, fmt: str, passed: bool, op: str, limit: Any
+) -> tuple[str, Any]:
+    """A part's ``{measured}`` as the student reads it, and the value an explicit
+    ``{measured:fmt}`` formats: a number measured on hidden data is its relation to the threshold
+    only (:func:`autograder.leak_budget.verdict_text`); other declared fields as
+    :func:`shown_placeholder`; anything else formatted as it is."""
+    field = leak_budget.field_of(leak_budget.lesson_of(measurements), path)
+    if field is not None and field.shown == leak_budget.VERDICT and is_number(measured):
+        text = leak_budget.verdict_text(passed, OP_TEXT[op], threshold_text(op, limit, fmt))
+        return text, text
+    replaced, value = leak_budget.shown_value(measurements, path, measured)
+    return (format_value(value, fmt), value) if replaced else (format_value(measured, fmt), measured)
+
+
+def shown_placeholder(measurements: Mapping[str, Any], path: str, value: Any, fmt: str) -> str:
+    """A measurement a template names, as the leak budget lets the student read it
+    (:mod:`autograder.leak_budget`): a number measured on hidden data is not shown, a fixed or
+    closed field reads its words; anything else is formatted with ``fmt``."""
+    field = leak_budget.field_of(leak_budget.lesson_of(measurements), path)
+    if field is not None and field.shown == leak_budget.VERDICT and is_number(value):
+        return HIDDEN_NUMBER
+    _, value = leak_budget.shown_value(measurements, path, value)
+    return format_value(value, fmt)
+
+
+def shown_reason(reason: str | None) -> str | None:
+    """Why a part was not measured, as the student reads it: a model's failure on the grader's
+    rows cut to its category (:func:`autograder.leak_budget.run_failure_words`)."""
+    return leak_budget.run_failure_words(reason) if isinstance(reason, str) else reason
 
 
 def threshold_text(op: str, threshold: Any, fmt: str) -> str:

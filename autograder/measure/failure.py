@@ -4,9 +4,10 @@ The facts of :mod:`.compare` hold the grader's own renderings of the expected an
 (for ``measurements.json``, which only the course staff read). What the student reads about a
 failed call comes from here instead, and carries nothing of the hidden case's values:
 
-- **an exception**: its type and message, as the student's own code raised them, with every
-  number masked (:func:`autograder.student_text.mask`): ``OverflowError: Python integer <n> out
-  of bounds for uint8``;
+- **an exception**: its type only, from a closed list of builtin and library exception classes
+  (:func:`autograder.leak_budget.exception_name`; a class the notebook defined reads "an exception
+  of a type defined in the notebook or a library"): ``OverflowError``. The probe keeps no message
+  or traceback of a call (``sandbox/probe_run.py``);
 - **the argument types** of that call, from the case itself (:func:`describe_arguments`):
   ``x a float32 array of shape (6,), scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar``;
 - **a wrong result**: its kind, dtype and shape against the expected ones (a returned shape or
@@ -22,13 +23,11 @@ failed call comes from here instead, and carries nothing of the hidden case's va
   notebook's own (``from onnxruntime.quantization import quantize`` after the definition).
 
 Exception text is student-controlled and the function held the hidden input when it raised
-(``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls).
-So it goes through :func:`autograder.student_text.mask`, which does not try to recognise the
-inputs: it masks every word holding a number in any script (except NumPy's dtype names such as
-``uint8``), every character outside printable ASCII (one CJK character per byte), every long word
-or run (hex, base64), keeps one line and bounds the length. What is left can still spell data in
-ASCII words; it is at most :data:`MAX_MESSAGE` characters per group of cases (SECURITY.md states
-the capacity). The probe's record of the call was masked the same way as the grader read it.
+(``raise ValueError(repr(x))``, or anything computed from it, or from the inputs of earlier calls),
+so none of it is shown: SECURITY.md ("The leak budget") counts the bits each field above can carry
+(:mod:`autograder.leak_budget`). A wrong dict's unexpected keys are counted, never named; which
+elements differ is one of three words (one, some, all); a returned tuple is told by its count and
+its first value's kind.
 """
 
 from __future__ import annotations
@@ -38,11 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from ..leak_budget import exception_name
 from ..probe_format import Arg, CaseOutput, ProbeCase
 from ..student_text import mask
 
-MAX_MESSAGE = 160  # characters of an exception message, after masking (student_text.mask)
-MAX_TYPE = 60  # characters of an exception type's name
+MAX_MESSAGE = 160  # characters of a masked message (student_text.mask), where one is still shown
+MAX_TYPE = 60  # characters of an exception type's words (leak_budget.OTHER_EXCEPTION fits)
 STEP_BUCKETS = (1, 2, 10, 100)
 REL_BUCKETS = ((1e-6, "1e-6"), (1e-3, "0.1%"), (1e-2, "1%"), (0.1, "10%"), (1.0, "100%"))
 
@@ -62,6 +62,7 @@ def _array_kind(a: np.ndarray, kind: str) -> str:
 
 
 MAX_COUNT_SHOWN = 4  # how many values a returned tuple is said to hold, at most
+MAX_NDIM_SHOWN = 4  # dimensions of a returned shape, told exactly up to this many
 
 
 def shape_words(shape: Sequence[int]) -> str:
@@ -70,6 +71,8 @@ def shape_words(shape: Sequence[int]) -> str:
     dimensions, and whether it holds no element. ``a 2-d shape``, ``a 0-d shape``."""
     shape = tuple(shape)
     empty = " with no element" if any(int(d) == 0 for d in shape) else ""
+    if len(shape) > MAX_NDIM_SHOWN:
+        return f"a shape of more than {MAX_NDIM_SHOWN} dimensions{empty}"
     return f"a {len(shape)}-d shape{empty}"
 
 
@@ -82,9 +85,10 @@ def kind_words(values: Sequence[np.ndarray], is_tuple: bool) -> str:
     """What came back, by kind, dtype and :func:`shape_words` only: ``one int64 array of a 1-d shape``."""
     if not is_tuple and len(values) == 1:
         return f"one {values[0].dtype} array of {shape_words(values[0].shape)}"
-    inner = ", ".join(f"{v.dtype} of {shape_words(v.shape)}" for v in values[:MAX_COUNT_SHOWN])
-    more = ", …" if len(values) > MAX_COUNT_SHOWN else ""
-    return f"a tuple of {count_words(len(values))} ({inner}{more})"
+    if not values:
+        return f"a tuple of {count_words(0)}"
+    more = ", …" if len(values) > 1 else ""  # the first only: each one more is bits (leak_budget)
+    return f"a tuple of {count_words(len(values))} ({values[0].dtype} of {shape_words(values[0].shape)}{more})"
 
 
 def describe_type(a: Any) -> str:
@@ -157,6 +161,16 @@ def _bucket_relative(rel: float) -> str:
     return "by more than the expected value itself"
 
 
+def _differ_words(n_bad: int, size: int) -> str:
+    """How many elements differ, in three words (one, some, all): the count itself is the
+    student's function's choice on the hidden input (autograder.leak_budget)."""
+    if size <= 1:
+        return "the value differs"
+    if n_bad >= size:
+        return f"all {size} elements differ"
+    return f"1 of {size} elements differ" if n_bad == 1 else f"some of {size} elements differ"
+
+
 def value_account(
     expected: np.ndarray, got: np.ndarray, ok: np.ndarray, step: float | None, unit: str | None = None
 ) -> str:
@@ -166,7 +180,7 @@ def value_account(
     integer = np.asarray(expected).dtype.kind in "iub"  # one integer is one unit
     e = np.asarray(expected, dtype=np.float64).reshape(-1)[bad]
     g = np.asarray(got).astype(np.float64).reshape(-1)[bad]
-    count = f"{int(bad.sum())} of {bad.size} elements differ" if bad.size > 1 else "the value differs"
+    count = _differ_words(int(bad.sum()), bad.size)
     with np.errstate(all="ignore"):
         diff = np.abs(g - e)
         if np.any(np.isnan(g)):
@@ -182,16 +196,12 @@ def keys_words(which: str, keys: Sequence[str], shown: int, width: int) -> str:
     """A dict's wrong keys: ``missing the key 'Conv'`` (the expected keys, the grader's own words)
     or ``has 2 keys not expected: '<…>', 'Gelu'`` (the student's keys, made while the hidden
     input was in reach: masked, :func:`autograder.student_text.mask`)."""
-    if which == "missing":
-        names = [repr(k) if len(repr(k)) <= width else repr(k)[: width - 2] + "…'" for k in keys[:shown]]
-    else:
-        names = [mask(repr(k), width) for k in keys[:shown]]
-    more = ", …" if len(keys) > shown else ""
-    listed = ", ".join(names) + more
     n = count_words(len(keys))
-    if which == "missing":
-        return f"missing the key {listed}" if len(keys) == 1 else f"missing {n} keys: {listed}"
-    return f"has a key not expected: {listed}" if len(keys) == 1 else f"has {n} keys not expected: {listed}"
+    if which != "missing":  # the student's keys, made while the hidden input was in reach: not named
+        return "has a key not expected" if len(keys) == 1 else f"has {n} keys not expected"
+    names = [repr(k) if len(repr(k)) <= width else repr(k)[: width - 2] + "…'" for k in keys[:shown]]
+    listed = ", ".join(names) + (", …" if len(keys) > shown else "")
+    return f"missing the key {listed}" if len(keys) == 1 else f"missing {n} keys: {listed}"
 
 
 def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
@@ -213,8 +223,8 @@ def replaced(name: str, origin: Mapping[str, Any] | None) -> str | None:
 
 
 def error_account(output: CaseOutput) -> str:
-    """``OverflowError: Python integer <n> out of bounds for uint8``, masked and bounded."""
+    """``OverflowError``: the exception's type from a closed list
+    (:func:`autograder.leak_budget.exception_name`), never its message (the call wrote it while it
+    held the hidden inputs)."""
     err = output.error if isinstance(output.error, dict) else {}
-    kind = mask(err.get("type") or "an exception", MAX_TYPE)
-    message = mask(err.get("message") or "", MAX_MESSAGE)
-    return f"{kind}: {message}" if message else kind
+    return exception_name(err.get("type"))

@@ -25,17 +25,21 @@ def label_agreement(p: np.ndarray, r: np.ndarray) -> float:
     return float(np.mean(np.argmax(p, axis=1) == np.argmax(r, axis=1)))
 
 
+NOT_FINITE = "probabilities contain NaN or infinity"
+OUT_OF_RANGE = "probabilities fall outside [0, 1]"
+ROWS_NOT_ONE = f"probability rows do not sum to 1 (± {PROB_SUM_ATOL})"
+
+
 def probability_problems(p: np.ndarray) -> list[str]:
-    """Why ``p`` is not a batch of class distributions (empty when it is)."""
+    """Why ``p`` is not a batch of class distributions (empty when it is), in fixed sentences:
+    ``p`` may be a model's outputs on the grader's hidden rows, so no count, range or sum of it is
+    told (a model can map a hidden row into its range: SECURITY.md, "The leak budget")."""
     if not np.all(np.isfinite(p)):
-        return [f"probabilities contain NaN or infinity ({int(np.sum(~np.isfinite(p)))} values)"]
+        return [NOT_FINITE]
     problems = []
-    lo, hi = float(np.min(p)), float(np.max(p))
-    if lo < -PROB_SUM_ATOL or hi > 1 + PROB_SUM_ATOL:
-        problems.append(f"probabilities range over [{lo:.4g}, {hi:.4g}], outside [0, 1]")
+    if float(np.min(p)) < -PROB_SUM_ATOL or float(np.max(p)) > 1 + PROB_SUM_ATOL:
+        problems.append(OUT_OF_RANGE)
     sums = np.sum(p.astype(np.float64), axis=1)
     if np.any(np.abs(sums - 1.0) > PROB_SUM_ATOL):
-        problems.append(
-            f"probability rows sum to {float(sums.min()):.4g}…{float(sums.max()):.4g}, not 1 (± {PROB_SUM_ATOL})"
-        )
+        problems.append(ROWS_NOT_ONE)
     return problems

@@ -49,7 +49,7 @@ from ..probe_format import (
     decode_result,
     inline_cases,
 )
-from ..student_text import mask
+from ..leak_budget import exception_name, result_type_name
 from .probe import case_source, finish_source, setup_source
 
 PROBE_MAX_S = 120.0  # the calls themselves, at most (and at most one cell limit)
@@ -62,7 +62,12 @@ MiB = 1024 * 1024
 CASE_RECORD_MAX_BYTES = 64 * 1024 + RESULT_LIMITS.encoded_bytes  # a call's record, its result's encoding included
 OUTPUTS_MAX_BYTES = 64 * MiB  # all results' arrays together (the probe itself stops at 32 MB)
 ENCODINGS_MAX_BYTES = 16 * MiB  # all results' encodings together (probe_report.json stays readable)
-ERROR_CAPS = {"type": 100, "message": 1000, "traceback": 3000}
+# what the student and the staff read of a call that did not return a usable result: fixed words
+STATUS_WORDS = {
+    "raised": "",
+    "unconvertible": "returned a value the probe could not convert",
+    "missing_function": "the function is not defined",
+}
 STATUSES = ("ok", "raised", "unconvertible", "missing_function")
 # Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
 # message can cause; every other exception there comes from handling what the kernel sent.
@@ -77,6 +82,18 @@ def _origin(origin: dict) -> dict[str, Any]:
     params = origin.get("params")
     if isinstance(params, list):
         kept["params"] = [p[:50] for p in params[:20] if isinstance(p, str)]
+    return kept
+
+
+def closed_error(status: str, error: Any) -> dict[str, str]:
+    """A call's error as the grader keeps it: the exception's type from a closed list
+    (:func:`~autograder.leak_budget.exception_name`), the grader's sentence for ``status``, and which
+    bound a result broke (:data:`~autograder.probe_format.LIMIT_WORDS`); never the message or the
+    traceback, which the call wrote while it held the hidden inputs."""
+    error = error if isinstance(error, dict) else {}
+    kept = {"type": exception_name(error.get("type")), "message": STATUS_WORDS.get(status, ""), "traceback": ""}
+    if error.get("limit") in LIMIT_WORDS:  # which bound: the grader words it (compare)
+        kept["limit"] = error["limit"]
     return kept
 
 
@@ -150,13 +167,10 @@ class ProbeRun:
         try:
             rec = safe_files.load_json(self.workspace, CASE_FILE, CASE_RECORD_MAX_BYTES)
             arrays = safe_files.load_npz(self.workspace, CASE_ARRAYS, max(1, OUTPUTS_MAX_BYTES - self._bytes))
-        except UnsafeFileError as e:
+        except UnsafeFileError:
             self.report["cases"][case.id] = {
                 "status": "unconvertible",
-                "error": {
-                    "type": "ProbeError",
-                    "message": mask(f"the probe's record of this call is unusable: {e}", 300),
-                },
+                "error": {"type": "ProbeError", "message": "the probe's record of this call is unusable"},
             }
             return
         if not isinstance(rec, dict) or rec.get("id") != case.id or rec.get("status") not in STATUSES:
@@ -166,15 +180,15 @@ class ProbeRun:
             }
             return
         kept: dict[str, Any] = {"status": rec["status"]}
-        # made while the call held hidden inputs: masked on the way in (autograder.student_text)
-        if isinstance(rec.get("error"), dict):
-            kept["error"] = {k: mask(rec["error"].get(k, ""), cap) for k, cap in ERROR_CAPS.items()}
-            if rec["error"].get("limit") in LIMIT_WORDS:  # which bound: the grader words it (compare)
-                kept["error"]["limit"] = rec["error"]["limit"]
+        # made while the call held hidden inputs: no text of it is kept, only closed words
+        # (autograder.leak_budget): the exception's type from a closed list, the grader's own
+        # sentence for the status, which bound a result broke
+        if isinstance(rec.get("error"), dict) or rec["status"] != "ok":
+            kept["error"] = closed_error(rec["status"], rec.get("error"))
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
-            kept["python_type"] = mask(rec["python_type"], 100)
+            kept["python_type"] = result_type_name(rec["python_type"])
         own = f"c{index}"
         mine = {
             k: a
@@ -184,7 +198,7 @@ class ProbeRun:
         if rec["status"] == "ok":
             why = self._unusable_result(rec.get("value"), mine, index)
             if why:
-                error = {"type": "ProbeError", "message": mask(f"the result is not usable: {why}", 300)}
+                error = {"type": "ProbeError", "message": "the result is not usable"}
                 if why == LIMIT_WORDS["total"]:
                     error["limit"] = "total"
                 self.report["cases"][case.id] = {"status": "unconvertible", "error": error}

@@ -233,7 +233,7 @@ def test_one_wrong_kind_of_input_costs_that_kinds_share_only(rubric_and_toleranc
     check = next(c for c in grade["checks"] if c["id"] == function)
     assert check["max_score"] - check["score"] == part["points"]
     failed = next(p for p in check["parts"] if not p["passed"])
-    assert "raised ValueError: wrong kind (the call: " in failed["message"], failed["message"]
+    assert "raised ValueError (the call: " in failed["message"], failed["message"]
 
 
 # ---------------------------------------------------------------- each bug: its parts, its words
@@ -246,7 +246,7 @@ BUGS = [
         "quantize",
         quantize_loop_zero_point_own_type,
         {"saturation", "zero_point_bounds"},
-        "raised OverflowError: Python integer <n> out of bounds for uint8 (the call: x a float32 array of shape (6,), "
+        "raised OverflowError (the call: x a float32 array of shape (6,), "
         "scale a numpy.float32 scalar, zero_point a numpy.uint8 scalar, dtype np.uint8)",
     ),
     (
@@ -259,7 +259,7 @@ BUGS = [
         "quantize",
         quantize_no_lists,
         {"list", "empty", "scalar"},
-        "raised AttributeError: 'list' object has no attribute 'astype'",
+        "raised AttributeError",
     ),
     ("quantize", quantize_rounds_half_up, {"ties"}, "elements differ, by 1 step"),
     ("quantize", quantize_rounds_half_away_from_zero, {"ties"}, "elements differ, by 1 step"),
@@ -269,13 +269,13 @@ BUGS = [
         {"uint8", "zero_point_bounds", "scalar", "multi_dim", "random"},
         "by more than 100 steps",
     ),
-    ("dequantize", dequantize_no_empty, {"empty"}, "raised ValueError: zero-size array to reduction operation"),
+    ("dequantize", dequantize_no_empty, {"empty"}, "raised ValueError (the call: q a uint8 array"),
     ("choose_qparams", choose_qparams_no_widening, {"positive_only", "negative_only"}, "scale: dtype"),
     (
         "choose_qparams",
         choose_qparams_divides_by_zero,
         {"degenerate"},
-        "raised ZeroDivisionError: float division by zero",
+        "raised ZeroDivisionError",
     ),
 ]
 
@@ -309,7 +309,7 @@ def test_an_import_that_replaced_the_function_is_named(rubric_and_tolerances):
     assert check["score"] == 0 and all(
         p["message"].count("is not the function defined in the notebook") == 1 for p in check["parts"]
     )
-    assert "replaced it); raised TypeError: " in check["parts"][0]["message"]
+    assert "replaced it); raised TypeError (the call: " in check["parts"][0]["message"]
     # the notebook's own function (module __main__) is never called replaced
     own = {"quantize": {"module": "__main__", "qualname": "quantize", "params": ["x", "scale", "zero_point", "dtype"]}}
     assert fn.measure_functions(CASES, run_probe(HONEST, own))["quantize"]["replaced"] is None
@@ -375,7 +375,7 @@ def test_no_hidden_value_reaches_the_feedback(rubric_and_tolerances):
     ]
     shown = "\n".join(texts)
     assert len(texts) == len(GROUPS)
-    assert re.search(r"raised <n>: \[\[<(n|…)>", shown)  # the exception is there, its numbers masked
+    assert "raised an exception of a type defined in the notebook" in shown  # its type, no message
     for case in cases:
         for a in case.args:
             v = np.asarray(decode_value(a))

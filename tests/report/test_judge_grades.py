@@ -40,7 +40,9 @@ def test_grade_partial_credit_is_the_sum_of_passed_parts():
     assert dyn["score"] == 10.0 and dyn["max_score"] == 15.0 and dyn["passed"] is False
     quantize = check(grade, "quantize")
     assert quantize["score"] == 2.0 and quantize["passed"] is False
-    assert part(grade, "quantize", "agrees")["message"] == "34 of 40 cases agree (85.0%), expected 100.0%"
+    assert (
+        part(grade, "quantize", "agrees")["message"] == "not all of 40 cases agree (not ≥ 100.0%), expected 100.0%"
+    )  # leak_budget: no count
     assert grade["score"] == sum(c["score"] for c in grade["checks"]) == 25.0
     assert grade["max_score"] == 60.0
 

@@ -47,7 +47,7 @@ def test_feedback_shows_the_total_when_every_check_is_visible():
 
 def test_feedback_shows_measured_threshold_and_hint_for_failed_parts(failing):
     text = feedback_markdown(*failing)
-    assert "measured `85.0%`, expected ≥ `100.0%`" in text
+    assert "measured `not ≥ 100.0%`, expected ≥ `100.0%`" in text
     assert "**Hint:** round half to even with np.rint" in text
     assert "not measured: artifacts/int8_qdq.onnx is missing" in text
     assert "your model has 66,817 parameters" not in text  # the size part that uses it passed

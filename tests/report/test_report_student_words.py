@@ -156,8 +156,9 @@ def test_an_accuracy_drop_is_in_percentage_points(assignment07):
     measurements = {"models": {"int8_dynamic": {"quality": {"accuracy_drop": 0.126}}}}
     grade = judge(assignment07.rubric(), assignment07.tolerances(), measurements)
     part = _part(grade, "dynamic_model", "accuracy drop")
-    assert part["measured_text"] == "12.6 pp" and part["threshold_text"].endswith(" pp")
-    assert part["message"].startswith("accuracy drops by 12.6 pp (percentage points)")
+    # measured on hidden data: shown as its relation to the threshold only (leak_budget)
+    assert part["measured_text"] == "not ≤ " + part["threshold_text"] and part["threshold_text"].endswith(" pp")
+    assert part["message"].startswith("the accuracy drop against your fp32 model on the hidden test set is not ≤ ")
     assert "%" not in part["message"]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from autograder.errors import UnsafeFileError
+from autograder.leak_budget import exception_name
 from autograder.measure import metrics, probabilities
 from autograder.measure.failure import shape_words
 from autograder.measure.model_interface import ModelInterface, TensorSpec
@@ -112,10 +113,8 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
         n = len(case.raw(0))
         if got is None or got.status != "ok":
             err = (got.error or {}) if got else {}
-            return (
-                f"{SKLEARN_FUNCTION} failed on {n} rows of the grader's data: "
-                f"{err.get('type', 'no result')}: {str(err.get('message', ''))[:200]}"
-            )
+            what = exception_name(err.get("type")) if got and got.status == "raised" else "no usable result"
+            return f"{SKLEARN_FUNCTION} failed on {n} rows of the grader's data: {what}"  # no message: leak_budget
         if got.is_tuple or len(got.values) != 1:
             return f"{SKLEARN_FUNCTION} returned a tuple, expected one [N, 2] array of probabilities"
         p = got.values[0]

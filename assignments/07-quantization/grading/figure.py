@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.leak_budget import run_failure_words
 from autograder.measure import metrics
 
 from . import data
@@ -141,7 +142,7 @@ def _no_figure(runs: dict[str, Any], models: dict[str, Any]) -> str | None:
 
 
 def _short(reason: object, limit: int = 200) -> str:
-    text = " ".join(str(reason).split())
+    text = run_failure_words(" ".join(str(reason).split()))  # a run failure's category only (leak_budget)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
