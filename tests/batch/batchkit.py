@@ -150,6 +150,50 @@ def write_notebook(path: Path, **fake: Any) -> Path:
 GOOD = dict(agree=1.0, dyn=(0.27, 0.04), qdq=(0.30, 0.05))
 
 
+BATCH_PID_ENV = "BATCHKIT_BATCH_PID"
+
+
+def batch_in_child(*args, **kwargs) -> dict:
+    """``run_batch(*args, **kwargs)`` in a child process this test owns (forked: the fake stages
+    installed by the test come along), so a fake stage's Ctrl-C (``interrupt_parent_once``) reaches
+    that child, never the pytest process. Returns what the child saw: the exception ``run_batch``
+    raised (its class name, or None) and how many of its own children were still alive after it."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_run_batch_child, args=(send, args, kwargs), daemon=False)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(300):
+            raise AssertionError("the batch in the child did not end within 300 s")
+        seen = receive.recv()
+    finally:
+        child.join(60)
+        if child.is_alive():  # our own child, by its pid
+            child.kill()
+            child.join()
+    assert child.exitcode == 0, f"the batch's child exited {child.exitcode}: {seen}"
+    return seen
+
+
+def _run_batch_child(send, args, kwargs) -> None:
+    import multiprocessing
+
+    from autograder.batch import run_batch
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever pytest set
+    os.environ[BATCH_PID_ENV] = str(os.getpid())
+    raised = None
+    try:
+        run_batch(*args, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - reported to the test, which asserts which
+        raised = type(e).__name__
+    send.send({"raised": raised, "children_left": len(multiprocessing.active_children())})
+    send.close()
+
+
 def fake_stages(log: Path):
     """A stand-in for ``pipeline.execute_and_measure`` driven by the notebook's metadata."""
 
@@ -177,8 +221,11 @@ def fake_stages(log: Path):
             marker = log.with_suffix(".interrupted")
             if not marker.exists():
                 marker.write_text("1")
+                batch = int(os.environ.get(BATCH_PID_ENV, "0"))
+                if batch != os.getppid():  # only the batch process a test started for this (batch_in_child)
+                    raise RuntimeError(f"interrupt_parent_once outside batch_in_child ({BATCH_PID_ENV}={batch})")
                 try:
-                    os.kill(os.getppid(), signal.SIGINT)
+                    os.kill(batch, signal.SIGINT)  # Ctrl-C in the batch's own process
                     time.sleep(10)  # the parent stops us (SIGTERM) long before this ends
                 finally:  # stands for the sandbox's cleanups (kernel shutdown, workspace removal)
                     log.with_suffix(".cleaned").write_text("1")
@@ -209,6 +256,8 @@ def fake_stages(log: Path):
             "output_truncated": False,
             "isolation": {"mode": "bwrap", "layers": ["fake"], "warnings": []},
         }
+        if "cpu_denied_share" in fake:  # how starved the timed-out kernel was (None: unknown)
+            execution["cpu_denied_share"] = fake["cpu_denied_share"]
         write_json_atomic(Path(out_dir) / "execution.json", execution)
         from autograder.environment import environment_versions
 

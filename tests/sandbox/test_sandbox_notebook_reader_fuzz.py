@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.sandbox.notebook import (
+    MAX_INT_DIGITS,
     MAX_JSON_ARRAYS,
     MAX_NOTEBOOK_BYTES,
     LoadedNotebook,
@@ -167,14 +168,63 @@ def test_any_bytes_give_a_notebook_or_a_reason_and_cost_the_grader_little(data):
     assert all(isinstance(v, str) and len(v) <= 101 for v in answer.declared.values())
 
 
+def _big_int(value) -> bool:
+    """Some integer in ``value`` has more digits than the reader takes (it refuses those)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) >= 10**MAX_INT_DIGITS
+    if isinstance(value, dict):
+        return any(_big_int(v) for v in value.values())
+    return isinstance(value, list) and any(_big_int(v) for v in value)
+
+
+def must_be_read(nb: dict) -> bool:
+    """A small notebook the reader has to accept: format 4 or later, a list of cells each naming
+    its type, every code cell's source text or a list of lines, no integer over the digit limit.
+    (The limits on size, objects, lists and code are far above what the strategies generate.)"""
+    major, cells = nb["nbformat"], nb["cells"]
+    if not isinstance(major, int) or isinstance(major, bool) or major < 4 or not isinstance(cells, list):
+        return False
+    for cell in cells:
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            return False
+        source = cell.get("source", "")
+        if cell["cell_type"] == "code" and not (
+            isinstance(source, str) or isinstance(source, list) and all(isinstance(s, str) for s in source)
+        ):
+            return False
+    return not _big_int(nb)
+
+
+def test_must_be_read_tells_notebooks_from_the_rest():
+    """The rule above, on hand-made cases: a reader refusing everything would fail the test below."""
+    good = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "source": ["a", "b"]}]}
+    assert must_be_read(good) and must_be_read({**good, "cells": [{"cell_type": "odd", "source": 3}]})
+    for bad in (
+        {**good, "nbformat": 3},
+        {**good, "nbformat": True},
+        {**good, "cells": {}},
+        {**good, "cells": [{"source": "x"}]},
+        {**good, "cells": [{"cell_type": "code", "source": ["a", 1]}]},
+        {**good, "metadata": {"n": 10**4400}},
+    ):
+        assert not must_be_read(bad), bad
+    answer, _ = _read(json.dumps(good).encode())
+    assert isinstance(answer, LoadedNotebook) and [c.source for c in answer.cells] == ["ab"]
+
+
 @FUZZ
 @given(notebooks)
 def test_a_format_4_notebook_reads_whole_and_its_declared_assignment_comes_back(nb):
+    """Every generated notebook that must be read is read (its cells, in order, and what it
+    declares); the others are refused with a reason for the student."""
     data = json.dumps(nb).encode()
     answer, _ = _read(data)
-    if isinstance(answer, UnreadableNotebook):
-        _assert_student_facing(answer)
+    if not must_be_read(nb):
+        if isinstance(answer, UnreadableNotebook):
+            _assert_student_facing(answer)
         return
+    assert isinstance(answer, LoadedNotebook), f"refused a notebook it must read: {answer}"
+    assert [(c.index, c.source) for c in answer.cells] == _expected_code_cells(data)
     meta = nb["metadata"] if isinstance(nb["metadata"], dict) else {}
     block = meta.get("autograder") if isinstance(meta.get("autograder"), dict) else {}
     if isinstance(block.get("assignment"), str):
