@@ -194,12 +194,34 @@ def descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for p in processes():
         children.setdefault(p.ppid, []).append(p.pid)
-    found, stack = [], [pid]
+    found: list[int] = []
+    stack = [pid]
     while stack:
-        p = stack.pop()
-        found.append(p)
-        stack.extend(children.get(p, []))
+        current = stack.pop()
+        found.append(current)
+        stack.extend(children.get(current, []))
     return found
+
+
+def cpu_and_wait_of_tree(pid: int) -> tuple[int, int]:
+    """Nanoseconds ``pid`` and every process below it spent on a CPU, and waiting in a run queue
+    for one (``/proc/<pid>/task/<tid>/schedstat``, summed over the threads that live now); (0, 0)
+    for what is gone. The second number says whether a process was starved by its neighbours: a
+    sleeping or blocked process does not wait in a run queue."""
+    cpu = wait = 0
+    for p in descendants(pid):
+        try:
+            tids = os.listdir(f"/proc/{int(p)}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{int(p)}/task/{tid}/schedstat", "rb") as f:
+                    on_cpu, waiting = f.read().split()[:2]
+                cpu, wait = cpu + int(on_cpu), wait + int(waiting)
+            except (OSError, ValueError):
+                continue
+    return cpu, wait
 
 
 def pids_of_uid(uid: int) -> list[int]:

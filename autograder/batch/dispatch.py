@@ -8,9 +8,12 @@
 - A worker that died: a job the engine already retried (Dask) is ``worker_lost``; otherwise (a
   local pool breaks for every job in flight) the job is retried alone, before anything else, and
   is ``worker_lost`` when it kills its worker again while alone, or ``MAX_LOSSES`` times in all.
-- No resource timeout is final: a ``timeout`` or ``kernel_died`` from a job that had neighbours
+- No outcome a neighbour may have caused is final: a ``kernel_died``, or a ``timeout`` whose kernel
+  was starved of CPU (``outcomes.neighbour_may_be_to_blame``: execution.json's
+  ``cpu_denied_share`` unknown or at least ``STARVED_SHARE``), from a job that had neighbours
   running is regraded once alone before it is recorded or cached: at the end of the batch, one
-  regrade per machine (``executor.hosts()``) with nothing else running there. The regrade's
+  regrade per machine (``executor.hosts()``) with nothing else running there. An infinite loop that
+  had a core of its own is not run twice. The regrade's
   outcome is the submission's, and the first is kept in its record (``first_attempt``).
 - A fatal reply (no sandbox, a worker whose versions differ) stops the batch: it would fail every
   submission alike. The caller stops the executor on any exception (Ctrl-C included).
@@ -28,13 +31,13 @@ from ..errors import SandboxUnavailableError
 from .cache import ExecutionCache
 from .executor import Executor, WorkerLost
 from .outcomes import (
-    NEIGHBOUR_STATUSES,
     execution_status,
     from_cache,
     from_exception,
     from_lost_worker,
     from_problem,
     from_reply,
+    neighbour_may_be_to_blame,
 )
 from .progress import ProgressBar
 from .worker import FATAL_MISMATCH, Reply, Task, WorkerMismatchError, make_job
@@ -208,7 +211,7 @@ class _Dispatcher:
                     outcome.fatal
                 )
             status = execution_status(outcome)
-            if status in NEIGHBOUR_STATUSES and outcome.error is None and not entry.solo and entry.first is None:
+            if neighbour_may_be_to_blame(outcome) and outcome.error is None and not entry.solo and entry.first is None:
                 entry.first = {"status": status, "reason": _reason(outcome), "worker": outcome.worker}
                 self.regrades.append(entry)
                 return

@@ -27,13 +27,35 @@ from .worker import STAGE_FILES, SUBMISSION_FILE, WORKER_LOST, Reply, Task, subm
 
 # outcomes a busy neighbour can cause: regraded once alone before they are recorded or cached
 NEIGHBOUR_STATUSES = frozenset({"timeout", "kernel_died"})
+# a timeout whose kernel spent at least this share of the CPU time it wanted waiting for a CPU may
+# have been starved by its neighbours; below it (an infinite loop that had its core), it is final
+STARVED_SHARE = 0.2
 
 
 def execution_status(reply: Reply) -> str | None:
+    return _execution(reply).get("status")
+
+
+def neighbour_may_be_to_blame(reply: Reply) -> bool:
+    """Whether a busy neighbour may have caused this outcome, so that it is graded again alone: a
+    kernel that died (memory pressure), or a timeout whose kernel was starved of CPU or of which
+    that is unknown. A notebook that looped with a core of its own is not run twice."""
+    execution = _execution(reply)
+    status = execution.get("status")
+    if status not in NEIGHBOUR_STATUSES:
+        return False
+    if status != "timeout":
+        return True
+    share = execution.get("cpu_denied_share")
+    return not isinstance(share, (int, float)) or isinstance(share, bool) or share >= STARVED_SHARE
+
+
+def _execution(reply: Reply) -> dict[str, Any]:
     try:
-        return json.loads(reply.files[pipeline.EXECUTION_FILE]).get("status")
+        execution = json.loads(reply.files[pipeline.EXECUTION_FILE])
     except (KeyError, ValueError, AttributeError):
-        return None
+        return {}
+    return execution if isinstance(execution, dict) else {}
 
 
 def from_reply(
@@ -59,7 +81,7 @@ def from_reply(
                 "and course staff can see the error."
             ),
         )
-    if cache is not None and (alone or execution_status(reply) not in NEIGHBOUR_STATUSES):
+    if cache is not None and (alone or not neighbour_may_be_to_blame(reply)):
         cache.store(task.key, out, info={"name": task.name, "sha256": task.sha256, "alone": alone})
     return _stamp(out, record)
 

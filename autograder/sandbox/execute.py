@@ -36,7 +36,7 @@ from typing import Callable
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from .. import tree_walk
+from .. import proc_info, tree_walk
 from ..limits import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase, case_bytes
@@ -174,6 +174,8 @@ def _run_in_slot(
         kernel_reason = f"{lost}; {why}" if why else f"{lost} in a restarted template"
         run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks, template=kernel_template)
         outcome = run.execute()
+    if outcome.status == "timeout":
+        outcome.cpu_denied_share = run.cpu_denied_share
     if run.leftover_pids:
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
     iso.warnings.extend(run.warnings)
@@ -233,6 +235,7 @@ class _Run:
     probe_run: ProbeRun | None = None
     mounts: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     template: KernelTemplate | None = None  # the kernel is a child of it; None: a fresh jailed kernel
+    cpu_denied_share: float | None = None  # at the last timeout (Outcome.cpu_denied_share)
 
     def execute(self) -> Outcome:
         """Run the notebook (then the probe) and clean up; a failure of our own jail is the outcome."""
@@ -358,6 +361,7 @@ class _Run:
                 )
             return await asyncio.wait_for(self._cells_then_probe(client), total_s)
         except asyncio.TimeoutError:
+            self._note_starvation()
             return Outcome(
                 "timeout",
                 f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
@@ -451,6 +455,7 @@ class _Run:
         for pos, cell in enumerate(self.cells):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self._note_starvation()
                 return Outcome(
                     "timeout",
                     f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
@@ -463,6 +468,7 @@ class _Run:
                 content = await self._execute(client, pos, budget)
             except CellTimeoutError:
                 self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0, number=cell.number)
+                self._note_starvation()  # before the interrupt: the tree that ran into the limit
                 if client.kc is not None and client.kc.dropped("shell"):  # nothing will answer any more
                     return Outcome(
                         "timeout",
@@ -513,6 +519,15 @@ class _Run:
                 "interrupted; the other cells ran",
             )
         return Outcome("completed", None)
+
+    def _note_starvation(self) -> None:
+        """How much of the CPU the kernel's processes wanted they spent waiting for one, so far."""
+        pid = self.km.kernel_pid if self.km else None
+        if pid is None:
+            return
+        cpu, wait = proc_info.cpu_and_wait_of_tree(pid)
+        if cpu + wait > 0:
+            self.cpu_denied_share = round(wait / (cpu + wait), 3)
 
     async def _recover(self, client: CappedNotebookClient, grace_s: float) -> bool:
         """Interrupt the kernel after a cell timeout; True when it answers again within ``grace_s``.

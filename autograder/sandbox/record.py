@@ -29,6 +29,9 @@ class Outcome:
     status: str  # completed | timeout | kernel_died | startup_failed | unreadable | sandbox_error
     reason: str | None
     kernel_usable: bool = True  # may the probe still run in this kernel?
+    # of a timeout: the share of the CPU time the kernel's processes wanted that they spent waiting
+    # for a CPU (neighbours' load), None when unknown; a batch regrades alone only a starved timeout
+    cpu_denied_share: float | None = None
 
 
 @dataclass
@@ -150,6 +153,7 @@ def build_record(
         "isolation": isolation,
         "kernel": kernel,
         "kernel_reason": clean(kernel_reason, REASON_CAP) if kernel_reason else None,
+        "cpu_denied_share": outcome.cpu_denied_share,
         "definitions": _definitions(names or [], cells, sources) if sources is not None else {},
     }
 
@@ -205,7 +209,7 @@ def _within_budget(cells: list[CellRecord]) -> list[CellRecord]:
             size = len(c.evalue or "") + len(c.traceback or "")
             if size > left:
                 c = replace(c, evalue=(c.evalue or "")[:SHORT_EVALUE_CAP], traceback="")
-                size = len(c.evalue)
+                size = len(c.evalue or "")
             left = max(0, left - size)
         out.append(c)
     return out

@@ -49,6 +49,23 @@ def test_timeout_with_a_neighbour_is_regraded_alone_before_it_is_recorded_or_cac
     assert entries["hang"]["alone"] is True, "a timeout is cached only once it happened alone"
 
 
+def test_a_timeout_that_had_its_cpu_is_final_and_a_starved_one_is_regraded_alone(tmp_path, fake_assignment, exec_log):
+    """An infinite loop that had a core of its own is not run twice (execution.json's
+    cpu_denied_share below STARVED_SHARE); one that waited for a CPU, or whose share is unknown, is."""
+    src = tmp_path / "src"
+    write_notebook(src / "loops.ipynb", status="timeout", reason="stopped after 5 s", cpu_denied_share=0.02, sleep=0.3)
+    write_notebook(src / "starved.ipynb", status="timeout", reason="stopped after 5 s", cpu_denied_share=0.6, sleep=0.3)
+    write_notebook(src / "unknown.ipynb", status="timeout", reason="stopped after 5 s", sleep=0.3)
+    cache = tmp_path / "cache"
+    summary = run_batch(src, tmp_path / "out", assignment=fake_assignment, jobs=2, progress=False, cache_dir=cache)
+
+    assert sorted(executions(exec_log)) == ["loops", "starved", "starved", "unknown", "unknown"]
+    assert {r["name"]: r["status"] for r in summary.rows} == dict.fromkeys(("loops", "starved", "unknown"), "timeout")
+    entries = cache_entries(cache)
+    assert entries["loops"]["alone"] is False, "final at once: cached although neighbours ran"
+    assert entries["starved"]["alone"] is True and entries["unknown"]["alone"] is True
+
+
 def test_timeout_alone_is_final_at_once_and_a_cached_alone_timeout_is_replayed(tmp_path, fake_assignment, exec_log):
     src = tmp_path / "src"
     write_notebook(src / "hang.ipynb", status="timeout", reason="stopped after 10 s")

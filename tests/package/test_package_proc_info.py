@@ -240,3 +240,23 @@ def test_a_real_mount_point_with_a_space_tab_and_backslash(tmp_path):
         pytest.skip(f"mount namespaces are blocked here: {proc.stderr.strip()[-200:]}")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['autograder-test']"
+
+
+def test_cpu_and_wait_of_a_tree_count_its_children_threads():
+    """A child that spins for a while: its CPU time shows in its parent's tree (every thread of
+    every process below ``pid``), and both numbers are non-negative; a pid that is gone is (0, 0)."""
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end:\n    pass\ninput()"
+    child = subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.PIPE)
+    try:
+        cpu = wait = 0
+        for _ in range(600):  # until the child has spun its 0.3 s of CPU (bounded: 60 s)
+            cpu, wait = proc_info.cpu_and_wait_of_tree(os.getpid())
+            own, _ = proc_info.cpu_and_wait_of_tree(child.pid)
+            if own >= 250_000_000:
+                break
+            time.sleep(0.1)
+        assert own >= 250_000_000, own
+        assert cpu >= own and wait >= 0
+    finally:
+        child.communicate(b"\n", timeout=60)
+    assert proc_info.cpu_and_wait_of_tree(child.pid) == (0, 0)

@@ -85,6 +85,20 @@ def test_cell_timeout_interrupts_and_continues(run_cells):
     assert (ws / "next.txt").read_text() == "ran"
 
 
+def test_a_timeout_records_how_starved_the_kernel_was(run_cells):
+    """A busy loop into the cell limit: execution.json says which share of the CPU time the kernel
+    wanted it spent waiting for a CPU (a batch regrades alone only a starved timeout)."""
+    rec, _ = run_cells(["while True:\n    pass"], limits=ExecutionLimits(cell_timeout_s=3, notebook_timeout_s=60))
+    assert rec["status"] == "timeout"
+    share = rec["cpu_denied_share"]
+    assert isinstance(share, float) and 0.0 <= share <= 1.0, rec
+
+
+def test_a_completed_run_records_no_starvation(run_cells):
+    rec, _ = run_cells(["x = 1"])
+    assert rec["status"] == "completed" and rec["cpu_denied_share"] is None
+
+
 def test_loop_ignoring_sigint_is_stopped_by_the_deadline(run_cells):
     limits = ExecutionLimits(cell_timeout_s=2, notebook_timeout_s=3)
     code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.01)"
