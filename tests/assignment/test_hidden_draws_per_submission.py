@@ -13,6 +13,8 @@ a regrade of the same notebook gets the same cases and scores, a changed one oth
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -249,6 +251,14 @@ def test_lesson_05_hidden_files_pass_the_full_onnx_checker_and_load_in_onnx_runt
 # ── the real pipeline: a regrade draws the same, another notebook other cases ──────────────────
 
 
+def _worker_slot() -> int:
+    """A distinct sandbox slot per pytest-xdist worker (as tests/sandbox/sandbox_helpers.py)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(name[2:]) if name[2:].isdigit() else 0
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
 def test_a_regrade_gets_the_same_cases_and_scores_and_other_code_other_cases(tmp_path, monkeypatch):
     """Lesson 05's reference through the real pipeline (jail, kernel, probe), graded twice as it is
     and once with a comment added to a code cell: the key is recorded in measurements.json, the
@@ -276,8 +286,8 @@ def test_a_regrade_gets_the_same_cases_and_scores_and_other_code_other_cases(tmp
     grades, keys = [], []
     for i, notebook in enumerate((solution, solution, edited)):
         out = tmp_path / f"out{i}"
-        grades.append(grade_notebook(notebook, a, out))
-        keys.append(__import__("json").loads((out / "measurements.json").read_text())["assignment"]["submission_key"])
+        grades.append(grade_notebook(notebook, a, out, slot=_worker_slot()))
+        keys.append(json.loads((out / "measurements.json").read_text())["assignment"]["submission_key"])
     assert keys[0] == keys[1] == hidden_secret.notebook_submission_key(solution)
     assert keys[2] == hidden_secret.notebook_submission_key(edited) != keys[0]
     assert len(sent) == 3
