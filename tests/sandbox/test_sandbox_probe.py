@@ -104,8 +104,8 @@ def test_raising_function_is_recorded(probed):
     case = probed[1].cases["dequantize/basic"]
     assert case.status == "raised"
     assert case.error["type"] == "NotImplementedError"
-    assert case.error["message"] == "TODO: dequantize"
-    assert "dequantize" in case.error["traceback"] and "__autograder_probe" not in case.error["traceback"]
+    # made while the call held its inputs: only the type is kept (autograder.leak_budget)
+    assert case.error["message"] == "" and case.error["traceback"] == ""
 
 
 def test_tuple_result_has_parts(probed):
@@ -124,7 +124,7 @@ def test_list_of_numbers_is_parts(probed):
 def test_object_result_is_unconvertible(probed):
     case = probed[1].cases["object"]
     assert case.status == "unconvertible"
-    assert "object" in case.error["message"]
+    assert case.error["message"] == "returned a value the probe could not convert"
 
 
 def test_missing_and_uncallable_functions(probed):
