@@ -345,6 +345,48 @@ BUDGET: tuple[Field, ...] = (
 )
 
 
+# Where each lesson's measurements hold numbers computed from hidden data (a path and everything
+# under it; ``*`` is one segment): what the budget's test perturbs, to prove that no student-visible
+# text shows more of them than the declared fields allow. A measurement computed from hidden data
+# that a message may name belongs here and in BUDGET.
+_FUNCTIONS = (
+    "functions.*.groups.*.agree",
+    "functions.*.groups.*.agree_share",
+    "functions.*.groups.*.raised",
+    "functions.*.agree",
+    "functions.*.agree_share",
+    "functions.*.raised",
+)
+HIDDEN_MEASUREMENTS: dict[str, tuple[str, ...]] = {
+    L03: (
+        *_FUNCTIONS,
+        "parity.max_abs_diff",
+        "parity.label_agreement",
+        "parity.edge_max_abs_diff",
+        "parity.edge_label_agreement",
+        "parity.notebook_max_abs_diff",
+        "parity.notebook_label_agreement",
+    ),
+    L05: (*_FUNCTIONS, "models.optimized.max_abs_diff"),
+    L07: (
+        *_FUNCTIONS,
+        "models.*.accuracy",
+        "models.*.quality",
+        "models.int8_qdq.calibration.coverage",
+        "models.int8_qdq.calibration.data_range",
+    ),
+}
+
+
+def hidden_measurement(lesson: str, path: str) -> bool:
+    """Whether ``path`` (a leaf's dotted path) holds a number computed from hidden data in ``lesson``."""
+    q = path.split(".")
+    return any(
+        len(q) >= len(p) and all(a == "*" or a == b for a, b in zip(p, q))
+        for p in (pattern.split(".") for pattern in HIDDEN_MEASUREMENTS.get(lesson, ()))
+    )
+
+
 def fields(lesson: str) -> list[Field]:
     return [f for f in BUDGET if f.lesson == lesson]
 
