@@ -82,3 +82,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info demo-out
+
+# the type checker over the package ([tool.mypy] in pyproject.toml); CI runs it beside `lint`
+typecheck: setup
+	$(VENV)/bin/mypy

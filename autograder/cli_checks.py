@@ -45,9 +45,10 @@ def fail(message: Any) -> NoReturn:
 @contextlib.contextmanager
 def command_errors(*kinds: type[BaseException]) -> Iterator[None]:
     """Turn the harness's own errors (and ``kinds``) into one line on stderr and exit 2."""
+    caught: tuple[type[BaseException], ...] = (AutograderError, *kinds)
     try:
         yield
-    except (AutograderError, *kinds) as e:
+    except caught as e:
         fail(e)
 
 

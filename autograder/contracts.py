@@ -144,7 +144,7 @@ def _describe(error: jsonschema.ValidationError, file_kind: str) -> str:
         return f"unknown {key} {value} (known: {' '.join(str(c) for c in choices)})"
     if kind == "type":
         names = expected if isinstance(expected, list) else [expected]
-        return f"{key} must be {' or '.join(_TYPE_WORDS.get(n, n) for n in names)}, got {value}"
+        return f"{key} must be {' or '.join(_TYPE_WORDS.get(str(n), str(n)) for n in names)}, got {value}"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         sign = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         return f"{key} must be {sign} {expected}, got {value}"

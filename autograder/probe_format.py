@@ -502,8 +502,8 @@ def read_probe_result(workspace: Path, cases: list[ProbeCase], probe_completed: 
         True,
         None,
         out,
-        {str(k): str(v) for k, v in functions.items()},
+        {str(k): str(v) for k, v in (functions or {}).items()},
         reported,
         reported_error,
-        {str(k): v for k, v in origins.items() if isinstance(v, dict)},
+        {str(k): v for k, v in (origins or {}).items() if isinstance(v, dict)},
     )

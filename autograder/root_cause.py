@@ -35,7 +35,7 @@ def check_cause(
     reasons = [str(p["reason"]) for p in parts if p.get("reason")]
     execution = measurements.get("execution") if isinstance(measurements, Mapping) else None
     definitions = execution.get("definitions") if isinstance(execution, Mapping) else None
-    if not reasons or not isinstance(definitions, Mapping):
+    if not reasons or not isinstance(execution, Mapping) or not isinstance(definitions, Mapping):
         return None
     said = " ".join(reasons + [seg for path in requires for seg in str(path).split(".")])
     for name, spot in definitions.items():

@@ -73,8 +73,8 @@ def _check(rubric: Any, tolerances: Any) -> None:
         where = f"rubric check '{check['id']}'"
         _new_id(check["id"], seen)
         requires = check.get("requires", [])
-        for path in [requires] if isinstance(requires, str) else requires:
-            _check_path(path, f"{where}: requires")
+        for required in [requires] if isinstance(requires, str) else requires:
+            _check_path(required, f"{where}: requires")
         names: set[str] = set()
         for part in check["parts"]:
             part_where = f"{where} part '{part['name']}'"

@@ -152,7 +152,7 @@ def flat_values(tolerances: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def version_drift(tolerances: dict[str, Any], environment: Any) -> list[str]:
     """One message per package whose grading version differs from the calibration's; [] when
     either side does not say."""
-    prov = tolerances.get(PROVENANCE) if isinstance(tolerances.get(PROVENANCE), dict) else {}
+    prov = found if isinstance(found := tolerances.get(PROVENANCE), dict) else {}
     calibrated = prov.get("versions") if isinstance(prov.get("versions"), dict) else {}
     if not isinstance(environment, dict) or not calibrated:
         return []

@@ -160,6 +160,6 @@ class ProgressBar:
         if self.enabled:
             self.progress.update(self.task, advance=advance, description=self.description(), eta=self.eta())
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.enabled:
             self.progress.__exit__(*exc)

@@ -38,7 +38,8 @@ def build(
         if output.is_dir():
             raise CommandError(f"--output {output} is a folder: give the path of the zip to write")
         root = checkout_root()
-        report = build_zip(resolve_assignment(assignment, root=root, option="the ID argument").id, output, root=root)
+        chosen = resolve_assignment(assignment, root=root, option="the ID argument")
+        report = build_zip(chosen.id, output, root=root)
     typer.echo(
         f"wrote {report.zip_path} ({report.size_bytes / 1024:.0f} KB, {len(report.entries)} files, {report.wheel_name})"
     )
@@ -46,11 +47,10 @@ def build(
         f"hidden-data secret {report.secret_fingerprint} (from {report.secret_path}): the same as "
         "local grading, so a local regrade of an export gives Gradescope's grades"
     )
-    from ..assignment import load_assignment
     from .budget import budget, explain
-    from .build import checkout_root
 
-    for line in explain(budget(load_assignment(assignment, root=checkout_root()))):
+    # the assignment chosen above: with the ID left out (the only one), not None
+    for line in explain(budget(chosen)):
         typer.echo(line)
 
 
@@ -70,7 +70,7 @@ def run(
     from .run import run as run_gradescope
 
     results = run_gradescope(root, assignment)
-    extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
+    extra = found if isinstance(found := results.get("extra_data"), dict) else {}
     for warning in extra.get("version_drift") or []:  # stdout: shown to instructors only
         typer.echo(f"[autograder] warning: {warning}")
     typer.echo(f"score {results.get('score', 0):g} · wrote {root / 'results' / 'results.json'}")

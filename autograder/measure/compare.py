@@ -553,13 +553,21 @@ def _tree_problem(spec: Any, got: Any, path: tuple, ctx: Expect) -> tuple[str, s
         if not _is_real(got):
             return kind_problem()
         tol = ctx.tolerance or FLOAT32_ROUNDING
-        g, e = float(got), spec
-        if g == e or abs(g - e) <= tol.atol + tol.rtol * abs(e):
+        value, want = float(got), spec
+        if value == want or abs(value - want) <= tol.atol + tol.rtol * abs(want):
             return None
         account = failure.value_account(
-            np.array(e), np.array(g), np.array(False), ctx.step, unit=ctx.unit or (failure.STEP if ctx.step else None)
+            np.array(want),
+            np.array(value),
+            np.array(False),
+            ctx.step,
+            unit=ctx.unit or (failure.STEP if ctx.step else None),
         )
-        return "values", f"{at}{format_number(g)}, expected {format_number(e)} (allowed {tol.text()})", f"{at}{account}"
+        return (
+            "values",
+            f"{at}{format_number(value)}, expected {format_number(want)} (allowed {tol.text()})",
+            f"{at}{account}",
+        )
     raise TypeError(f"an expectation cannot hold {type(spec).__name__}")
 
 
@@ -591,7 +599,7 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None, tolerance: T
         )
     if output.status != "ok":
         err = output.error or {}
-        why = LIMIT_WORDS.get(err.get("limit")) or mask(err.get("message", ""))
+        why = LIMIT_WORDS.get(str(err.get("limit"))) or mask(err.get("message", ""))
         return _fact(
             False,
             "type",

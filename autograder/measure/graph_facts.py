@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
 import onnx
 
 from .graph_index import FLOAT_MATMULS, INT_WEIGHT_INPUTS, GraphIndex, input_at
@@ -31,7 +30,7 @@ _FLOAT_BIAS_INPUT = {"DynamicQuantizeMatMul": 4, "MatMulIntegerToFloat": 6}
 def param_count(ix: GraphIndex) -> int:
     """Elements of the layers' weights and biases (float constants of MatMul/Gemm/Add/Conv, and
     integer weights behind DequantizeLinear or integer weight ops)."""
-    names = set()
+    names: set[str] = set()
     for n in ix.nodes:
         if n.op_type in FLOAT_MATMULS or n.op_type in ("Add", "Conv"):
             names.update(i for i in n.input if ix.is_float_const(i))
@@ -43,7 +42,7 @@ def param_count(ix: GraphIndex) -> int:
             names.add(n.input[3])
         if n.op_type in _FLOAT_BIAS_INPUT and ix.is_float_const(input_at(n, _FLOAT_BIAS_INPUT[n.op_type])):
             names.add(n.input[_FLOAT_BIAS_INPUT[n.op_type]])
-    return int(sum(int(np.prod(ix.array(nm).shape)) for nm in names))
+    return sum(int(ix.const(nm).size) for nm in names)
 
 
 def op_histogram(model: onnx.ModelProto) -> dict[str, int]:

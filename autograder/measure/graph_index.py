@@ -92,6 +92,18 @@ class GraphIndex:
             self._arrays[name] = numpy_helper.to_array(self._const_protos[name])
         return self._arrays[name]
 
+    def const(self, name: str) -> np.ndarray:
+        """The value of the constant ``name``; a KeyError when it is none (ask ``is_const``,
+        ``is_int_const`` or ``is_float_const`` first)."""
+        value = self.array(name)
+        if value is None:
+            raise KeyError(f"{name} is not a constant of the graph")
+        return value
+
+    def const_type(self, name: str) -> int:
+        """The element type of the constant ``name``; a KeyError when it is none."""
+        return self._const_protos[name].data_type
+
     def is_int_const(self, name: str) -> bool:
         return self.elem_type(name) in INT_TYPES
 
@@ -178,4 +190,4 @@ def float_weight_nodes(ix: GraphIndex) -> list[onnx.NodeProto]:
 
 
 def float_weights(ix: GraphIndex) -> list[np.ndarray]:
-    return [ix.array(i) for n in float_weight_nodes(ix) for i in n.input[:2] if ix.is_float_const(i)]
+    return [ix.const(i) for n in float_weight_nodes(ix) for i in n.input[:2] if ix.is_float_const(i)]

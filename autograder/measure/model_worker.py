@@ -1,4 +1,5 @@
-"""The child process that checks and runs untrusted ONNX models, one job after another (see onnx_load).
+"""The child process that checks and runs untrusted ONNX models, one job after another (the parent's side:
+onnx_load; the checks and the session: model_check).
 
 Started by :mod:`.worker_process` as ``python -I -c <bootstrap> PACKAGE_PARENT JOB_DIR`` (equivalent
 to ``python -I -m autograder.measure.model_worker JOB_DIR``) with only ``JOB_DIR/limits.json`` there:
@@ -58,6 +59,7 @@ import os
 import resource
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..student_text import mask
 from .onnx_errors import run_failure, timing_failure
@@ -175,7 +177,7 @@ def _run_in_batches(session, feed: dict, batch: int, n: int) -> list:
         return part if len(part) == batch else np.concatenate([part, np.repeat(part[-1:], batch - len(part), axis=0)])
 
     parts = [session.run(None, {name: rows(x, start) for name, x in feed.items()}) for start in range(0, n, batch)]
-    joined = []
+    joined: list[Any] = []
     for values in zip(*parts):
         if all(isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == batch for v in values):
             joined.append(np.concatenate(values)[:n])
@@ -217,7 +219,8 @@ def _run_all(session, feeds: dict, interface) -> tuple[dict, str | None, list[st
     names = [o.name for o in session.get_outputs()]
     adapt = bool(interface and interface.adapt)
     batch = _fixed_batch(session, interface) if adapt else None
-    kept, adapted = {}, []
+    kept: dict[str, Any] = {}
+    adapted = []
     for key, feed in feeds.items():
         n = len(next(iter(feed.values())))
         try:
@@ -289,7 +292,8 @@ def work(job_dir: Path) -> dict:
     from .fact_groups import DEFAULT_GROUPS, model_facts, pair_facts
     from .graph_facts import session_facts
     from .model_interface import ModelInterface
-    from .onnx_load import InvalidModel, LoadLimits, make_session, parse_and_check
+    from .model_check import InvalidModel, make_session, parse_and_check
+    from .model_policy import LoadLimits
 
     limits = LoadLimits(**job["limits"])
     extra = frozenset(job.get("extra_operators") or ())
@@ -331,7 +335,7 @@ def work(job_dir: Path) -> dict:
     with np.load(job_dir / job["inputs"], allow_pickle=False) as npz:
         sets = input_sets({k: npz[k] for k in npz.files})
     feeds, run_error, adapted = _feeds(session, sets, interface)
-    kept = {}
+    kept: dict[str, Any] = {}
     if run_error is None:
         kept, run_error, ran_adapted = _run_all(session, feeds, interface)
         adapted += ran_adapted
@@ -369,7 +373,7 @@ def _warm_up() -> None:
     import onnx.checker  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    from . import fact_groups, metrics, model_interface, onnx_load  # noqa: F401
+    from . import fact_groups, metrics, model_check, model_interface  # noqa: F401
 
 
 def _one_job(job_dir: Path) -> dict:

@@ -71,7 +71,7 @@ _PYTHON_ERRORS = frozenset(
 def known_operator(op: str) -> bool:
     """Whether ``op`` is an operator type ONNX or ONNX Runtime's quantization defines (so a
     node name or anything else planted in the message is never echoed as one)."""
-    from .onnx_load import MICROSOFT_OPS
+    from .model_check import MICROSOFT_OPS
 
     if op in MICROSOFT_OPS:
         return True

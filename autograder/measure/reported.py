@@ -204,6 +204,7 @@ def check_reported(
     for key, e in specs.items():
         found, value = _lookup(reported, key, name, problems)
         record: dict[str, Any] = {"reported": plain(value), "measured": e.measured}
+        reason: str | None
         if not found:
             reason = f"missing from {name}"
         elif e.measured is None:

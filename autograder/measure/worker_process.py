@@ -192,8 +192,10 @@ class WorkerProcess:
         self._err.seek(0, os.SEEK_END)
         err_from = self._err.tell()
         try:
-            self.proc.stdin.write(GO)
-            self.proc.stdin.flush()
+            stdin = self.proc.stdin  # a pipe: started with stdin=PIPE
+            if stdin is not None:
+                stdin.write(GO)
+                stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # it exited already; its exit status says why
         answered = self._wait_answer(start + float(self.limits.timeout_s))
@@ -205,6 +207,8 @@ class WorkerProcess:
     def _wait_answer(self, deadline: float) -> bool | None:
         """True once the child answers ``done``; False when it closed its answers (it is exiting);
         None at the deadline."""
+        if self.proc.stdout is None:  # started with stdout=PIPE: never
+            return False
         fd = self.proc.stdout.fileno()
         pending = b""
         while True:

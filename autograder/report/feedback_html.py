@@ -98,7 +98,8 @@ def write_feedback_html(
 ) -> Path:
     """Write the page into ``out_dir``, keeping its picture there for a rescore; a grade without a
     picture leaves no picture of an earlier grade behind."""
-    if figure_section(measurements) is None or figure_problem(figure_section(measurements)) is not None:
+    section = figure_section(measurements)
+    if section is None or figure_problem(section) is not None:
         clear_cache(out_dir)
     path = Path(out_dir) / name
     first = feedback_md.split("\n", 1)[0]

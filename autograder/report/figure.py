@@ -33,11 +33,14 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..safe_files import write_atomic
+
+if TYPE_CHECKING:  # matplotlib itself is imported when a figure is drawn
+    from matplotlib.typing import RcKeyType
 
 SECTION = "figure"
 RENDER_VERSION = 3  # bump when the drawing changes: cached pictures are keyed by it
@@ -45,7 +48,7 @@ CACHE_PREFIX = "figure-"
 KIND = "decision_plane"
 MAX_POINTS = 20_000  # per set: a bound on what a section can ask the renderer to draw
 MAX_GRID = 400  # per side
-BOUNDARY_STYLES = (
+BOUNDARY_STYLES: tuple[dict[str, Any], ...] = (
     dict(colors="black", linewidths=2.2, linestyles="solid"),
     dict(colors="#d62728", linewidths=2.2, linestyles="dashed"),
     dict(colors="#1f77b4", linewidths=1.8, linestyles="dotted"),
@@ -55,7 +58,7 @@ DISAGREE_SHADE = "#f4b6b6"
 LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))  # points, per rank
 VALUE_FLOOR = 1e-4  # the colour scale's lowest drift (log scale)
 SVG_DPI = 96
-RC = {"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}
+RC: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}
 SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 

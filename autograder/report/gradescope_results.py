@@ -157,7 +157,7 @@ def _extra_data(
     grade: Mapping[str, Any], measurements: Mapping[str, Any] | None, extra: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     m = measurements if isinstance(measurements, Mapping) else {}
-    execution = m.get("execution") if isinstance(m.get("execution"), Mapping) else {}
+    execution = found if isinstance(found := m.get("execution"), Mapping) else {}
     data: dict[str, Any] = {
         "autograder": __version__,
         "assignment": m.get("assignment", grade.get("assignment")),

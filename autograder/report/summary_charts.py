@@ -222,9 +222,9 @@ def scatter(
             r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
             cx, cy = _free_spot(px(x), py(y), r, taken)
             left_side = cx < WIDTH * 0.7
-            name = None
+            name_label: dict[str, str] | None = None
             if beyond and labelled < 15:
-                name = {
+                name_label = {
                     "x": f"{cx + r + 4 if left_side else cx - r - 4:.1f}",
                     "y": f"{cy - r:.1f}",
                     "anchor": "start" if left_side else "end",
@@ -244,7 +244,7 @@ def scatter(
                     "color": color,
                     "count": len(names),
                     "count_y": f"{cy + 4:.1f}",
-                    "name": name,
+                    "name": name_label,
                 }
             )
             labelled += beyond

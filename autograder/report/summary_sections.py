@@ -5,7 +5,7 @@ the templates escape every text they place, so nothing here escapes anything."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ..student_text import clean
 from .integrity_view import cells_text
@@ -86,7 +86,7 @@ def table(
 
 
 def attention_section(
-    rows: list[dict[str, Any]], drift: list[str], integrity: Any, *, not_attempted: list[str] = ()
+    rows: list[dict[str, Any]], drift: list[str], integrity: Any, *, not_attempted: Sequence[str] = ()
 ) -> dict[str, Any]:
     """What needs a human: ``problems``, each with a ``kind`` the template lays out (none: all clear)."""
     items: list[dict[str, Any]] = []

@@ -110,6 +110,8 @@ class DiskWatchdog(threading.Thread):
         return self._disk_over()
 
     def _free(self) -> int | None:
+        if self.held is None:  # nothing to measure free space on: a watchdog without a held disk
+            return None
         try:
             st = self.held.statvfs(self.held.disk)
         except OSError:

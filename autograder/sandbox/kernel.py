@@ -83,7 +83,7 @@ class JailedKernelClient(AsyncKernelClient):
         if channel in MONITORED:
             addr = f"inproc://autograder-{channel}-monitor-{id(sock)}"
             sock.monitor(addr, zmq.EVENT_DISCONNECTED)
-            mon = zmq.Context.shadow(self.context.underlying).socket(zmq.PAIR)
+            mon: zmq.Socket = zmq.Context.shadow(self.context.underlying).socket(zmq.PAIR)
             mon.connect(addr)
             if self._monitors is None:
                 self._monitors = {}

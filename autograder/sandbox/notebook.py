@@ -147,14 +147,14 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
         "cells": cells,
         "declared_at": DECLARED_AT,
     }
-    feed = {"input": source} if isinstance(source, bytes) else {"stdin": source}
     try:
         proc = subprocess.run(
             [sys.executable, "-I", "-S", "-c", _parser_source(), json.dumps(limits)],
             capture_output=True,
             timeout=timeout_s,
             cwd="/",
-            **feed,
+            input=source if isinstance(source, bytes) else None,  # bytes in memory, or the open file
+            stdin=None if isinstance(source, bytes) else source,
         )
     except subprocess.TimeoutExpired:
         raise UnreadableNotebook(
@@ -174,7 +174,7 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
         raise UnreadableNotebook(str(result["error"]))
     code = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
     language = result.get("language")
-    declared = result.get("declared") if isinstance(result.get("declared"), dict) else {}
+    declared = found if isinstance(found := result.get("declared"), dict) else {}
     return LoadedNotebook(
         code,
         int(result["total"]),

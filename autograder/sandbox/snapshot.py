@@ -62,7 +62,7 @@ def restore(snap: Snapshot, workspace: Path, probe: tuple[dict, dict[str, np.nda
         report, outputs = probe
         kept[REPORT_FILE] = json.dumps(report).encode()
         buffer = io.BytesIO()
-        np.savez(buffer, **outputs)
+        np.savez(buffer, **outputs)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
         kept[OUTPUTS_FILE] = buffer.getvalue()
     tree_walk.empty_folder(workspace)
     copy_tree_safely(snap.folder, workspace, max_bytes=max_bytes)

@@ -52,7 +52,11 @@ KERNEL_MODULES = (
     "IPython.extensions.storemagic",
     "tornado.platform.asyncio",
 )
-DEVICE_LINKS = (("/dev/fd", "/proc/self/fd"), ("/dev/stdin", "/proc/self/fd/0"), ("/dev/stdout", "/proc/self/fd/1"))
+DEVICE_LINKS: tuple[tuple[str, str], ...] = (
+    ("/dev/fd", "/proc/self/fd"),
+    ("/dev/stdin", "/proc/self/fd/0"),
+    ("/dev/stdout", "/proc/self/fd/1"),
+)
 DEVICE_LINKS += (("/dev/stderr", "/proc/self/fd/2"),)
 
 
@@ -89,7 +93,7 @@ def import_only_modules(sources: list[str]) -> list[str]:
         for s in code:
             if isinstance(s, ast.Import):
                 names += [a.name for a in s.names]
-            elif s.module and not s.level:
+            elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
                 names.append(s.module)
     return list(dict.fromkeys([*names, *KERNEL_MODULES]))
 

@@ -167,8 +167,8 @@ def _remove_as(user: SandboxUser, objects: list[tuple[str, int]]) -> dict[tuple[
         return {obj: f"the child that becomes uid {user.uid} failed" for obj in objects}
     refused = {}
     for line in text.splitlines():
-        kind, ident, err = line.split()
-        refused[(kind, int(ident))] = f"IPC_RMID: {errno.errorcode.get(int(err), err)}"
+        what, number, err = line.split()
+        refused[(what, int(number))] = f"IPC_RMID: {errno.errorcode.get(int(err), err)}"
     return refused
 
 

@@ -13,7 +13,8 @@ import quant_model_factory as factory
 from autograder.errors import UnsafeFileError
 from autograder.measure import worker_process
 from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import LoadLimits, read_model_bytes, run_model_worker, structure_problems
+from autograder.measure.model_check import structure_problems
+from autograder.measure.onnx_load import LoadLimits, read_model_bytes, run_model_worker
 
 X = factory.contract_data()[1]
 INTERFACE = ModelInterface(

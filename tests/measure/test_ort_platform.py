@@ -37,7 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from autograder import ort_platform
 from autograder.measure.model_policy import OPTIMIZATION_LEVELS
-from autograder.measure.onnx_load import make_session
+from autograder.measure.model_check import make_session
 from autograder.sandbox import jail
 from autograder.sandbox import jail_site
 

@@ -150,8 +150,8 @@ def activation_dtypes(ix: GraphIndex) -> list[str]:
             found.add("uint8")
         elif n.op_type == "QuantizeLinear" and not ix.is_const(n.input[0]):
             zp = input_at(n, 2)
-            if zp and ix.elem_type(zp) is not None:
-                found.add(dtype_name(ix.elem_type(zp)))
+            if zp and ix.is_const(zp):
+                found.add(dtype_name(ix.const_type(zp)))
             else:
                 found.add(dtype_name(int(attr(n, "output_dtype", 0)) or TensorProto.UINT8))
     return sorted(found)

@@ -25,7 +25,7 @@ from ..graph_index import GraphIndex, attr, input_at
 
 # Ops that pass the model input through unchanged in value (looked through to find its quantizers).
 TRANSPARENT = frozenset({"Cast", "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-QRANGE = {
+QRANGE: dict[int, tuple[int, int]] = {
     TensorProto.UINT8: (0, 255),
     TensorProto.INT8: (-128, 127),
     TensorProto.UINT16: (0, 65535),

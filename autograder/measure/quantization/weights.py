@@ -55,11 +55,12 @@ class QuantWeight:
         """Really per channel: a per-channel-shaped scale whose values differ across channels and
         fit each channel's own range (see :data:`CHANNEL_FIT_MIN`). A weight with one channel has
         nothing to differ: its 1-D scale of one value is what a per-channel quantizer writes."""
-        if not self.scale_per_channel_shape:
+        scale = self.scale
+        if scale is None or not self.scale_per_channel_shape:
             return False
-        if self.scale.shape[0] == 1:
+        if scale.shape[0] == 1:
             return True
-        s = self.scale.astype(np.float64)
+        s = scale.astype(np.float64)
         return bool(np.ptp(s) > 0) and self.channel_fit_share() >= CHANNEL_FIT_MIN
 
     def channel_fit_share(self) -> float:
@@ -80,6 +81,8 @@ class QuantWeight:
         return (self.q.astype(np.float64) - zp) * scale
 
     def scale_per_element(self) -> np.ndarray:
+        if self.scale is None:
+            raise ValueError(f"{self.name} has no scale to spread over its elements")
         return np.broadcast_to(
             _along_axis(self.scale.astype(np.float64), self.q, self.axis, self.block_size), self.q.shape
         )
@@ -104,12 +107,12 @@ def dq_weight(ix: GraphIndex, name: str, op: str, channel_axis: int) -> QuantWei
     if dq is None or not ix.is_int_const(dq.input[0]):
         return None
     scale, zp = ix.array(input_at(dq, 1)), ix.array(input_at(dq, 2))
-    q = ix.array(dq.input[0])
+    q = ix.const(dq.input[0])
     axis = int(attr(dq, "axis", 1))
     axis = axis + q.ndim if axis < 0 else axis
     if scale is None or scale.ndim == 0:
         axis = channel_axis
-    return QuantWeight(op, dq.input[0], q, ix.elem_type(dq.input[0]), scale, zp, axis, int(attr(dq, "block_size", 0)))
+    return QuantWeight(op, dq.input[0], q, ix.const_type(dq.input[0]), scale, zp, axis, int(attr(dq, "block_size", 0)))
 
 
 def _chain_scale(ix: GraphIndex, node: onnx.NodeProto) -> np.ndarray | None:
@@ -148,9 +151,9 @@ def quantized_weights(ix: GraphIndex) -> list[QuantWeight]:
             name = input_at(n, wi)
             if not ix.is_int_const(name):
                 continue
-            q = ix.array(name)
+            q = ix.const(name)
             trans_b = n.op_type == "QGemm" and int(attr(n, "transB", 0)) == 1
             axis = 0 if trans_b else q.ndim - 1
             scale = _chain_scale(ix, n) if si is None else ix.array(input_at(n, si))
-            out.append(QuantWeight(n.op_type, name, q, ix.elem_type(name), scale, ix.array(input_at(n, zi)), axis))
+            out.append(QuantWeight(n.op_type, name, q, ix.const_type(name), scale, ix.array(input_at(n, zi)), axis))
     return out
