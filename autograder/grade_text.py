@@ -120,8 +120,7 @@ def shown_measured(
     ``{measured:fmt}`` formats: a number measured on hidden data is its relation to the threshold
     only (:func:`autograder.leak_budget.verdict_text`); other declared fields as
     :func:`shown_placeholder`; anything else formatted as it is."""
-    field = leak_budget.field_of(leak_budget.lesson_of(measurements), path)
-    if field is not None and field.shown == leak_budget.VERDICT and is_number(measured):
+    if leak_budget.shown_as(path) == (leak_budget.VERDICT, "") and is_number(measured):
         text = leak_budget.verdict_text(passed, OP_TEXT[op], threshold_text(op, limit, fmt))
         return text, text
     replaced, value = leak_budget.shown_value(measurements, path, measured)
@@ -132,8 +131,7 @@ def shown_placeholder(measurements: Mapping[str, Any], path: str, value: Any, fm
     """A measurement a template names, as the leak budget lets the student read it
     (:mod:`autograder.leak_budget`): a number measured on hidden data is not shown, a fixed or
     closed field reads its words; anything else is formatted with ``fmt``."""
-    field = leak_budget.field_of(leak_budget.lesson_of(measurements), path)
-    if field is not None and field.shown == leak_budget.VERDICT and is_number(value):
+    if leak_budget.shown_as(path) == (leak_budget.VERDICT, "") and is_number(value):
         return HIDDEN_NUMBER
     _, value = leak_budget.shown_value(measurements, path, value)
     return format_value(value, fmt)

@@ -1,21 +1,23 @@
 """The leak budget: every student-visible field that depends on hidden data, and its bits.
 
-Hidden data (lesson 07's hidden split, lesson 03's hidden and edge rows, lesson 05's hidden rows,
-every lesson's probe cases and lesson 05's hidden model files) stays hidden *by budget*: a
-submission can make what the grader shows depend on it, so each field shown is declared here with
-how it is shown and the bits it can carry per submission, and the sum per lesson is at most
-:data:`MAX_BITS`. SECURITY.md ("The leak budget") mirrors :data:`BUDGET`; a test keeps the two in
-sync and grades every lesson's examples to find any hidden-derived text not declared here.
+Hidden data (a lesson's hidden rows, every probe case, hidden files handed to a student's function)
+stays hidden *by budget*: a submission can make what the grader shows depend on it, so each field
+shown is declared with how it is shown and the bits it can carry per submission, and the sum per
+lesson is at most :data:`MAX_BITS`. How a measurement path is shown is the same for every lesson
+(:data:`SHOWN`, here); what a lesson shows, how many times and at how many bits is its own
+``leak_budget.toml`` (:func:`lesson_budget`), which SECURITY.md ("The leak budget") mirrors; a test
+keeps the two in sync and grades every lesson's examples to find any hidden-derived text not
+declared.
 
 How each kind of field is shown (enforced in one place each):
 
 - :data:`VERDICT`: a number measured on hidden data (an accuracy, a drift, a share of probe calls
   that agree, a count of calls that raised) is shown only as its relation to the threshold:
   ``≥ 85.0%`` when the part passed, ``not ≥ 85.0%`` when it failed: the part's pass/fail bit and
-  nothing more (:func:`verdict_text`, used by :mod:`autograder.grade_text` for ``{measured}`` and
-  for any placeholder of a declared path);
+  nothing more (:func:`verdict_text`, used by :mod:`autograder.grade_text` for ``{measured}``;
+  any other placeholder of such a path reads "a value measured on hidden data");
 - :data:`FIXED`: a value that is hidden data itself or a count over it (the hidden test set's
-  extremes, how many calls of a group agree) is replaced by fixed words (:data:`FIXED_TEXT`);
+  extremes, how many calls of a group agree) is replaced by fixed words (its row of :data:`SHOWN`);
 - :data:`FIRST_FAILURE`: a probe group's description of its first failing call is shown for the
   first failing group of the submission only (:func:`first_failure_path`); every other failing
   group reads :data:`OTHER_FAILURE`;
@@ -35,11 +37,13 @@ from __future__ import annotations
 import builtins
 import math
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-MAX_BITS = 64.0  # per submission, per lesson
+MAX_BITS = 64.0  # per submission, per lesson (each lesson's leak_budget.toml)
 
 VERDICT, FIXED, FIRST_FAILURE, CLOSED = "verdict", "fixed", "first failure", "closed"
 
@@ -169,230 +173,117 @@ def run_failure_words(text: str) -> str:
 
 # ── the budget ────────────────────────────────────────────────────────────────────────────────
 
+BUDGET_FILE = "leak_budget.toml"  # in each lesson's folder: its fields, counts and bits
+EXCEPTION_BITS = round(math.log2(len(EXCEPTION_TYPES) + 1), 1)
+# per model: a run failure's category, or NaN, a range or row sums off (probabilities.py), or none
+RUN_FAILURE_BITS = round(math.log2(len(RUN_CATEGORIES) + 4), 1)
+# the first failing group's call: which case of its group (at most 8) and what went wrong: an
+# exception type, or a returned kind (a tuple's count, one dtype, a bounded number of dimensions),
+# or which elements differ (one, some, all) by how much (six buckets)
+FIRST_FAILURE_BITS = 3 + max(EXCEPTION_BITS, 10.0)
+OTHER_FAILURE = "told for the first failing group of this submission only"
+KINDS = (VERDICT, FIXED, FIRST_FAILURE, CLOSED)
+
+# How each measurement path a message may name is shown, for every lesson (``*`` is one segment).
+# A lesson's leak_budget.toml counts how many of them it shows and their bits; a path computed
+# from hidden data that is not here would be shown as it is (tests/report/test_leak_budget.py
+# fails for it).
+SHOWN: tuple[tuple[str, str, str], ...] = (
+    *(
+        (p, VERDICT, "")
+        for p in (
+            "functions.*.groups.*.agree_share",
+            "functions.*.groups.*.raised",
+            "functions.*.agree_share",
+            "functions.*.raised",
+            "models.*.accuracy",
+            "models.*.max_abs_diff",
+            "models.*.quality.accuracy_drop",
+            "models.*.quality.label_agreement",
+            "models.*.quality.max_abs_dp",
+            "models.*.calibration.coverage",
+            "parity.max_abs_diff",
+            "parity.label_agreement",
+            "parity.edge_max_abs_diff",
+            "parity.edge_label_agreement",
+            "parity.notebook_max_abs_diff",
+            "parity.notebook_label_agreement",
+        )
+    ),
+    ("functions.*.groups.*.agree", FIXED, "not all"),
+    ("functions.*.agree", FIXED, "not all"),
+    ("models.*.calibration.data_range", FIXED, "the hidden test inputs' own range"),
+    ("functions.*.groups.*.failure", FIRST_FAILURE, ""),
+    *(
+        (p, CLOSED, "")
+        for p in (
+            "functions.*.first_mismatch.group",
+            "functions.*.first_mismatch.reason",
+            "parity.error",
+            "models.*.problems",
+            "models.*.error",
+            "models.*.metrics_error",
+            "models.*.interface_ok",
+        )
+    ),
+)
+
 
 @dataclass(frozen=True)
 class Field:
-    """One student-visible field that depends on hidden data.
+    """One student-visible field of a lesson that depends on hidden data (its leak_budget.toml).
 
     ``paths``: measurement paths (dotted; ``*`` is one segment), empty for a channel that is not a
     measurement (a probe that did not complete). ``count``: how many such fields a graded
-    submission shows; ``bits``: per field, worst case. ``text``: what :data:`FIXED` shows."""
+    submission shows; ``bits``: per field, worst case."""
 
-    lesson: str
     name: str
     shown: str
     paths: tuple[str, ...]
     count: int
     bits: float
     why: str
-    text: str = ""
 
     @property
     def total(self) -> float:
         return self.count * self.bits
 
 
-L03, L05, L07 = "03-export-parity", "05-graph-optimization", "07-quantization"
-_EXCEPTION_BITS = round(math.log2(len(EXCEPTION_TYPES) + 1), 1)
-# per model: a run failure's category, or NaN, a range or row sums off (probabilities.py), or none
-_RUN_FAILURE_BITS = round(math.log2(len(RUN_CATEGORIES) + 4), 1)
-# the first failing group's call: which case of its group (at most 8) and what went wrong: an
-# exception type, or a returned kind (a tuple's count, one dtype, a bounded number of dimensions),
-# or which elements differ (one, some, all) by how much (six buckets)
-_FIRST_FAILURE_BITS = 3 + max(_EXCEPTION_BITS, 10.0)
-FIXED_TEXT = {"agree": "not all", "data_range": "the hidden test inputs' own range"}
-OTHER_FAILURE = "told for the first failing group of this submission only"
-PROBE_FAILED_BITS = 1.0  # a probe that did not complete reads one fixed sentence (probe_format)
+@dataclass(frozen=True)
+class Budget:
+    """A lesson's budget: its declared fields and where its measurements hold hidden-derived numbers."""
+
+    fields: tuple[Field, ...]
+    hidden_measurements: tuple[str, ...]
+
+    @property
+    def total_bits(self) -> float:
+        return round(sum(f.total for f in self.fields), 1)
+
+    def hidden(self, path: str) -> bool:
+        """Whether ``path`` (a leaf's dotted path) holds a number computed from hidden data."""
+        q = path.split(".")
+        return any(
+            len(q) >= len(p) and all(a == "*" or a == b for a, b in zip(p, q))
+            for p in (pattern.split(".") for pattern in self.hidden_measurements)
+        )
 
 
-def _common(lesson: str, groups: int) -> list[Field]:
-    return [
+def lesson_budget(folder: Path) -> Budget:
+    """The budget a lesson declares in ``<folder>/leak_budget.toml``."""
+    data = tomllib.loads((Path(folder) / BUDGET_FILE).read_text(encoding="utf-8"))
+    fields = tuple(
         Field(
-            lesson,
-            "pass/fail of each probe group",
-            VERDICT,
-            ("functions.*.groups.*.agree_share", "functions.*.agree_share"),
-            groups,
-            1.0,
-            "whether every call of the group agrees: the part's score",
-        ),
-        Field(
-            lesson,
-            "calls that agree, per group",
-            FIXED,
-            ("functions.*.groups.*.agree", "functions.*.agree"),
-            groups,
-            0.0,
-            "shown as fixed words ('not all')",
-            FIXED_TEXT["agree"],
-        ),
-        Field(
-            lesson,
-            "the first failing call",
-            FIRST_FAILURE,
-            ("functions.*.groups.*.failure",),
-            1,
-            _FIRST_FAILURE_BITS,
-            "the first failing group's call only: the case's argument types, the exception's type from "
-            "a closed list or the returned kind, or which elements differ by a bucketed amount",
-        ),
-        Field(
-            lesson,
-            "the probe does not complete",
-            CLOSED,
-            (),
-            1,
-            PROBE_FAILED_BITS,
-            "a kernel that exits or hangs during the probe: one fixed sentence, no exit code",
-        ),
-    ]
-
-
-BUDGET: tuple[Field, ...] = (
-    *_common(L03, 3),
-    Field(
-        L03,
-        "parity_report's first disagreement",
-        CLOSED,
-        ("functions.parity_report.first_mismatch.group", "functions.parity_report.first_mismatch.reason"),
-        1,
-        4.0,
-        "the kind of input (one of its groups) and the reason (missing, raised, type, value)",
-    ),
-    Field(L03, "calls of parity_report that raised", VERDICT, ("functions.parity_report.raised",), 1, 1.0, "pass/fail"),
-    Field(
-        L03,
-        "parity on the hidden rows",
-        VERDICT,
-        ("parity.max_abs_diff", "parity.label_agreement", "parity.edge_max_abs_diff"),
-        3,
-        1.0,
-        "pass/fail of each",
-    ),
-    Field(
-        L03,
-        "sklearn_probabilities on the hidden rows",
-        CLOSED,
-        ("parity.error",),
-        1,
-        _EXCEPTION_BITS + 2,
-        "why there is no parity: the exception's type from a closed list, or a fixed sentence",
-    ),
-    Field(
-        L03,
-        "the model on the hidden rows",
-        CLOSED,
-        ("models.pipeline.problems",),
-        1,
-        _RUN_FAILURE_BITS,
-        "a run failure's category or a fixed sentence about its probabilities",
-    ),
-    *_common(L05, 3),
-    Field(L05, "calls of count_ops that raised", VERDICT, ("functions.count_ops.raised",), 1, 1.0, "pass/fail"),
-    Field(
-        L05,
-        "the optimized model on the hidden rows",
-        VERDICT,
-        ("models.optimized.max_abs_diff",),
-        1,
-        1.0,
-        "pass/fail",
-    ),
-    Field(
-        L05,
-        "the optimized model's run failure",
-        CLOSED,
-        ("models.optimized.error",),
-        1,
-        _RUN_FAILURE_BITS,
-        "a run failure's category",
-    ),
-    *_common(L07, 29),
-    Field(
-        L07,
-        "accuracy, drifts, agreement and coverage on the hidden rows",
-        VERDICT,
-        (
-            "models.fp32.accuracy",
-            "models.*.quality.accuracy_drop",
-            "models.*.quality.label_agreement",
-            "models.*.quality.max_abs_dp",
-            "models.int8_qdq.calibration.coverage",
-        ),
-        8,
-        1.0,
-        "pass/fail of each (fp32 accuracy; 3 per quantized model; the calibration's coverage)",
-    ),
-    Field(
-        L07,
-        "the hidden test set's range",
-        FIXED,
-        ("models.int8_qdq.calibration.data_range",),
-        1,
-        0.0,
-        "fixed words",
-        FIXED_TEXT["data_range"],
-    ),
-    Field(
-        L07,
-        "each model on the hidden rows",
-        CLOSED,
-        ("models.*.problems", "models.*.error", "models.*.metrics_error", "models.fp32.interface_ok"),
-        3,
-        _RUN_FAILURE_BITS,
-        "a run failure's category, or which fixed sentence of measure/probabilities.py (no range, no count)",
-    ),
-)
-
-
-# Where each lesson's measurements hold numbers computed from hidden data (a path and everything
-# under it; ``*`` is one segment): what the budget's test perturbs, to prove that no student-visible
-# text shows more of them than the declared fields allow. A measurement computed from hidden data
-# that a message may name belongs here and in BUDGET.
-_FUNCTIONS = (
-    "functions.*.groups.*.agree",
-    "functions.*.groups.*.agree_share",
-    "functions.*.groups.*.raised",
-    "functions.*.agree",
-    "functions.*.agree_share",
-    "functions.*.raised",
-)
-HIDDEN_MEASUREMENTS: dict[str, tuple[str, ...]] = {
-    L03: (
-        *_FUNCTIONS,
-        "parity.max_abs_diff",
-        "parity.label_agreement",
-        "parity.edge_max_abs_diff",
-        "parity.edge_label_agreement",
-        "parity.notebook_max_abs_diff",
-        "parity.notebook_label_agreement",
-    ),
-    L05: (*_FUNCTIONS, "models.optimized.max_abs_diff"),
-    L07: (
-        *_FUNCTIONS,
-        "models.*.accuracy",
-        "models.*.quality",
-        "models.int8_qdq.calibration.coverage",
-        "models.int8_qdq.calibration.data_range",
-    ),
-}
-
-
-def hidden_measurement(lesson: str, path: str) -> bool:
-    """Whether ``path`` (a leaf's dotted path) holds a number computed from hidden data in ``lesson``."""
-    q = path.split(".")
-    return any(
-        len(q) >= len(p) and all(a == "*" or a == b for a, b in zip(p, q))
-        for p in (pattern.split(".") for pattern in HIDDEN_MEASUREMENTS.get(lesson, ()))
+            str(f["name"]),
+            str(f["shown"]),
+            tuple(f.get("paths", ())),
+            int(f["count"]),
+            float(f["bits"]),
+            str(f.get("why", "")),
+        )
+        for f in data.get("fields", ())
     )
-
-
-def fields(lesson: str) -> list[Field]:
-    return [f for f in BUDGET if f.lesson == lesson]
-
-
-def total_bits(lesson: str) -> float:
-    return round(sum(f.total for f in fields(lesson)), 1)
+    return Budget(fields, tuple(data.get("hidden_measurements", ())))
 
 
 def _matches(pattern: str, path: str) -> bool:
@@ -400,21 +291,9 @@ def _matches(pattern: str, path: str) -> bool:
     return len(p) == len(q) and all(a == "*" or a == b for a, b in zip(p, q))
 
 
-def field_of(lesson: Any, path: str) -> Field | None:
-    """The declared field a measurement path belongs to in ``lesson`` (None: not hidden-derived);
-    a lesson the budget does not know (measurements without ``assignment.id``) gets every lesson's
-    declarations, so nothing declared anywhere is shown because the id was missing."""
-    known = any(f.lesson == lesson for f in BUDGET)
-    return next(
-        (f for f in BUDGET if (f.lesson == lesson or not known) and any(_matches(p, path) for p in f.paths)), None
-    )
-
-
-def lesson_of(measurements: Mapping[str, Any]) -> str | None:
-    a = measurements.get("assignment") if isinstance(measurements, Mapping) else None
-    if isinstance(a, Mapping) and isinstance(a.get("id"), str):
-        return a["id"]
-    return a if isinstance(a, str) else None
+def shown_as(path: str) -> tuple[str, str] | None:
+    """How a measurement path is shown, ``(kind, fixed words)``, or None: shown as it is."""
+    return next(((kind, text) for pattern, kind, text in SHOWN if _matches(pattern, path)), None)
 
 
 def verdict_text(passed: bool, op_text: str, threshold_text: str) -> str:
@@ -444,13 +323,13 @@ def _replaced(measurements: Mapping[str, Any], path: str) -> str | None:
 
 
 def shown_value(measurements: Mapping[str, Any], path: str, value: Any) -> tuple[bool, Any]:
-    """(replaced, what to show) for a placeholder ``path`` of a message: the declared field's
-    fixed words, another group's failure as :data:`OTHER_FAILURE`, a text with its run failures
-    cut to their category; ``(False, value)`` when nothing is declared."""
-    field = field_of(lesson_of(measurements), path)
-    if field is not None and field.shown == FIXED:
-        return True, field.text
-    if field is not None and field.shown == FIRST_FAILURE and value and path != first_failure_path(measurements):
+    """(replaced, what to show) for a placeholder ``path`` of a message: a fixed field's words,
+    another group's failure as :data:`OTHER_FAILURE`, a text with its run failures cut to their
+    category; ``(False, value)`` when nothing applies."""
+    shown = shown_as(path)
+    if shown is not None and shown[0] == FIXED:
+        return True, shown[1]
+    if shown is not None and shown[0] == FIRST_FAILURE and value and path != first_failure_path(measurements):
         replaced = _replaced(measurements, path)  # told before any hidden input: kept for every group
         return True, f"{replaced}; {OTHER_FAILURE}" if replaced else OTHER_FAILURE
     if isinstance(value, str) and RUN_PREFIX in value:

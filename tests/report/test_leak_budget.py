@@ -30,17 +30,18 @@ from autograder import leak_budget
 from autograder.assignment import load_assignment
 from autograder.judge import judge
 from autograder.leak_budget import (
-    BUDGET,
     EXCEPTION_TYPES,
+    FIRST_FAILURE,
+    FIRST_FAILURE_BITS,
+    KINDS,
     MAX_BITS,
     OTHER_EXCEPTION,
     OTHER_FAILURE,
     RUN_PREFIX,
     exception_name,
-    field_of,
-    hidden_measurement,
+    lesson_budget,
     run_failure_words,
-    total_bits,
+    shown_as,
 )
 from autograder.grade_text import placeholders
 from autograder.measure import probabilities
@@ -54,13 +55,33 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ("03-export-parity", "05-graph-optimization", "07-quantization")
 
 
+def _budget(lesson: str):
+    return lesson_budget(load_assignment(lesson, ROOT).folder)
+
+
+def _field(budget, path: str):
+    return next((f for f in budget.fields if any(_same(p, path) for p in f.paths)), None)
+
+
+def _same(pattern: str, path: str) -> bool:
+    p, q = pattern.split("."), path.split(".")
+    return len(p) == len(q) and all(a == "*" or a == b for a, b in zip(p, q))
+
+
 # ── the table ─────────────────────────────────────────────────────────────────────────────────
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_each_lesson_stays_within_the_budget(lesson):
-    assert leak_budget.fields(lesson), f"{lesson} declares nothing"
-    assert total_bits(lesson) <= MAX_BITS, [(f.name, f.total) for f in leak_budget.fields(lesson)]
+    budget = _budget(lesson)
+    assert budget.fields and budget.hidden_measurements, f"{lesson} declares nothing"
+    assert budget.total_bits <= MAX_BITS, [(f.name, f.total) for f in budget.fields]
+    for f in budget.fields:
+        assert f.shown in KINDS, f
+        for path in f.paths:  # the lesson counts a path the way the core shows it
+            assert shown_as(path) is not None and shown_as(path)[0] == f.shown, (f.name, path, shown_as(path))
+        if f.shown == FIRST_FAILURE:
+            assert f.count == 1 and f.bits >= FIRST_FAILURE_BITS, f
 
 
 def test_security_md_mirrors_the_table():
@@ -72,17 +93,18 @@ def test_security_md_mirrors_the_table():
         (m.group(1), m.group(2).strip(), float(m.group(3)))
         for m in re.finditer(r"^\| (\d\d)[^|]*\| ([^|]+?) \| [^|]+ \| [^|]+ \| ([\d.]+) \|$", section, re.M)
     }
-    declared = {(f.lesson[:2], f.name, round(f.total, 1)) for f in BUDGET}
-    assert rows == declared, f"missing from SECURITY.md: {declared - rows}; not in the module: {rows - declared}"
+    declared = {(lesson[:2], f.name, round(f.total, 1)) for lesson in LESSONS for f in _budget(lesson).fields}
+    assert rows == declared, f"missing from SECURITY.md: {declared - rows}; not in the lessons: {rows - declared}"
     for lesson in LESSONS:
-        assert f"**{lesson}: {total_bits(lesson)} bits**" in section, (lesson, total_bits(lesson))
+        total = _budget(lesson).total_bits
+        assert f"**{lesson}: {total:g} bits**" in section, (lesson, total)
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_every_rubric_path_that_reads_hidden_data_is_declared(lesson):
     """A part's measure or a message's placeholder that holds a number computed from hidden data is
     a declared field (shown as the declaration says), so a new message cannot quote one unnoticed."""
-    rubric = load_assignment(lesson, ROOT).rubric()
+    rubric, budget = load_assignment(lesson, ROOT).rubric(), _budget(lesson)
     undeclared = []
     for check in rubric["checks"]:
         for part in check["parts"]:
@@ -92,7 +114,7 @@ def test_every_rubric_path_that_reads_hidden_data_is_declared(lesson):
                 for p in placeholders(part.get(key, ""))
                 if p not in ("measured", "threshold", "op", "name") and not p.startswith("tolerances.")
             ]
-            undeclared += [p for p in paths if hidden_measurement(lesson, p) and field_of(lesson, p) is None]
+            undeclared += [p for p in paths if budget.hidden(p) and (shown_as(p) is None or _field(budget, p) is None)]
     assert not undeclared, f"{lesson}: hidden measurements without a declared field: {undeclared}"
 
 
@@ -100,14 +122,14 @@ def test_every_rubric_path_that_reads_hidden_data_is_declared(lesson):
 def test_the_declared_counts_cover_the_rubrics_verdicts(lesson):
     """Each VERDICT field's count is at least the rubric's parts that read one of its paths (one
     pass/fail bit each)."""
-    rubric = load_assignment(lesson, ROOT).rubric()
+    rubric, budget = load_assignment(lesson, ROOT).rubric(), _budget(lesson)
     used: dict[str, int] = {}
     for check in rubric["checks"]:
         for part in check["parts"]:
-            f = field_of(lesson, part["measure"])
+            f = _field(budget, part["measure"])
             if f is not None and f.shown in (leak_budget.VERDICT, leak_budget.FIXED):
                 used[f.name] = used.get(f.name, 0) + 1
-    for f in leak_budget.fields(lesson):
+    for f in budget.fields:
         assert used.get(f.name, 0) <= f.count, (f.name, used.get(f.name), f.count)
 
 
@@ -277,6 +299,7 @@ def test_no_report_shows_more_of_a_hidden_measurement_than_its_verdict(lessons, 
     verdict changes, leaves every student-visible rendering as it was."""
     lesson = lessons(ROOT, lesson_id)
     rubric, tolerances = lesson.assignment.rubric(), lesson.assignment.tolerances()
+    budget = lesson_budget(lesson.assignment.folder)
     moved_any = 0
     shown = []
     for name, g in sorted(lesson.graded.items()):
@@ -286,7 +309,7 @@ def test_no_report_shows_more_of_a_hidden_measurement_than_its_verdict(lessons, 
         base = judge(rubric, tolerances, m)
         before = _student_texts(base, m)
         for path, value in _leaves(m):
-            if not hidden_measurement(lesson_id, path):
+            if not budget.hidden(path):
                 continue
             for sign in (1, -1):
                 new = _moved(value, sign)
