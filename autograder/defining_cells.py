@@ -99,3 +99,47 @@ def _read_lines(source: str, names: list[str]) -> dict[str, int]:
             ):
                 lines[name] = number
     return lines
+
+
+def is_stub(source: str, name: str) -> bool:
+    """Whether the top-level function ``name`` that ``source`` defines (its last definition there)
+    is still a starter's stub: past a docstring, its body is only ``raise NotImplementedError``
+    (called or not), ``pass`` or ``...``. False when the cell does not parse or defines no such
+    function: then nothing is known, and nothing is claimed."""
+    if not isinstance(source, str) or len(source) > MAX_PARSED_CHARS:
+        return False
+    try:
+        tree = ast.parse(_MAGIC.sub("", source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    _functions(tree.body, name, found)
+    if not found:
+        return False
+    body = list(found[-1].body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body[0].value.value, str):
+            body = body[1:]  # the docstring
+    return not body or (len(body) == 1 and _is_placeholder(body[0]))
+
+
+def _functions(body: list[ast.stmt], name: str, found: list) -> None:
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found.append(node)
+        if isinstance(node, _BLOCKS):
+            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+                _functions(block, name, found)
+            for handler in getattr(node, "handlers", []):
+                _functions(handler.body, name, found)
+
+
+def _is_placeholder(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt.value.value is Ellipsis:
+        return True
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False

@@ -117,6 +117,8 @@ def _judge_check(
     cause = check_cause(parts, requires, measurements)
     if cause is not None:  # said once for the check, before its parts (root_cause.py)
         graded["cause"] = cause
+        # a stub's or a failed cell's parts measured nothing of the student's work: no hints
+        graded["parts"] = [p if p["passed"] else {**p, "hint": ""} for p in parts]
     return graded
 
 

@@ -299,7 +299,7 @@ def rejudge(
     picture = None if no_picture_to_show(grade, measurements) else measurements
     _draw_pictures(picture, out_dir, picture_formats({RESULTS_FILE, *reports}))
     if FEEDBACK_HTML_FILE in reports:
-        write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE)
+        write_feedback_html(out_dir, feedback, picture, FEEDBACK_HTML_FILE, grade=grade)
     # results.json reaches the student: the tolerance files by name and hash, not by the grader's path
     extra = {"tolerances": public_tolerances_record(grade["tolerances"]), "version_drift": grade["version_drift"]}
     _write_json(

@@ -28,22 +28,96 @@ SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 def check_cause(
     parts: Sequence[Mapping[str, Any]], requires: Sequence[str], measurements: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """The root cause of a check's unmeasured parts, or None (nothing unmeasured, or no
-    function of the contract is to blame). ``{"name", "kind", "where", "cell", "code_cell",
-    "line", "text"}``; ``kind``: ``syntax_error``, ``error``, ``timeout``, ``not_run`` or
-    ``undefined`` (no cell defines it)."""
-    reasons = [str(p["reason"]) for p in parts if p.get("reason")]
+    """The root cause of a check's failed parts, or None (nothing to blame on a cell). ``{"name",
+    "kind", "where", "cell", "code_cell", "line", "text"}``; ``kind``: ``syntax_error``,
+    ``error``, ``timeout``, ``not_run`` or ``undefined`` (no cell defines it) for a function of
+    the contract whose parts could not be measured; ``unwritten`` for a function whose body is
+    still the starter's stub; ``file`` for a file that is missing while a cell that names it
+    failed."""
     execution = measurements.get("execution") if isinstance(measurements, Mapping) else None
-    definitions = execution.get("definitions") if isinstance(execution, Mapping) else None
-    if not reasons or not isinstance(execution, Mapping) or not isinstance(definitions, Mapping):
+    if not isinstance(execution, Mapping):
         return None
-    said = " ".join(reasons + [seg for path in requires for seg in str(path).split(".")])
+    reasons = [str(p["reason"]) for p in parts if p.get("reason")]
+    definitions = execution.get("definitions")
+    definitions = definitions if isinstance(definitions, Mapping) else {}
+    if reasons:
+        said = " ".join(reasons + [seg for path in requires for seg in str(path).split(".")])
+        for name, spot in definitions.items():
+            if _names(said, str(name), after_dot=False):
+                cause = _cause(str(name), spot, execution)
+                if cause is not None:
+                    return cause
+    failed = [p for p in parts if not p.get("passed")]
+    said = " ".join(str(p.get("measure", "")) + " " + str(p.get("reason") or "") for p in failed)
     for name, spot in definitions.items():
-        if not re.search(rf"(?<![\w.]){re.escape(str(name))}(?!\w)", said):
-            continue
-        cause = _cause(str(name), spot, execution)
-        if cause is not None:
-            return cause
+        if isinstance(spot, Mapping) and spot.get("stub") and _names(said, str(name)):
+            return _unwritten(str(name), spot)
+    return _missing_file(reasons, execution.get("files"))
+
+
+def _names(said: str, name: str, *, after_dot: bool = True) -> bool:
+    """Whether ``said`` names ``name`` as a word (``after_dot``: also as a segment of a dotted path)."""
+    before = r"(?<!\w)" if after_dot else r"(?<![\w.])"
+    return re.search(rf"{before}{re.escape(name)}(?!\w)", said) is not None
+
+
+def _unwritten(name: str, spot: Mapping[str, Any]) -> dict[str, Any]:
+    where = (
+        spot.get("where") if isinstance(spot.get("where"), str) else cell_where(spot.get("code_cell"), spot.get("cell"))
+    )
+    return {
+        "name": name,
+        "kind": "unwritten",
+        "where": where,
+        "cell": spot.get("cell"),
+        "code_cell": spot.get("code_cell"),
+        "line": spot.get("line") if isinstance(spot.get("line"), int) else None,
+        "text": f"{name} is not written yet: its body in {where} is still the starter's placeholder; write it, "
+        "then run the notebook again",
+    }
+
+
+_MISSING = re.compile(r"([\w.\-/]{1,200}) is missing")
+
+
+def _missing_file(reasons: Sequence[str], files: Any) -> dict[str, Any] | None:
+    """A file a reason says is missing, while a cell that names it failed: that cell is the cause."""
+    if not isinstance(files, Mapping) or not files:
+        return None
+    for reason in reasons:
+        for path in _MISSING.findall(reason):
+            spot = files.get(path) or next(
+                (v for k, v in files.items() if str(k).rsplit("/", 1)[-1] == path.rsplit("/", 1)[-1]), None
+            )
+            if not isinstance(spot, Mapping):
+                continue
+            where = (
+                spot.get("where")
+                if isinstance(spot.get("where"), str)
+                else cell_where(spot.get("code_cell"), spot.get("cell"))
+            )
+            status, line = (
+                spot.get("status"),
+                spot.get("error_line") if isinstance(spot.get("error_line"), int) else None,
+            )
+            if status == "error":
+                ename, evalue = str(spot.get("ename") or ""), str(spot.get("evalue") or "")
+                how = "stopped" + (f" at line {line}" if line else "") + f" with {error_summary(ename, evalue)}"
+            elif status == "timeout":
+                how = "ran out of time and was interrupted"
+            elif status == "not_run":
+                how = "did not run"
+            else:
+                continue
+            return {
+                "name": path,
+                "kind": "file",
+                "where": where,
+                "cell": spot.get("cell"),
+                "code_cell": spot.get("code_cell"),
+                "line": line,
+                "text": f"{path} is missing: {where}, which names it, {how}",
+            }
     return None
 
 

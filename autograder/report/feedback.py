@@ -1,8 +1,9 @@
 """``feedback.md``: the grade as the student reads it, as a file.
 
-The total, what to fix first (why checks could not be measured, by cell and line:
-:mod:`autograder.root_cause`), how the notebook ran, then each visible check with measured vs threshold and a hint
-for what failed, the items graded by hand. With any check not visible, neither the total nor
+The total, what to fix first (the root causes, by cell and line, in notebook order:
+:mod:`autograder.root_cause`), how the notebook ran, then each visible check that lost points with
+measured vs threshold and a hint for what failed, each passed check in one line (feedback.html
+shows its parts on demand), the items graded by hand. With any check not visible, neither the total nor
 anything of the hidden checks' results is shown, only their number. When nothing of the work
 could be graded (:mod:`.nothing_graded`), one paragraph replaces the checks: why, what to do,
 and the checks not measured in one line.
@@ -35,17 +36,30 @@ def feedback_markdown(grade: Mapping[str, Any], measurements: Mapping[str, Any] 
         if execution:
             blocks.append("## Running your notebook\n\n" + "\n".join(execution))
         shown = md.visible_checks(grade)
-        if shown:
-            blocks.append("## Checks")
-            for check in shown:
-                mark = md.PASS if check.get("passed") else md.FAIL
+        failed = [c for c in shown if not c.get("passed")]
+        if failed:  # what lost points first, in full; what passed below, one line each
+            blocks.append("## " + CHECKS_TO_WORK_ON)
+            for check in failed:
                 blocks.append(
-                    f"### {mark} {md.text(check.get('title', check.get('id', '?')))}\n\n" + md.check_markdown(check)
+                    f"### {md.FAIL} {md.text(check.get('title', check.get('id', '?')))}\n\n" + md.check_markdown(check)
                 )
+        passed = [c for c in shown if c.get("passed")]
+        if passed:
+            blocks.append(f"## {PASSED}\n\n" + "\n".join(passed_line(c) for c in passed))
     manual = md.manual_lines(grade)
     if manual:
         blocks.append("## Graded by hand\n\n" + "\n".join(manual))
     return md.join_blocks(blocks)
+
+
+CHECKS_TO_WORK_ON = "Checks to work on"
+PASSED = "Passed"  # feedback.html shows each of these checks' parts on demand (feedback_html.py)
+
+
+def passed_line(check: Mapping[str, Any]) -> str:
+    """A passed check in one line: its title and points."""
+    title = md.text(check.get("title", check.get("id", "?")))
+    return f"- {md.PASS} **{title}** · {md.points(check.get('score', 0), check.get('max_score', 0))} points"
 
 
 def failure_feedback_markdown(reason: str) -> str:

@@ -4,7 +4,8 @@ The text is feedback.md itself (:mod:`.feedback`), rendered by markdown-it (Comm
 off: a ``<`` that escaping let through would still show as text; and :mod:`.escape` has already
 escaped every student-controlled string in it). The picture, when the assignment's measurements
 hold a ``figure`` section (:mod:`.figure`), is an inline ``<svg>`` that matplotlib drew from the
-grader's own numbers, placed after the score. Without a section the page is the text alone; a
+grader's own numbers, placed after the score and "Fix this first"; each passed check's parts
+are shown on demand (``<details>``, no script). Without a section the page is the text alone; a
 section that gives no picture gives its sentence why instead.
 
 The page loads nothing and runs nothing: its Content-Security-Policy allows no script at all,
@@ -24,6 +25,8 @@ from markupsafe import Markup
 from ..safe_files import write_atomic
 from ..student_text import clean
 from .figure import clear_cache, figure_problem, figure_section, svg_inline
+from . import markdown as md
+from .feedback import PASSED, passed_line
 from .page_templates import own_markup, render
 
 CSP = own_markup("default-src 'none'; img-src data:; style-src 'unsafe-inline'")
@@ -80,21 +83,51 @@ def feedback_html(
     *,
     title: str = "Feedback",
     cache: Path | None = None,
+    grade: Mapping[str, Any] | None = None,
 ) -> str:
-    """The whole page: feedback.md's text with the picture after its first block (title and score)."""
-    head, sep, rest = feedback_md.partition("\n## ")
+    """The whole page: feedback.md's text with the picture after the score and "Fix this first"
+    (what to do comes before what it looks like); with ``grade``, each passed check's parts on
+    demand (a ``<details>`` under its one line)."""
+    sections = feedback_md.split("\n## ")
+    head = sections[0]
+    rest = sections[1:]
+    if rest and rest[0].startswith(FIX_HEADING):
+        head += "\n\n## " + rest.pop(0)
     return render(
         "feedback.html",
         csp=CSP,
         title=clean(title, 200),
         head=render_markdown(head),
         figure=_figure(measurements, cache),
-        rest=render_markdown(sep.lstrip("\n") + rest) if sep else "",
+        rest=Markup("").join(_section_html(section, grade) for section in rest),
     )
 
 
+FIX_HEADING = "Fix this first"
+
+
+def _section_html(section: str, grade: Mapping[str, Any] | None) -> Markup:
+    """One ``## `` section of feedback.md as HTML; the passed checks, given the grade, each as a
+    ``<details>`` whose summary is the check's line and whose body is its parts."""
+    if grade is None or not section.startswith(PASSED + "\n"):
+        return render_markdown("## " + section)
+    passed = [c for c in md.visible_checks(grade) if c.get("passed")]
+    items = [
+        Markup("<details><summary>{}</summary>{}</details>\n").format(
+            render_markdown(passed_line(c)[2:]).replace("<p>", "").replace("</p>", "").strip(),
+            render_markdown(md.check_markdown(c)),
+        )
+        for c in passed
+    ]
+    return render_markdown("## " + PASSED) + Markup("").join(items)
+
+
 def write_feedback_html(
-    out_dir: Path, feedback_md: str, measurements: Mapping[str, Any] | None, name: str = "feedback.html"
+    out_dir: Path,
+    feedback_md: str,
+    measurements: Mapping[str, Any] | None,
+    name: str = "feedback.html",
+    grade: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the page into ``out_dir``, keeping its picture there for a rescore; a grade without a
     picture leaves no picture of an earlier grade behind."""
@@ -105,4 +138,4 @@ def write_feedback_html(
     first = feedback_md.split("\n", 1)[0]
     # feedback.md's own title, its Markdown escapes undone (the page escapes it again for HTML)
     title = html.unescape(re.sub(r"\\(.)", r"\1", first[2:])) if first.startswith("# ") else "Feedback"
-    return write_atomic(path, feedback_html(feedback_md, measurements, title=title, cache=Path(out_dir)))
+    return write_atomic(path, feedback_html(feedback_md, measurements, title=title, cache=Path(out_dir), grade=grade))

@@ -31,6 +31,7 @@ import base64
 import hashlib
 import io
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # matplotlib itself is imported when a figure is drawn
     from matplotlib.typing import RcKeyType
 
 SECTION = "figure"
-RENDER_VERSION = 3  # bump when the drawing changes: cached pictures are keyed by it
+RENDER_VERSION = 4  # bump when the drawing changes: cached pictures are keyed by it
 CACHE_PREFIX = "figure-"
 KIND = "decision_plane"
 MAX_POINTS = 20_000  # per set: a bound on what a section can ask the renderer to draw
@@ -55,7 +56,6 @@ BOUNDARY_STYLES: tuple[dict[str, Any], ...] = (
 )
 CLASS_SHADES = ("#eef3fb", "#fbf3ea")  # the baseline's two classes, very light
 DISAGREE_SHADE = "#f4b6b6"
-LABEL_OFFSETS = ((12, 11), (-12, 11), (12, -11), (-12, -11), (0, 15), (0, -15))  # points, per rank
 VALUE_FLOOR = 1e-4  # the colour scale's lowest drift (log scale)
 SVG_DPI = 96
 RC: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "autograder-figure", "font.size": 11}
@@ -177,31 +177,6 @@ def _draw(spec: Mapping[str, Any]):
                 label=s["label"],
             )
         )
-    for rank, w in enumerate(spec["worst"], start=1):
-        ax.scatter(
-            [w["xy"][0]],
-            [w["xy"][1]],
-            s=220,
-            facecolors="none",
-            edgecolors="#d62728",
-            linewidths=1.8,
-            zorder=4,
-            gid=f"worst-{rank}",
-        )
-        dx, dy = LABEL_OFFSETS[(rank - 1) % len(LABEL_OFFSETS)]  # neighbours' numbers apart
-        ax.annotate(
-            str(rank),
-            (w["xy"][0], w["xy"][1]),
-            xytext=(dx, dy),
-            textcoords="offset points",
-            ha="center",
-            va="center",
-            color="#d62728",
-            fontsize=11,
-            fontweight="bold",
-            zorder=5,
-            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
-        )
     if spec["worst"]:
         legend.append(
             Line2D(
@@ -218,6 +193,7 @@ def _draw(spec: Mapping[str, Any]):
         )
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
+    _draw_worst(fig, ax, spec["worst"])
     ax.set_xlabel(spec["x_label"])
     ax.set_ylabel(spec["y_label"])
     ax.set_title(spec["title"], fontsize=13, fontweight="bold")
@@ -258,6 +234,77 @@ def warm_up(formats: Sequence[str] = ("svg", "png")) -> None:
         "worst": [{"xy": [0.2, 0.2]}],
     }
     render_formats(tiny, [(fmt, 20) for fmt in formats])
+
+
+def _draw_worst(fig: Any, ax: Any, worst: Sequence[Mapping[str, Any]]) -> None:
+    """Ring and number the largest drifts; each number placed where it covers no other number and
+    no ring (:func:`label_offsets`), a short line to the ring it names."""
+    if not worst:
+        return
+    to_points = 72.0 / fig.dpi
+    centres = [tuple(float(v) * to_points for v in ax.transData.transform(w["xy"])) for w in worst]
+    for rank, (w, (dx, dy)) in enumerate(zip(worst, label_offsets(centres)), start=1):
+        ax.scatter(
+            [w["xy"][0]],
+            [w["xy"][1]],
+            s=220,
+            facecolors="none",
+            edgecolors="#d62728",
+            linewidths=1.8,
+            zorder=4,
+            gid=f"worst-{rank}",
+        )
+        ax.annotate(
+            str(rank),
+            (w["xy"][0], w["xy"][1]),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            color="#d62728",
+            fontsize=11,
+            fontweight="bold",
+            zorder=5,
+            gid=f"worst-label-{rank}",
+            bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8),
+            arrowprops=dict(arrowstyle="-", color="#d62728", lw=0.8, shrinkA=5, shrinkB=8),  # which ring it names
+        )
+
+
+LABEL_NEAR = 22.0  # points from a ring's centre to its number when nothing is in the way
+LABEL_HALF = (6.0, 7.0)  # half the width and height of a one-digit number's box, points
+RING_RADIUS = 8.0  # points: the ring (s=220) is about 15 points across
+
+
+def label_offsets(centres: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Where each ring's number goes, as an offset in points from its centre (the centres in
+    points): the first of eight directions at growing distances whose box overlaps no number placed
+    before it and no ring; the last tried when none is free (a bounded search, never a failure)."""
+    placed: list[tuple[float, float]] = []
+    out: list[tuple[float, float]] = []
+    directions = [(math.cos(a), math.sin(a)) for a in (math.pi / 4 + k * math.pi / 2 for k in range(4))]
+    directions += [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)]
+    for cx, cy in centres:
+        choice = (LABEL_NEAR, LABEL_NEAR)
+        for distance in (LABEL_NEAR, 32.0, 44.0, 58.0, 74.0):
+            free = [
+                (ux * distance, uy * distance)
+                for ux, uy in directions
+                if _free(cx + ux * distance, cy + uy * distance, placed, centres)
+            ]
+            if free:
+                choice = free[0]
+                break
+        placed.append((cx + choice[0], cy + choice[1]))
+        out.append(choice)
+    return out
+
+
+def _free(x: float, y: float, placed: Sequence[tuple[float, float]], rings: Sequence[tuple[float, float]]) -> bool:
+    w, h = LABEL_HALF
+    if any(abs(x - px) < 2 * w and abs(y - py) < 2 * h for px, py in placed):
+        return False
+    return all(abs(x - rx) > w + RING_RADIUS or abs(y - ry) > h + RING_RADIUS for rx, ry in rings)
 
 
 def svg_inline(section: Mapping[str, Any], cache: Path | None = None) -> str:

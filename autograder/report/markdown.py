@@ -97,6 +97,15 @@ def check_markdown(check: Mapping[str, Any]) -> str:
     if check.get("description"):
         lines += ["", text(check["description"])]
     parts = list(check.get("parts", []))
+    kind = check["cause"].get("kind") if isinstance(check.get("cause"), Mapping) else None
+    if kind == "unwritten":  # every part failed on the stub: one line, not one hintless line per part
+        failed = [p for p in parts if not p.get("passed")]
+        lines += [""] + [part_line(p) for p in parts if p.get("passed")]
+        if failed:
+            got, total = sum(p.get("score", 0) for p in failed), sum(p.get("points", 0) for p in failed)
+            names = ", ".join(text(p.get("name", "?"), 120) for p in failed)
+            lines.append(f"- {FAIL} **{len(failed)} parts not written yet** ({points(got, total)})\n  - {names}")
+        return "\n".join(lines)
     unmeasured: dict[str, list[Mapping[str, Any]]] = {}
     for p in parts:
         if p.get("reason"):
@@ -116,11 +125,13 @@ def cause_text(check: Mapping[str, Any]) -> str:
 
 
 def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
-    """The root causes of the visible checks, each once, for the top of the feedback; ``short``
-    (nothing of the work could be graded): only a cell that failed, as the short paragraph
-    already says which functions no cell defines."""
+    """The root causes of the visible checks, each once, in notebook order, for the top of the
+    feedback; ``short`` (nothing of the work could be graded): only a cell that failed, as the
+    short paragraph already says which functions no cell defines."""
     grouped: dict[str, list[str]] = {}  # one line per cell and problem: "quantize and dequantize could not …"
-    for check in visible_checks(grade):
+    kinds: dict[str, str] = {}
+    order: dict[str, tuple[int, int]] = {}
+    for position, check in enumerate(visible_checks(grade)):
         said, cause = cause_text(check), check.get("cause")
         name = str(cause.get("name") or "") if isinstance(cause, Mapping) else ""
         if not said or (short and isinstance(cause, Mapping) and cause.get("kind") == "undefined"):
@@ -129,16 +140,50 @@ def cause_lines(grade: Mapping[str, Any], *, short: bool = False) -> list[str]:
         names = grouped.setdefault(rest, [])
         if name not in names:
             names.append(name)
-    lines = []
-    for rest, names in grouped.items():
+        kinds.setdefault(rest, str(cause.get("kind")) if isinstance(cause, Mapping) else "")
+        cell = cause.get("cell") if isinstance(cause, Mapping) else None
+        order.setdefault(rest, (cell if isinstance(cell, int) else 1 << 30, position))
+    lines: list[str] = []
+    follows: dict[int, list[str]] = {}  # line → the names whose cause only repeats its failure
+    said_names: list[tuple[int, str]] = []
+    for rest in sorted(grouped, key=lambda r: order[r]):  # the first cell that failed comes first
+        names = grouped[rest]
+        earlier = next((i for i, n in said_names if n and n in rest), None)
+        if earlier is not None and kinds[rest] == "file":  # its cell failed on an earlier missing file
+            follows.setdefault(earlier, []).extend(names)
+            said_names += [(earlier, n) for n in names]
+            continue
+        said_names += [(len(lines), n) for n in names]
         if len(names) > 1:
-            rest = rest.replace(" where it is defined,", " where they are defined,", 1).replace(
-                " defines it at its top level", " defines them at its top level", 1
-            )
-            lines.append(f"- {text(', '.join(names[:-1]) + ' and ' + names[-1] + rest)}")
+            for one, many in _PLURALS.get(kinds[rest], ()):
+                rest = rest.replace(one, many, 1)
+            lines.append(names_and(names) + rest)
         else:
-            lines.append(f"- {text(names[0] + rest)}")
-    return lines
+            lines.append(names[0] + rest)
+    for i, names in follows.items():
+        verb = "is" if len(names) == 1 else "are"
+        lines[i] += f"; so {names_and(names)}, made by the cells that need it, {verb} missing too"
+    return [f"- {text(line)}" for line in lines]
+
+
+def names_and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# how a cause's sentence reads for several names at once, by its kind
+_DEFINED_PLURALS = ((" where it is defined,", " where they are defined,"),)
+_PLURALS: dict[str, tuple[tuple[str, str], ...]] = {
+    "syntax_error": _DEFINED_PLURALS,
+    "error": _DEFINED_PLURALS,
+    "timeout": _DEFINED_PLURALS,
+    "not_run": _DEFINED_PLURALS,
+    "undefined": ((" defines it at its top level", " defines them at its top level"),),
+    "unwritten": (
+        (" is not written yet: its body", " are not written yet: their bodies"),
+        (" is still the starter's placeholder; write it,", " are still the starter's placeholders; write them,"),
+    ),
+    "file": ((" is missing:", " are missing:"), ("which names it,", "which names them,")),
+}
 
 
 def _unmeasured_line(reason: str, group: list[Mapping[str, Any]]) -> str:

@@ -1,7 +1,9 @@
 """The summary's "Most common failures", by root cause: what one submission's failures come to.
 
 A broken cell that leaves three functions unmeasured is one cause, not the 30 parts of their
-checks; parts not measured for one reason are one; a measured part that failed is its own. The
+checks; so is a function still the starter's stub, and a missing file whose cell failed (however
+many checks read it); parts not measured for one reason are one; a measured part that failed is
+its own. The
 cause a check carries is the judge's (grade.json's ``cause``, :mod:`autograder.root_cause`).
 """
 
@@ -16,6 +18,11 @@ _CAUSE_KINDS = {
     "timeout": "ran out of time",
     "not_run": "did not run",
     "undefined": "is missing",
+}
+# causes that are not about the cell defining a function: said in their own words
+_OWN_WORDS = {
+    "unwritten": "{them}: still the starter's stub, not written yet",
+    "file": "{them} missing: the cell that names {it} failed",
 }
 
 
@@ -40,7 +47,10 @@ def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict
             by_cell.setdefault((str(cause.get("kind")), str(cause.get("where"))), []).append(
                 (str(cause.get("name")), str(cause["text"]))
             )
-            parts = [p for p in check.get("parts", []) if not p.get("reason")]
+            # the cause says why; parts measured on a stub or beside a failed cell add nothing
+            parts = (
+                [] if cause.get("kind") in _OWN_WORDS else [p for p in check.get("parts", []) if not p.get("reason")]
+            )
         else:
             parts = check.get("parts", [])
         for p in parts:
@@ -53,6 +63,11 @@ def root_causes(row: dict[str, Any], grade: Any, titles: dict[str, str]) -> dict
     for (kind, _where), named in by_cell.items():
         names = sorted({n for n, _ in named})
         them = ", ".join(names)
-        said = f"{them}: the cell that defines {'it' if len(names) == 1 else 'them'} {_CAUSE_KINDS.get(kind, kind)}"
+        it = "it" if len(names) == 1 else "them"
+        said = (
+            _OWN_WORDS[kind].format(them=them, it=it)
+            if kind in _OWN_WORDS
+            else f"{them}: the cell that defines {it} {_CAUSE_KINDS.get(kind, kind)}"
+        )
         out.setdefault(("cause", kind, them), (said, named[0][1]))
     return out

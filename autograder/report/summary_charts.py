@@ -221,15 +221,9 @@ def scatter(
             )
             r = 6 + min(6, 2 * math.log2(len(names))) if len(names) > 1 else 6
             cx, cy = _free_spot(px(x), py(y), r, taken)
-            left_side = cx < WIDTH * 0.7
             name_label: dict[str, str] | None = None
-            if beyond and labelled < 15:
-                name_label = {
-                    "x": f"{cx + r + 4 if left_side else cx - r - 4:.1f}",
-                    "y": f"{cy - r:.1f}",
-                    "anchor": "start" if left_side else "end",
-                    "text": _short(names[0], 24) + (f" +{len(names) - 1}" if len(names) > 1 else ""),
-                }
+            if beyond and labelled < 15:  # placed once every mark is known (_place_labels)
+                name_label = {"text": _short(names[0], 24) + (f" +{len(names) - 1}" if len(names) > 1 else "")}
             marks.append(
                 {
                     "href": feedback_href(names[0]),
@@ -248,6 +242,7 @@ def scatter(
                 }
             )
             labelled += beyond
+    _place_labels(marks, (left, top, WIDTH - right, height - bottom))
     return _svg(
         "scatter",
         height,
@@ -292,3 +287,52 @@ def _axis(values: list[float]) -> tuple[list[float], tuple[float, float]]:
 
 def _short(text: str, n: int) -> str:
     return clean(text, n)
+
+
+LABEL_CHAR_PX = 6.6  # the average width of a label's character at the chart's font size
+LABEL_HEIGHT_PX = 12.0
+
+
+def _place_labels(marks: list[dict[str, Any]], frame: tuple[float, float, float, float]) -> None:
+    """Give each named mark's label a spot (x, y, anchor) where its box covers no mark and no label
+    placed before it, inside the plot's frame when it can; the first candidate when none is free."""
+    circles = [(float(m["cx"]), float(m["cy"]), float(m["r"])) for m in marks]
+    boxes: list[tuple[float, float, float, float]] = []
+    for m in marks:
+        label = m.get("name")
+        if not label:
+            continue
+        cx, cy, r = float(m["cx"]), float(m["cy"]), float(m["r"])
+        width = LABEL_CHAR_PX * len(label["text"])
+        options = []
+        for gap in (4.0, 14.0, 26.0):
+            for side in ("start", "end"):
+                for dy in (-r, r + LABEL_HEIGHT_PX, -r - LABEL_HEIGHT_PX):
+                    x = cx + r + gap if side == "start" else cx - r - gap
+                    box = (
+                        (x, cy + dy - LABEL_HEIGHT_PX, x + width, cy + dy)
+                        if side == "start"
+                        else (x - width, cy + dy - LABEL_HEIGHT_PX, x, cy + dy)
+                    )
+                    options.append((x, cy + dy, side, box))
+        free = [o for o in options if _inside(o[3], frame) and _clear(o[3], circles, boxes)]
+        x, y, side, box = (free or options)[0]
+        boxes.append(box)
+        label.update({"x": f"{x:.1f}", "y": f"{y:.1f}", "anchor": side})
+
+
+def _inside(box: tuple[float, float, float, float], frame: tuple[float, float, float, float]) -> bool:
+    return box[0] >= frame[0] and box[1] >= frame[1] and box[2] <= frame[2] and box[3] <= frame[3]
+
+
+def _clear(
+    box: tuple[float, float, float, float],
+    circles: list[tuple[float, float, float]],
+    boxes: list[tuple[float, float, float, float]],
+) -> bool:
+    x0, y0, x1, y1 = box
+    for cx, cy, r in circles:  # the box's nearest point to the centre is farther than the radius
+        nx, ny = min(max(cx, x0), x1), min(max(cy, y0), y1)
+        if (nx - cx) ** 2 + (ny - cy) ** 2 < (r + 1) ** 2:
+            return False
+    return all(x1 <= b[0] or x0 >= b[2] or y1 <= b[1] or y0 >= b[3] for b in boxes)

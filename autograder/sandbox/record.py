@@ -9,11 +9,12 @@ name and a short message), so execution.json stays small whatever a notebook doe
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
 from ..cell_numbers import NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors, without_place
-from ..defining_cells import find_definitions
+from ..defining_cells import find_definitions, is_stub
 from ..student_text import clean_lines as clean
 
 EVALUE_CAP = 1000
@@ -22,6 +23,11 @@ ENAME_CAP = 200
 REASON_CAP = 2000
 DETAILS_BUDGET = 256 * 1024  # characters of evalue + traceback kept over all cells
 SHORT_EVALUE_CAP = 200  # a cell's message once the budget is spent
+# a file a cell names (a quoted relative path with an extension), for "X is missing: the cell that
+# uses it failed"; bounded in count, length and the text scanned
+_PATH_LITERAL = re.compile(r"""(['"])([\w.\-/]{1,120}\.[A-Za-z0-9]{1,8})\1""")
+MAX_FILES = 64
+MAX_SCANNED_CHARS = 200_000
 
 
 @dataclass
@@ -155,6 +161,7 @@ def build_record(
         "kernel_reason": clean(kernel_reason, REASON_CAP) if kernel_reason else None,
         "cpu_denied_share": outcome.cpu_denied_share,
         "definitions": _definitions(names or [], cells, sources) if sources is not None else {},
+        "files": _files_of_failed_cells(cells, sources) if sources is not None else {},
     }
 
 
@@ -197,6 +204,31 @@ def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) 
         }
         if c.status == "error":
             out[name].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
+        if is_stub(sources[pos], name):  # still the starter's `raise NotImplementedError`
+            out[name]["stub"] = True
+    return out
+
+
+def _files_of_failed_cells(cells: list[CellRecord], sources: list[str]) -> dict:
+    """path → the first code cell that names the file (a quoted relative path) and did not run
+    cleanly (an error, a timeout, not run), with how it ran: why a file may be missing. A file no
+    failed cell names is left out. Read from the notebook's own sources, before any hidden input."""
+    out: dict = {}
+    for c, source in zip(cells, sources):
+        if c.status == "ok" or not isinstance(source, str):
+            continue
+        for match in _PATH_LITERAL.finditer(source[:MAX_SCANNED_CHARS]):
+            path = match.group(2)
+            if path in out or len(out) >= MAX_FILES or path.startswith("/"):
+                continue
+            out[path] = {
+                "cell": c.index,
+                "code_cell": c.number or None,
+                "where": cell_where(c.number or None, c.index),
+                "status": c.status,
+            }
+            if c.status == "error":
+                out[path].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
     return out
 
 

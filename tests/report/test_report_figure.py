@@ -330,3 +330,27 @@ def test_the_picture_is_drawn_once_only_in_the_formats_of_the_reports_written(
         assert drawn_svg[drawn_svg.index("<svg") :] in (tmp_path / pipeline.FEEDBACK_HTML_FILE).read_text()
     if pipeline.FEEDBACK_FILE in written:
         assert "<svg" not in (tmp_path / pipeline.FEEDBACK_FILE).read_text(), "feedback.md has no picture"
+
+
+@pytest.mark.parametrize(
+    "centres",
+    [
+        [(100.0, 100.0), (101.0, 100.5), (99.5, 101.0), (100.5, 99.0), (100.2, 100.1)],  # five rings on one spot
+        [(0.0, 0.0), (10.0, 0.0), (20.0, 0.0), (30.0, 0.0), (40.0, 0.0)],  # a row, closer than a number's box
+        [(50.0, 50.0), (300.0, 300.0)],  # far apart: each at its usual place
+    ],
+    ids=["one spot", "a row", "apart"],
+)
+def test_drift_numbers_cover_no_other_number_and_no_ring(centres):
+    """The numbered drift markers of a crowded spot stay readable: no number's box overlaps
+    another's or any ring (figure.label_offsets)."""
+    from autograder.report.figure import LABEL_HALF, RING_RADIUS, label_offsets
+
+    offsets = label_offsets(centres)
+    boxes = [(cx + dx, cy + dy) for (cx, cy), (dx, dy) in zip(centres, offsets)]
+    w, h = LABEL_HALF
+    for i, (x, y) in enumerate(boxes):
+        for j, (x2, y2) in enumerate(boxes[:i]):
+            assert abs(x - x2) >= 2 * w or abs(y - y2) >= 2 * h, (i, j, boxes)
+        for rx, ry in centres:
+            assert abs(x - rx) > w + RING_RADIUS or abs(y - ry) > h + RING_RADIUS, (i, boxes, centres)

@@ -118,3 +118,38 @@ def test_screenshot_shows_text_the_red_boundary_and_coloured_points(page, tmp_pa
     assert seen["dark"] > 0.003, "no text or lines rendered"
     assert seen["red"] > 0.0005, "the dashed red boundary and the red rings are not visible"
     assert seen["coloured"] > 0.005, "no coloured marks rendered"
+
+
+CROWDED_PROBE = """<script>
+window.addEventListener("load", () => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const labels = [...document.querySelectorAll("[id^=worst-label-]")].map((g) => box(g.querySelector("text") || g));
+  const p = document.createElement("pre"); p.id = "probe";
+  p.textContent = JSON.stringify({labels});
+  document.body.appendChild(p);
+});
+</script>"""
+
+
+def test_numbered_drifts_on_one_spot_stay_readable(tmp_path):
+    """Five of the largest drifts a hair apart (a real static model's worst rows bunch up on the
+    boundary): in the browser, no number's box overlaps another's."""
+    spot = [[0.61, 0.02], [0.63, 0.03], [0.62, 0.01], [0.64, 0.02], [0.60, 0.03]]
+    worst = [{"set": "X_test", "row": i, "xy": xy, "value": 1.0 - 0.1 * i} for i, xy in enumerate(spot)]
+    measurements = {"figure": kit.section(worst=worst)}
+    page = write_feedback_html(tmp_path, feedback_markdown(GRADE, measurements), measurements)
+    probed = tmp_path / "probed.html"
+    probed.write_text(
+        page.read_text()
+        .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+        .replace("</body>", CROWDED_PROBE + "</body>")
+    )
+    dom = chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
+    m = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
+    assert m, "the probe did not run: " + dom[-300:]
+    labels = json.loads(html.unescape(m[1]))["labels"]
+    assert len(labels) == 5, labels
+    for i, a in enumerate(labels):
+        for b in labels[:i]:
+            overlap = min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5
+            assert not overlap, ("two drift numbers overlap", a, b, labels)
