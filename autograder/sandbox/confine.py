@@ -322,19 +322,29 @@ def apply_landlock(libc, rx, ro, rw):
     return abi
 
 
+# A rule binds an inode; a /proc/<pid> folder's inode lives only as long as its dentry, which the kernel
+# may drop from its cache and make anew on the next lookup (another inode, then denied: measured
+# after ``drop_caches``). The rule's O_PATH descriptor of a /proc folder is kept open, and inherited
+# across ``execve``, so the dentry and the rule's inode stay the ones the process reads.
 def _landlock_allow(libc, ruleset, path, access):
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return  # a path missing on this machine needs no rule
+    pin = False
     try:
-        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+        folder = os.path.isdir(f"/proc/self/fd/{fd}")
+        if not folder:
             access &= FILE_ONLY
         rule = struct.pack("=Qi", access, fd)
         if libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, rule, 0) != 0:
             raise ConfineError(f"landlock_add_rule({path}): {os.strerror(ctypes.get_errno())}")
+        pin = folder and path.startswith("/proc/")
     finally:
-        os.close(fd)
+        if pin:
+            os.set_inheritable(fd, True)
+        else:
+            os.close(fd)
 
 
 def _layers(cfg, libc):

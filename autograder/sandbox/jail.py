@@ -66,6 +66,12 @@ ETC_FILES = (
 # What the kernel may read of the machine: the CPUs as the grader sees them (ONNX Runtime sizes its
 # pools from both; bound from the grader's namespace, so a test can present a many-core host).
 READ_ONLY_EXTRA = ("/sys/devices/system/cpu", "/proc/cpuinfo")
+# What the fallback's kernel may read of /proc (Landlock; no PID namespace there): its own entries
+# (``/proc/self`` binds the kernel's ``/proc/<pid>`` when the rules are made, just before
+# ``execve``; its threads are under it; its children have none) and the machine-wide files of
+# READ_ONLY_EXTRA. Never ``/proc`` whole: another process's ``/proc/<pid>/stat`` showed the
+# grader's measuring children's memory while they ran the student's models on hidden rows.
+OWN_PROC = "/proc/self"
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 # The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
@@ -270,7 +276,7 @@ def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
     if any(a.startswith("landlock") for a in applied):
         real["landlock"] = {
             "rx": [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths(),
-            "ro": ["/proc", *DEVICES] + [f"/etc/{n}" for n in ETC_FILES],
+            "ro": [OWN_PROC, *READ_ONLY_EXTRA, *DEVICES] + [f"/etc/{n}" for n in ETC_FILES],
             "rw": [],
         }
     if "seccomp" in applied:
@@ -455,7 +461,7 @@ def kernel_command(
     if iso.seccomp:
         config["seccomp"] = {"block_inet": iso.mode != "bwrap"}
     if iso.mode == "fallback" and iso.landlock:
-        config["landlock"] = landlock_rules(workspace, rundir, site_dir, own_uid=iso.user is None)
+        config["landlock"] = landlock_rules(workspace, rundir, site_dir)
     if iso.user is not None:
         prefix += _setpriv_argv(iso.user)
     if cgroup is not None:
@@ -473,10 +479,11 @@ def write_site(site_dir: Path) -> Path:
     return site_dir
 
 
-def landlock_rules(workspace: Path, rundir: Path, site_dir: Path, own_uid: bool) -> dict:
+def landlock_rules(workspace: Path, rundir: Path, site_dir: Path) -> dict:
+    """The fallback kernel's Landlock allow-lists: ``rx`` read and execute, ``ro`` read, ``rw`` all.
+    Of /proc only the kernel's own entries and the CPUs' description (:data:`OWN_PROC`)."""
     rx = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths()
-    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(site_dir)]
-    ro.append("/proc/self" if own_uid else "/proc")
+    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(site_dir), OWN_PROC]
     rw = [str(workspace), str(rundir), *DEVICES, "/dev/shm"]
     return {"rx": rx, "ro": ro, "rw": rw}
 

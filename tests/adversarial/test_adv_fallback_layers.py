@@ -53,7 +53,7 @@ def confined():
             "env": jail.minimal_env(str(workspace), str(rundir)),
             "argv": [SYSTEM_PYTHON, "-I", "-S", "-c", PRELUDE + code],
             "cwd": str(workspace),
-            "landlock": jail.landlock_rules(workspace, rundir, site_dir, own_uid=False),
+            "landlock": jail.landlock_rules(workspace, rundir, site_dir),
             "seccomp": {"block_inet": True},
         }
         setpriv = [
