@@ -5,7 +5,9 @@
   ``$AUTOGRADER_CONTAINER_REPORT``: the outer test asserts it is the fallback with its layers.
 - Deselects the ``jail_mode=fallback`` variant of parametrised tests: inside the container the
   ``auto`` variant already is the fallback, chosen automatically; forcing it again would only run
-  every attack twice.
+  every attack twice. Deselects the kernel-template runs (``kernel_kind=template``,
+  tests/adversarial/conftest.py) too: Gradescope starts fresh kernels, and the fallback jail never
+  holds a template (test_adv_template_wiring.py proves it says why).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        (drop if params.get("jail_mode") == "fallback" else keep).append(item)
+        redundant = params.get("jail_mode") == "fallback" or params.get("kernel_kind") == "template"
+        (drop if redundant else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -16,8 +16,12 @@ Two bases:
 - ``debian``: a fresh Debian root file system (:mod:`.rootfs`) in which setup.sh does everything
   it does on Gradescope: apt-get, uv, the venv, the users, the modes.
 
-Images are cached under ``cache_dir/images/<key>`` (the key hashes the zip's bytes and the base)
-and shared between processes with file locks; the two newest are kept.
+Images are cached under ``cache_dir/images/<key>`` and shared between processes with file locks;
+the two newest are kept. The key hashes the base and what setup.sh is given: every entry of the zip
+(name, mode, bytes) but the deployment's own, :data:`PER_DEPLOYMENT` (the hidden-data secret, which
+every checkout makes anew, and the manifest's fingerprint of it), which setup.sh only leaves in
+``/autograder/source``: each run's ``/autograder`` gets the current zip's (:func:`fresh_autograder_dir`),
+so a fresh clone of the same tree reuses the image instead of running setup.sh again.
 """
 
 from __future__ import annotations
@@ -36,12 +40,17 @@ from pathlib import Path
 from typing import Iterator
 
 from ...errors import AutograderError
+from ...hidden_secret import SECRET_FILE
 from . import rootfs as rootfs_mod
 from .container import ContainerSpec, run_container
 
 DEFAULT_CACHE = Path("/var/cache/autograder/gradescope-sim")
 SETUP_PYTHON = "/usr/bin/python3"  # the image's own Python of the pinned version
-IMAGE_FORMAT = 1  # bump when the layout below changes
+IMAGE_FORMAT = 2  # bump when the layout below or the key changes
+MANIFEST = "gradescope.json"
+# setup.sh reads neither (the manifest's fingerprint field aside) and only chmods them go-rwx
+PER_DEPLOYMENT = (SECRET_FILE, MANIFEST)
+MANIFEST_DEPLOYMENT_FIELDS = ("hidden_secret",)
 KEEP_IMAGES = 2
 SETUP_TIMEOUT_S = 1800
 # The host's CA bundle, for setup.sh's downloads from the package registries (this workplace's
@@ -58,6 +67,7 @@ class Image:
     key: str
     folder: Path
     base: str  # host | debian
+    zip_path: Path | None = None  # the zip asked for: its PER_DEPLOYMENT entries go into each run
 
     @property
     def opt(self) -> Path:  # /opt/autograder (base host)
@@ -84,8 +94,17 @@ class Image:
 
 
 def image_key(zip_path: Path, base: str) -> str:
+    """What the image is built from: the base, and the zip but its deployment's own entries."""
     h = hashlib.sha256(f"format {IMAGE_FORMAT} base {base} python {SETUP_PYTHON}\n".encode())
-    h.update(Path(zip_path).read_bytes())
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in sorted(zf.infolist(), key=lambda i: i.filename):
+            data = b"" if info.filename == SECRET_FILE else zf.read(info)
+            if info.filename == MANIFEST:
+                manifest = json.loads(data)
+                for name in MANIFEST_DEPLOYMENT_FIELDS:
+                    manifest.pop(name, None)
+                data = json.dumps(manifest, sort_keys=True).encode()
+            h.update(f"{info.filename}\0{info.external_attr >> 16:o}\0{len(data)}\0".encode() + data)
     return h.hexdigest()[:20]
 
 
@@ -132,7 +151,7 @@ def image_for(
     images.mkdir(parents=True, exist_ok=True)
     os.chmod(cache_dir, 0o700)
     key = image_key(zip_path, base)
-    image = Image(key, images / key, base)
+    image = Image(key, images / key, base, Path(zip_path))
     lock_path = images / f"{key}.lock"
     with open(lock_path, "ab") as lock:
         # shared while in use (others may use it too); exclusive only to build it
@@ -238,6 +257,14 @@ def fresh_autograder_dir(image: Image, parent: Path) -> Path:
     os.chmod(root, 0o755)
     shutil.copytree(image.source, root / "source", symlinks=True)
     shutil.copystat(image.source, root / "source")
+    if image.zip_path is not None:  # this deployment's own, as setup.sh leaves them (go-rwx)
+        with zipfile.ZipFile(image.zip_path) as zf:
+            for name in PER_DEPLOYMENT:
+                info = zf.getinfo(name)
+                target = root / "source" / name
+                target.unlink(missing_ok=True)
+                target.write_bytes(zf.read(info))
+                os.chmod(target, ((info.external_attr >> 16) & 0o777 or 0o644) & ~0o077)
     shutil.copy2(image.folder / "run_autograder", root / "run_autograder")
     for name in ("submission", "results"):
         (root / name).mkdir()
