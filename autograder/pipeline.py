@@ -113,9 +113,10 @@ class _EarlyMeasure:
     def start(self, folder: Path) -> Callable[[], None]:
         def run() -> None:
             began = time.monotonic()
+            measure = self.assignment.grading.measure_artifacts  # optional: None when the lesson has none
             try:
-                self.value = self.assignment.grading.measure_artifacts(
-                    ArtifactContext(self.assignment, folder, self.children)
+                self.value = (
+                    None if measure is None else measure(ArtifactContext(self.assignment, folder, self.children))
                 )
             except Exception:  # noqa: BLE001 - measure() then does this part itself, and reports for real
                 self.value = None

@@ -44,7 +44,7 @@ import time
 import urllib.parse
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..assignment import Assignment, load_assignment
 from ..environment import environment_versions
@@ -53,6 +53,9 @@ from .. import proc_info
 from .executor import WorkerLost, share_measuring_cores
 from .progress import note
 from .worker import FATAL_MISMATCH, Job, Reply, WorkerMismatchError, grade_job, mismatch
+
+if TYPE_CHECKING:  # distributed itself is the [dask] extra's, imported when a batch uses it
+    import distributed
 
 PLUGIN_NAME = "autograder-grader"
 TMP_PREFIX = "autograder-dw-"  # + the worker's pid: its temporary folder
@@ -138,7 +141,7 @@ except ImportError:  # without the [dask] extra; DaskExecutor then says how to i
     _WorkerPluginBase = object  # type: ignore[assignment,misc]
 
 
-class GraderPlugin(_WorkerPluginBase):  # type: ignore[misc,valid-type]
+class GraderPlugin(_WorkerPluginBase):
     """Per-worker state: sandbox slots for its threads, a temporary folder, loaded assignments."""
 
     idempotent = True  # one per worker, shared by the batches that use it; never torn down under one
@@ -234,11 +237,12 @@ def grade_on_worker(job: Job) -> Reply:
     from distributed import get_worker
 
     worker = get_worker()
-    plugin = worker.plugins.get(PLUGIN_NAME)
-    if plugin is None:
+    found = worker.plugins.get(PLUGIN_NAME)
+    if found is None:
         return Reply(
             name=job.name, fatal=f"worker {worker.address} has no {PLUGIN_NAME} plugin", fatal_kind=FATAL_MISMATCH
         )
+    plugin = cast(GraderPlugin, found)  # registered under PLUGIN_NAME by DaskExecutor only
     try:
         assignment, loaded = plugin.assignment(job.assignment)
     except AutograderError as e:
@@ -331,8 +335,14 @@ class DaskExecutor:
                 "`dask worker ADDRESS --nthreads 1`?"
             ) from None
 
+    def _connected(self) -> distributed.Client:
+        """The client, while the executor is open (``close`` drops it)."""
+        if self.client is None:
+            raise ClusterError(f"the Dask client of {self.spec} is closed")
+        return self.client
+
     def _check_workers(self, assignment: Assignment, root: str | None) -> None:
-        answers = self.client.run(
+        answers = self._connected().run(
             check_worker, assignment.id, assignment.fingerprint(), dict(environment_versions()), root, on_error="return"
         )
         problems = [
@@ -347,21 +357,21 @@ class DaskExecutor:
             )
 
     def describe(self) -> str:
-        return f"Dask {self.spec} ({sum(self.client.nthreads().values())} worker thread(s))"
+        return f"Dask {self.spec} ({sum(self._connected().nthreads().values())} worker thread(s))"
 
     def capacity(self) -> int:
         if self._abandoned():
             return ABANDONED_CAPACITY
         now = time.monotonic()
         if now - self._capacity_at > CAPACITY_REFRESH_S:
-            self._capacity = max(1, JOBS_PER_THREAD * sum(self.client.nthreads().values()))
+            self._capacity = max(1, JOBS_PER_THREAD * sum(self._connected().nthreads().values()))
             self._capacity_at = now
         return self._capacity
 
     def hosts(self) -> list[str]:
         now = time.monotonic()
         if now - self._hosts_at > CAPACITY_REFRESH_S:
-            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+            workers = self._connected().scheduler_info(n_workers=-1).get("workers", {})
             self._hosts = sorted({str(w.get("host")) for w in workers.values() if w.get("host")})
             self._hosts_at = now
         return self._hosts
@@ -369,11 +379,10 @@ class DaskExecutor:
     def submit(self, job: Job, *, host: str | None = None) -> Any:
         # a host restriction (not a worker address) still holds when a nanny restarts the worker
         where = {"workers": [host], "allow_other_workers": False} if host else {}
-        future = self.client.submit(
-            grade_on_worker, job, key=f"autograder-{job.name}-{uuid.uuid4().hex[:12]}", pure=False, **where
-        )
-        self.started[future.key] = time.monotonic()
-        self.futures[future.key] = future
+        key = f"autograder-{job.name}-{uuid.uuid4().hex[:12]}"
+        future = self._connected().submit(grade_on_worker, job, key=key, pure=False, **where)
+        self.started[key] = time.monotonic()
+        self.futures[key] = future
         future.add_done_callback(self.done.put)
         return future
 
@@ -425,11 +434,11 @@ class DaskExecutor:
         if not late:
             return []
         late_keys = {f.key for f in late}
-        hung = [w for w, keys in self.client.processing().items() if late_keys & set(keys)]
-        self.client.cancel(late, reason="no reply within the wall-time limit")
+        hung = [w for w, keys in self._connected().processing().items() if late_keys & set(keys)]
+        self._connected().cancel(late, reason="no reply within the wall-time limit")
         if hung:
             try:
-                self.client.restart_workers(hung, raise_for_error=False)
+                self._connected().restart_workers(hung, raise_for_error=False)
             except Exception:  # noqa: BLE001 - best effort: a worker without a nanny stays as it is
                 pass
         lost = WorkerLost(f"no reply within the {self.limit_s:g} s wall-time limit of a job (a hung worker)")
@@ -437,7 +446,7 @@ class DaskExecutor:
 
     def _worker_addresses(self) -> set[str] | None:
         try:
-            return set(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+            return set(self._connected().scheduler_info(n_workers=-1).get("workers", {}))
         except Exception:  # noqa: BLE001 - the scheduler unreachable: its futures fail on their own
             return None
 
@@ -479,7 +488,7 @@ class DaskExecutor:
             final=True,
         )
         try:
-            self.client.cancel(list(live.values()), reason="no Dask worker left")
+            self._connected().cancel(list(live.values()), reason="no Dask worker left")
         except Exception:  # noqa: BLE001 - the scheduler may be gone too
             pass
         return [(f, lost) for f in live.values()]

@@ -31,7 +31,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, cast
 
 from jupyter_core.utils import ensure_async
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -42,7 +42,7 @@ from ..errors import AutograderError
 from ..probe_format import ProbeCase, case_bytes
 from . import cgroups, jail, snapshot, uid_sweep
 from .disk_watchdog import SHM_DIR, DiskWatchdog, Held
-from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelManager
+from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelClient, JailedKernelManager
 from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
@@ -153,7 +153,7 @@ def _run_in_slot(
     except UnreadableNotebook as e:
         return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
     cells = loaded.cells
-    shape = {
+    shape: dict[str, Any] = {
         "cells_in_notebook": loaded.total,
         "language": loaded.language,  # + errors placed by cell and line
         "sources": [c.source for c in cells],
@@ -302,6 +302,7 @@ class _Run:
     async def main(self) -> Outcome:
         rundir, site_dir = self._prepare()
         out = self.kernel_output
+        assert out is not None  # _prepare made it
 
         def build(kernel_argv: list[str]) -> list[str]:
             if self.template is not None:
@@ -420,7 +421,7 @@ class _Run:
         ``iopub_timeout`` for each of the probe's cells. TimeoutError past ``budget_s``;
         DeadKernelError when the kernel is gone.
         """
-        kc = client.kc
+        kc = _jailed(client)
         if kc is None:
             raise DeadKernelError("no kernel client")
         msg_id = kc.execute(source, silent=True, store_history=False, allow_stdin=False, stop_on_error=False)
@@ -440,18 +441,18 @@ class _Run:
         """Run code cell ``pos`` of the client's notebook; the execute_reply content (None if skipped)."""
         replies: list[dict] = []
         client.on_cell_executed = lambda **kw: replies.append(kw.get("execute_reply") or {})
-        client.timeout_func = lambda cell: budget_s
+        client.timeout_func = lambda cell: budget_s  # type: ignore[assignment]  # nbclient's stub says int; its timeouts are seconds as float
         try:
             await client.async_execute_cell(client.nb.cells[pos], pos, execution_count=pos + 1)
         finally:
-            if client.kc is not None and client.kc.iopub_dropped() and self._kernel_alive():
+            if (kc := _jailed(client)) is not None and kc.iopub_dropped() and self._kernel_alive():
                 client.output_truncated = True  # an oversized output message was refused
         return (replies[-1].get("content") or {}) if replies else None
 
     async def _run_cells(self, client: CappedNotebookClient) -> Outcome:
         limits = self.limits
         deadline = time.monotonic() + float(limits.notebook_timeout_s)
-        timed_out: list[int] = []
+        timed_out: list[str] = []
         for pos, cell in enumerate(self.cells):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -469,7 +470,7 @@ class _Run:
             except CellTimeoutError:
                 self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0, number=cell.number)
                 self._note_starvation()  # before the interrupt: the tree that ran into the limit
-                if client.kc is not None and client.kc.dropped("shell"):  # nothing will answer any more
+                if (kc := _jailed(client)) is not None and kc.dropped("shell"):  # nothing will answer any more
                     return Outcome(
                         "timeout",
                         f"{cell.where} answered with a message larger than the grader "
@@ -535,9 +536,9 @@ class _Run:
         Bounded: each send gives up after the sockets' ``SNDTIMEO`` (a dropped connection would
         block it forever), and the whole exchange after ``grace_s`` plus that.
         """
-        if grace_s <= 0 or client.kc is None or self.km is None:
+        kc, km = _jailed(client), self.km
+        if grace_s <= 0 or kc is None or km is None:
             return False
-        kc, km = client.kc, self.km
 
         async def interrupt_and_ping() -> bool:
             await km.interrupt_kernel()
@@ -569,7 +570,7 @@ class _Run:
             pass
         try:
             if client.kc is not None:
-                await ensure_async(client.kc.stop_channels())
+                client.kc.stop_channels()  # synchronous in jupyter_client 8
             await ensure_async(km.cleanup_resources())
         except Exception:  # noqa: BLE001
             pass
@@ -652,3 +653,9 @@ class _Run:
 def _malformed(e: Exception) -> str:
     detail = " ".join(f"{type(e).__name__}: {e}".split())[:200]
     return f"the kernel sent a malformed message or broke its connection with the grader ({detail})"
+
+
+def _jailed(client: CappedNotebookClient) -> JailedKernelClient | None:
+    """The notebook client's kernel client: a ``JailedKernelClient`` (``JailedKernelManager``'s
+    ``client_factory``), with the dropped-connection checks nbclient's type does not know."""
+    return cast("JailedKernelClient | None", client.kc)
