@@ -108,14 +108,23 @@ def check_markdown(check: Mapping[str, Any]) -> str:
         return "\n".join(lines)
     unmeasured: dict[str, list[Mapping[str, Any]]] = {}
     for p in parts:
-        if p.get("reason"):
-            unmeasured.setdefault(str(p["reason"]), []).append(p)
+        if p.get("reason"):  # with a cause, said once above: its parts' own reasons would only echo it
+            unmeasured.setdefault(CAUSED if cause else str(p["reason"]), []).append(p)
+    if cause and CAUSED in unmeasured:
+        group = unmeasured.pop(CAUSED)
+        lines += ["", _unmeasured_line(CAUSED, group)]
+        lines += [part_line(p) for p in parts if not p.get("reason")]
+        lines += [_unmeasured_line(r, g) if len(g) > 1 else part_line(g[0]) for r, g in unmeasured.items()]
+        return "\n".join(lines)
     lines += [""] + [part_line(p) for p in parts if not p.get("reason")]
     lines += [
         part_line(group[0]) if len(group) == 1 else _unmeasured_line(reason, group)
         for reason, group in unmeasured.items()
     ]
     return "\n".join(lines)
+
+
+CAUSED = "for the cause above"
 
 
 def cause_text(check: Mapping[str, Any]) -> str:
@@ -190,7 +199,8 @@ def _unmeasured_line(reason: str, group: list[Mapping[str, Any]]) -> str:
     got = sum(p.get("score", 0) for p in group)
     total = sum(p.get("points", 0) for p in group)
     names = ", ".join(text(p.get("name", "?"), 120) for p in group)
-    return f"- {FAIL} **{len(group)} parts not measured** ({points(got, total)}): {text(reason)}\n  - {names}"
+    many = "parts" if len(group) > 1 else "part"
+    return f"- {FAIL} **{len(group)} {many} not measured** ({points(got, total)}): {text(reason)}\n  - {names}"
 
 
 def score_lines(grade: Mapping[str, Any]) -> list[str]:

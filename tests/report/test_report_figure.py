@@ -74,7 +74,8 @@ def test_both_boundaries_every_point_and_the_worst_are_drawn(svg):
     drawn = kit.parts(svg)
     assert drawn["boundary-0"] >= 1 and drawn["boundary-1"] >= 1, drawn
     assert drawn["points-0"] == 30 and drawn["points-1"] == 20, drawn
-    assert sorted(k for k in drawn if k.startswith("worst-")) == ["worst-1", "worst-2", "worst-3"]
+    assert sorted(k for k in drawn if k.startswith("worst-") and "label" not in k) == ["worst-1", "worst-2", "worst-3"]
+    assert sorted(k for k in drawn if k.startswith("worst-label-")) == [f"worst-label-{r}" for r in (1, 2, 3)]
     assert drawn["disagree"] >= 1, "the boundaries differ, so the band between them is shaded"
 
 
