@@ -124,6 +124,22 @@ RESULT_TYPES = frozenset(
         "object_",
         "matrix",
         "MaskedArray",
+        "object",
+        "bytearray",
+        "memoryview",
+        "range",
+        "generator",
+        "function",
+        "builtin_function_or_method",
+        "module",
+        "type",
+        "datetime",
+        "date",
+        "timedelta",
+        "Decimal",
+        "Fraction",
+        "datetime64",
+        "timedelta64",
     }
 )
 OTHER_RESULT_TYPE = "an object of a type defined in the notebook or a library"

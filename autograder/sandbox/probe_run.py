@@ -26,6 +26,7 @@ kills the kernel or breaks the connection makes the probe "failed".
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -85,13 +86,42 @@ def _origin(origin: dict) -> dict[str, Any]:
     return kept
 
 
+_UNCONVERTIBLE = re.compile(
+    r"\(not JSON-like: (a dict key of type|a value of type|an array of dtype|a NumPy value of dtype) (\S+)"
+)
+_DTYPE_WORDS = (("object", "object"), ("<U", "str"), (">U", "str"), ("U", "str"), ("|S", "bytes"), ("S", "bytes"))
+
+
+def unconvertible_words(message: Any) -> str | None:
+    """Why the probe could not convert a result, in the grader's own words with a closed type name
+    (``a value of type set``, ``an array of dtype object``), or None when the record says none of
+    them: the kernel wrote the record, so its type names are the notebook's (leak_budget)."""
+    m = _UNCONVERTIBLE.search(message) if isinstance(message, str) else None
+    if m is None:
+        return None
+    what, name = m.group(1), m.group(2).rstrip(")")
+    if "dtype" in what:
+        kind = next((w for prefix, w in _DTYPE_WORDS if name.startswith(prefix)), None)
+        kind = kind or next((k for k in ("datetime64", "timedelta64") if name.startswith(k)), None)
+        return f"{what} {kind}" if kind else f"{what.removesuffix(' of dtype')} of another dtype"
+    named = result_type_name(name)
+    return (
+        f"{what} {named}"
+        if named == name
+        else f"{what.removesuffix(' of type')} of {named.removeprefix('an object of ')}"
+    )
+
+
 def closed_error(status: str, error: Any) -> dict[str, str]:
     """A call's error as the grader keeps it: the exception's type from a closed list
     (:func:`~autograder.leak_budget.exception_name`), the grader's sentence for ``status``, and which
     bound a result broke (:data:`~autograder.probe_format.LIMIT_WORDS`); never the message or the
     traceback, which the call wrote while it held the hidden inputs."""
     error = error if isinstance(error, dict) else {}
-    kept = {"type": exception_name(error.get("type")), "message": STATUS_WORDS.get(status, ""), "traceback": ""}
+    message = STATUS_WORDS.get(status, "")
+    if status == "unconvertible":
+        message = unconvertible_words(error.get("message")) or message
+    kept = {"type": exception_name(error.get("type")), "message": message, "traceback": ""}
     if error.get("limit") in LIMIT_WORDS:  # which bound: the grader words it (compare)
         kept["limit"] = error["limit"]
     return kept

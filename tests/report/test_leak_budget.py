@@ -144,13 +144,23 @@ def test_the_declared_counts_cover_the_rubrics_verdicts(lesson):
         ({"type": "MatMul_Add_Relu", "message": "MatMul Add Relu"}, "raised", OTHER_EXCEPTION),
         ({"type": "ProbeError", "message": "f returned Secret (not JSON-like)"}, "unconvertible", "ProbeError"),
         ({"type": "NameError", "message": "f is missing one two"}, "missing_function", "NameError"),
+        (
+            {"type": "ProbeError", "message": "f returned X (not JSON-like: a value of type SecretOneTwoDot)"},
+            "unconvertible",
+            "ProbeError",
+        ),
         ("not a dict", "raised", OTHER_EXCEPTION),
     ],
 )
 def test_a_probed_calls_record_keeps_only_closed_words(record, status, shown_type):
     kept = closed_error(status, record)
     assert kept["type"] == shown_type and kept["traceback"] == ""
-    assert kept["message"] in ("", "returned a value the probe could not convert", "the function is not defined")
+    assert kept["message"] in (
+        "",
+        "returned a value the probe could not convert",
+        "the function is not defined",
+        "a value of a type defined in the notebook or a library",
+    ), kept
 
 
 def test_the_closed_list_holds_builtins_and_library_errors_only():
