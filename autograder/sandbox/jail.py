@@ -72,6 +72,13 @@ READ_ONLY_EXTRA = ("/sys/devices/system/cpu", "/proc/cpuinfo")
 # READ_ONLY_EXTRA. Never ``/proc`` whole: another process's ``/proc/<pid>/stat`` showed the
 # grader's measuring children's memory while they ran the student's models on hidden rows.
 OWN_PROC = "/proc/self"
+# The CPU quota of the machine (or container) where it is a file of /sys/fs/cgroup (v2, v1), which
+# joblib's loky reads before it starts workers; the fallback's kernel reads nothing else of there.
+CPU_QUOTA_FILES = (
+    "/sys/fs/cgroup/cpu.max",
+    "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+    "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
+)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 # The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
@@ -483,7 +490,7 @@ def landlock_rules(workspace: Path, rundir: Path, site_dir: Path) -> dict:
     """The fallback kernel's Landlock allow-lists: ``rx`` read and execute, ``ro`` read, ``rw`` all.
     Of /proc only the kernel's own entries and the CPUs' description (:data:`OWN_PROC`)."""
     rx = [d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)] + interpreter_paths()
-    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(site_dir), OWN_PROC]
+    ro = [f"/etc/{n}" for n in ETC_FILES] + list(READ_ONLY_EXTRA) + [str(site_dir), OWN_PROC, *CPU_QUOTA_FILES]
     rw = [str(workspace), str(rundir), *DEVICES, "/dev/shm"]
     return {"rx": rx, "ro": ro, "rw": rw}
 

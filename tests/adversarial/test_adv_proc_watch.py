@@ -252,6 +252,8 @@ for name, path in (("parent stat", f"/proc/{os.getppid()}/stat"), ("pid 1 cmdlin
                    ("meminfo", "/proc/meminfo"), ("machine stat", "/proc/stat"), ("loadavg", "/proc/loadavg")):
     out[name] = attempt(lambda: open(path).read())
 out["listdir /proc"] = attempt(lambda: os.listdir("/proc"))
+out["cpu quota"] = sorted({attempt(lambda: open(p).read()) for p in QUOTA if os.path.exists(p)} or {"READ"})
+out["cgroup listing"] = attempt(lambda: os.listdir("/sys/fs/cgroup")) if os.path.isdir("/sys/fs/cgroup") else "ERR PermissionError"
 r, w = os.pipe()
 child = os.fork()
 if child == 0:
@@ -272,12 +274,15 @@ print(json.dumps(out))
 
 def test_fallback_rules_show_the_kernel_its_own_proc_only(confined):  # noqa: F811 - the imported fixture
     """``jail.landlock_rules`` under confine as the sandbox uid: the kernel and its threads read
-    their own entries and the CPUs; the grader (its parent), pid 1, the machine's memory and load
-    and the listing of /proc are denied; a child of the kernel reads the kernel's entries, not its
+    their own entries, the CPUs and the CPU quota (joblib's ``cpu_count``: ``n_jobs=-1`` raised
+    ``PermissionError`` before); the grader (its parent), pid 1, the machine's memory and load, the
+    listing of /proc and the cgroups' are denied; a child of the kernel reads the kernel's entries, not its
     own (nothing of the grader's either way). The rule's /proc folder stays open in the kernel
     (``confine._landlock_allow``): a dentry the kernel dropped from its cache would come back as
     another inode, which no rule names."""
-    out = confined(PROC_CODE)
+    from autograder.sandbox import jail
+
+    out = confined(f"QUOTA = {list(jail.CPU_QUOTA_FILES)!r}\n" + PROC_CODE)
     expected = {
         "own stat": "READ",
         "own maps": "READ",
@@ -289,6 +294,8 @@ def test_fallback_rules_show_the_kernel_its_own_proc_only(confined):  # noqa: F8
         "machine stat": "ERR PermissionError",
         "loadavg": "ERR PermissionError",
         "listdir /proc": "ERR PermissionError",
+        "cpu quota": ["READ"],
+        "cgroup listing": "ERR PermissionError",
         "child own stat": "ERR PermissionError",
         "child kernel stat": "READ",
     }
