@@ -336,3 +336,17 @@ def test_no_report_shows_more_of_a_hidden_measurement_than_its_verdict(lessons, 
                 break
     assert moved_any, f"{lesson_id}: no hidden measurement in any example"
     assert not shown, f"{lesson_id}: hidden measurements readable in the reports: {shown[:20]}"
+
+
+def test_a_message_that_asks_for_a_hidden_number_in_any_format_does_not_get_it():
+    """A rubric author who writes ``{models.fp32.accuracy:percent}`` in another part's message still
+    shows no number: the formatter honours the declaration, not the template."""
+    rubric, tolerances = _lesson07()
+    rubric = copy.deepcopy(rubric)
+    check = next(c for c in rubric["checks"] if c["id"] == "fp32_model")
+    part = next(p for p in check["parts"] if p["measure"] == "models.fp32.accuracy")
+    part["message"] = "accuracy {models.fp32.accuracy:percent} ({measured:float3}), drop {measured:int}"
+    m = {"assignment": {"id": "07-quantization"}, "models": {"fp32": {"accuracy": 0.4321, "valid": True}}}
+    shown = _part(judge(rubric, tolerances, m), "fp32_model", "models.fp32.accuracy")["message"]
+    assert "a value measured on hidden data" in shown and "not ≥" in shown, shown
+    assert not re.search(r"43|0\.432", shown), shown
