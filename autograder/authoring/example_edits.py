@@ -51,6 +51,26 @@ class Variant:
         )
 
 
+@dataclass(frozen=True)
+class Gamed:
+    """A submission that games the grader (constants or the README's values in ``RESULTS``, a
+    comparison that echoes what it should be compared with, only the cells that print): made from
+    the student notebook (``base = "student"``) or the solution, it must score at most
+    ``max_score`` (the lesson's ``expected_examples.toml`` row: ``gamed = true``, ``max_score``)."""
+
+    file: str
+    title: str
+    what: str
+    edits: tuple
+    base: str = "student"  # "student" (the notebook as shipped) or "solution"
+
+    def first_cell(self) -> nbformat.NotebookNode:
+        return new_markdown_cell(
+            f"**Example submission · gamed: {self.title}.** {self.what}\n\n"
+            "Expected grade: low; the points this notebook seeks need evidence that its own code produced them."
+        )
+
+
 def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
     hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
     count = sum(c.source.count(old) for c in hits)
@@ -59,7 +79,7 @@ def apply_edit(nb: nbformat.NotebookNode, old: str, new: str) -> None:
     hits[0].source = hits[0].source.replace(old, new)
 
 
-def edited(solution: nbformat.NotebookNode, example: Mistake | Variant) -> nbformat.NotebookNode:
+def edited(solution: nbformat.NotebookNode, example: Mistake | Variant | Gamed) -> nbformat.NotebookNode:
     nb = copy.deepcopy(solution)
     for old, new in example.edits:
         apply_edit(nb, old, new)
@@ -68,10 +88,14 @@ def edited(solution: nbformat.NotebookNode, example: Mistake | Variant) -> nbfor
 
 
 def examples_from(
-    solution: nbformat.NotebookNode, student: nbformat.NotebookNode, examples: tuple[Mistake | Variant, ...]
+    solution: nbformat.NotebookNode,
+    student: nbformat.NotebookNode,
+    examples: tuple[Mistake | Variant | Gamed, ...],
 ) -> dict[str, nbformat.NotebookNode]:
-    """``reference.ipynb`` (the solution), ``untouched.ipynb`` (the student notebook) and every example."""
+    """``reference.ipynb`` (the solution), ``untouched.ipynb`` (the student notebook) and every
+    example (a :class:`Gamed` one edits the student notebook unless its ``base`` is the solution)."""
     out = {"reference.ipynb": copy.deepcopy(solution), "untouched.ipynb": copy.deepcopy(student)}
     for example in examples:
-        out[example.file] = edited(solution, example)
+        base = student if isinstance(example, Gamed) and example.base == "student" else solution
+        out[example.file] = edited(base, example)
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.authoring.example_edits import Mistake, examples_from
+from autograder.authoring.example_edits import Gamed, Mistake, examples_from
 
 
 MISTAKES = (
@@ -68,6 +68,51 @@ MISTAKES = (
     ),
 )
 
+README_RESULTS = (
+    'RESULTS = {"node_counts": {"ORT_DISABLE_ALL": 26, "ORT_ENABLE_BASIC": 15, "ORT_ENABLE_EXTENDED": 7,'
+    ' "ORT_ENABLE_ALL": 7},\n'
+    '           "latency_ms": {"ORT_DISABLE_ALL": 0.08, "ORT_ENABLE_BASIC": 0.06, "ORT_ENABLE_EXTENDED": 0.05,'
+    ' "ORT_ENABLE_ALL": 0.05}}'
+)
+GAMED = (
+    Gamed(
+        "gamed_readme_constants.ipynb",
+        "the README's node counts and guessed latencies",
+        "The notebook as shipped, with `RESULTS` typed in: the README's node counts and latencies of "
+        "the right order. No session is opened, nothing is saved, counted or timed.",
+        (
+            (
+                'RESULTS = {}  # TODO: {"node_counts": {level: int}, "latency_ms": {level: float}} for every level of LEVELS',
+                README_RESULTS,
+            ),
+        ),
+    ),
+    Gamed(
+        "gamed_only_the_deployed_model.ipynb",
+        "the model to deploy saved, the numbers typed in",
+        "The solution's `count_ops` and the model to deploy, but no session per level: nothing is "
+        "saved, counted or timed per level, and `RESULTS` holds the README's node counts and guessed "
+        "latencies.",
+        (
+            (
+                'sessions = {level: optimized_session(level, f"artifacts/mlp_{level}.onnx") for level in LEVELS}',
+                "sessions = {}",
+            ),
+            (
+                '    "node_counts": {level: sum(count_ops(f"artifacts/mlp_{level}.onnx").values()) for level in LEVELS},\n'
+                '    "latency_ms": {level: latency_ms(sessions[level], X_timing) for level in LEVELS},\n'
+                "}",
+                '    "node_counts": {"ORT_DISABLE_ALL": 26, "ORT_ENABLE_BASIC": 15, "ORT_ENABLE_EXTENDED": 7,'
+                ' "ORT_ENABLE_ALL": 7},\n'
+                '    "latency_ms": {"ORT_DISABLE_ALL": 0.08, "ORT_ENABLE_BASIC": 0.06, "ORT_ENABLE_EXTENDED": 0.05,'
+                ' "ORT_ENABLE_ALL": 0.05},\n'
+                "}",
+            ),
+        ),
+        base="solution",
+    ),
+)
+
 
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
-    return examples_from(solution, student, MISTAKES)
+    return examples_from(solution, student, MISTAKES + GAMED)

@@ -144,10 +144,16 @@ GRADER = {
 }
 
 
+SAVED = {
+    level: {"path": f"artifacts/mlp_{level}.onnx", "node_count": g["node_count"], "genuine": True, "why_not": None}
+    for level, g in GRADER.items()
+}
+
+
 @pytest.fixture
 def reported(grading, monkeypatch):
     monkeypatch.setattr(grading.reported, "grader_levels", lambda policy: GRADER)
-    return lambda results: grading.reported.measure_reported(results, None, None)
+    return lambda results, saved=SAVED: grading.reported.measure_reported(results, None, None, saved)
 
 
 def honest():
@@ -157,25 +163,53 @@ def honest():
     }
 
 
+def honest_levels(section, r):
+    key = "honest" if section == "node_counts" else "ratio"
+    return sorted(lv for lv, v in r[section]["levels"].items() if v.get(key))
+
+
 def test_an_honest_report(reported):
     r = reported(honest())
     assert r["node_counts"]["honest_share"] == 1.0 and r["node_counts"]["problems"] == []
     assert r["latency"]["worst_ratio"] == pytest.approx(1.5)
+    assert all(v["ratio"] == pytest.approx(1.5) for v in r["latency"]["levels"].values())
 
 
 @pytest.mark.parametrize(
-    "mistake, section, bad",
+    "mistake, bad",
     [
-        (lambda r: r["node_counts"].update({lv: 26 for lv in LEVELS}), "node_counts", 0.25),
-        (lambda r: r["node_counts"].update(ORT_ENABLE_ALL=8), "node_counts", 0.75),
+        (lambda r: r["node_counts"].update({lv: 26 for lv in LEVELS}), 0.25),
+        (lambda r: r["node_counts"].update(ORT_ENABLE_ALL=8), 0.75),
+        # one misspelled level costs that level only, in node counts and nowhere else
+        (lambda r: r["node_counts"].update(ORT_ENABLED_ALL=r["node_counts"].pop("ORT_ENABLE_ALL")), 0.75),
+        (lambda r: r["node_counts"].update(ORT_ENABLE_BASIC="15"), 0.75),
     ],
 )
-def test_a_node_count_must_be_exact(reported, mistake, section, bad):
+def test_a_node_count_is_judged_level_by_level(reported, mistake, bad):
     results = honest()
     mistake(results)
     r = reported(results)
-    assert r[section]["honest_share"] == bad
-    assert r["latency"]["worst_ratio"] == pytest.approx(1.5)
+    assert r["node_counts"]["honest_share"] == bad
+    assert honest_levels("latency", r) == sorted(LEVELS)
+
+
+def saved_without(*levels, **change):
+    return {lv: ({"error": "missing"} if lv in levels else {**v, **change}) for lv, v in SAVED.items()}
+
+
+@pytest.mark.parametrize(
+    "saved, honest_count, timed",
+    [
+        ({}, 0, 0),  # nothing saved: the README's numbers, typed in, earn nothing
+        (saved_without("ORT_ENABLE_BASIC"), 3, 3),
+        (saved_without(genuine=False, why_not="another model"), 0, 0),  # files of another model
+        (saved_without(node_count=99), 0, 4),  # the counts are not those of the saved files
+    ],
+)
+def test_numbers_earn_points_only_with_the_saved_graph_behind_them(reported, saved, honest_count, timed):
+    r = reported(honest(), saved)
+    assert r["node_counts"]["honest"] == honest_count
+    assert len(honest_levels("latency", r)) == timed
 
 
 @pytest.mark.parametrize("scale, ratio", [(1e-3, 1000 / 1.5), (100.0, 150.0)])
@@ -184,24 +218,25 @@ def test_a_latency_is_judged_by_its_ratio_to_the_graders(reported, scale, ratio)
     results["latency_ms"] = {lv: v * scale for lv, v in results["latency_ms"].items()}
     r = reported(results)
     assert r["latency"]["worst_ratio"] == pytest.approx(ratio)
+    assert all(v["ratio"] == pytest.approx(ratio) for v in r["latency"]["levels"].values())
     assert r["node_counts"]["honest_share"] == 1.0
 
 
-@pytest.mark.parametrize(
-    "results",
-    [
-        None,
-        {},
-        {"node_counts": honest()["node_counts"]},
-        [1, 2],
-        {**honest(), "latency_ms": {lv: -1.0 for lv in LEVELS}},
-        {**honest(), "latency_ms": {lv: "fast" for lv in LEVELS}},
-    ],
-)
-def test_latencies_that_cannot_be_compared_are_an_error_with_a_reason(reported, results):
+@pytest.mark.parametrize("results", [None, {}, {"node_counts": honest()["node_counts"]}, [1, 2]])
+def test_results_without_latencies_are_an_error_with_a_reason(reported, results):
     r = reported(results)
     assert set(r["latency"]) == {"error"} and r["latency"]["error"]
-    assert "fast" not in r["latency"]["error"]  # what the notebook wrote is never echoed
+
+
+@pytest.mark.parametrize("bad", [-1.0, "fast", None])
+def test_a_latency_that_cannot_be_compared_costs_its_level_only(reported, bad):
+    results = honest()
+    results["latency_ms"]["ORT_ENABLE_BASIC"] = bad
+    r = reported(results)
+    levels = r["latency"]["levels"]
+    assert set(levels["ORT_ENABLE_BASIC"]) == {"error"} and "fast" not in levels["ORT_ENABLE_BASIC"]["error"]
+    assert honest_levels("latency", r) == sorted(set(LEVELS) - {"ORT_ENABLE_BASIC"})
+    assert r["node_counts"]["honest_share"] == 1.0
 
 
 # ── the grader's own model: measured once per process ─────────────────────────────────────────
@@ -281,3 +316,36 @@ def test_a_second_grade_in_the_process_starts_no_model_worker_for_the_graders_mo
     assert all(first[lv]["latency_ms"] > 0 for lv in LEVELS)
     assert rep.grader_levels(policy) == first
     assert len(started) == len(LEVELS), "the grader's own model was measured again"
+
+
+# ── the graphs the notebook saved: the evidence behind RESULTS (real ONNX Runtime, real model worker) ──
+
+
+def _save_level(workspace: Path, level: str, model_bytes: bytes, name: str) -> None:
+    import onnxruntime as ort
+
+    from autograder.ort_platform import session_options
+
+    (workspace / "artifacts").mkdir(exist_ok=True)
+    options = session_options(level)
+    options.optimized_model_filepath = str(workspace / "artifacts" / name)
+    ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def test_the_saved_graphs_are_counted_and_told_apart_from_another_models(grading, tmp_path):
+    import numpy as np
+
+    assignment = load_assignment(ID, ROOT)
+    grader = grading.reported.grader_levels(assignment.model_policy)
+    contract = grading.model.contract_model_bytes()
+    other = grading.model.build_mlp(np.random.default_rng(6)).SerializeToString()  # another model, same graph
+    for level in LEVELS:
+        _save_level(tmp_path, level, other if level == "ORT_ENABLE_ALL" else contract, f"mlp_{level}.onnx")
+    # the file of ORT_ENABLE_BASIC holds the graph as written: the right model, not that level's graph
+    _save_level(tmp_path, "ORT_DISABLE_ALL", contract, "mlp_ORT_ENABLE_BASIC.onnx")
+    (tmp_path / "artifacts" / "mlp_ORT_ENABLE_EXTENDED.onnx").unlink()
+    saved = grading.saved_levels.measure_saved_levels(assignment, tmp_path, grader)
+    assert saved["ORT_DISABLE_ALL"]["genuine"] and saved["ORT_DISABLE_ALL"]["node_count"] == 26
+    assert not saved["ORT_ENABLE_BASIC"]["genuine"] and saved["ORT_ENABLE_BASIC"]["node_count"] == 26
+    assert "error" in saved["ORT_ENABLE_EXTENDED"]
+    assert not saved["ORT_ENABLE_ALL"]["genuine"] and saved["ORT_ENABLE_ALL"]["node_count"] == 7

@@ -1,7 +1,8 @@
 """Assignment 05's trusted grading code (the interface: autograder/grading_plugin.py).
 
 ``probe_cases()``: ``count_ops`` on hidden model files (``count_ops.py``). ``measure(ctx)``: the
-``functions``, ``models`` and ``reported`` sections. ``measure_artifacts`` checks the saved model
+``functions``, ``models`` and ``reported`` sections (``RESULTS`` judged against the graphs the
+notebook saved per level, ``saved_levels.py``). ``measure_artifacts`` checks the saved model
 beside the probe (it reads only that file); ``prepare`` builds the grader's own data while the
 kernel runs. No ``calibration_samples`` and no leaderboard.
 """
@@ -16,7 +17,8 @@ from . import data
 from .count_ops import FUNCTION, expect_count_ops
 from .count_ops import probe_cases as probe_cases
 from .optimized import measure_optimized
-from .reported import measure_reported
+from .reported import grader_levels, measure_reported
+from .saved_levels import measure_saved_levels
 
 
 def prepare(assignment) -> None:
@@ -33,5 +35,12 @@ def measure(ctx) -> dict[str, Any]:
     return {
         "functions": measure_functions(ctx.cases, ctx.probe, {FUNCTION: expect_count_ops}),
         "models": {"optimized": optimized},
-        "reported": measure_reported(ctx.probe.reported, ctx.probe.reported_error, ctx.assignment.model_policy),
+        "reported": measure_reported(
+            ctx.probe.reported,
+            ctx.probe.reported_error,
+            ctx.assignment.model_policy,
+            measure_saved_levels(
+                ctx.assignment, ctx.workspace, grader_levels(ctx.assignment.model_policy), ctx.children
+            ),
+        ),
     }

@@ -13,17 +13,23 @@ rounds (and, being per process, the machine and the ONNX Runtime version). A nod
 of that model and cannot change; a timing can, with the machine's load, so a process that lives
 longer (a Dask worker) times it again. A level that could not be measured is not kept. Measured on
 a busy 2-core machine (load 5 to 6), the grader's timing of a level varied by up to 1.43× from
-one minute to the next, against a calibrated window of 11.77× (the largest honest ratio 1.47×):
+one minute to the next, against a calibrated window of about 11.8× per level (the largest honest ratio 1.49×):
 a timing kept for minutes judges as fairly as a fresh one, and a unit slip (1000×) or a sum of
 the runs instead of their median (100×) stays far outside.
 
-Both sections come from :func:`autograder.measure.reported.check_reported`:
+Every number is judged as evidence that the notebook's own code produced it, level by level
+(``levels.<level>``: one wrong or misspelled level costs that level only), against the graphs the
+notebook saved (:mod:`.saved_levels`):
 
-- ``node_counts``: each count must equal the grader's exactly;
-- ``latency``: each latency must be a positive, finite number (form only: the tolerance is None),
-  and ``worst_ratio``, the largest ``max(reported / measured, measured / reported)`` over the
-  levels, is judged by the rubric against a calibrated factor: two timings taken at different
-  moments on a shared machine agree only in their order of magnitude.
+- ``node_counts``: a level's count is honest when it is the number of nodes of
+  ``artifacts/mlp_<level>.onnx`` and that file is the graph ONNX Runtime makes of the contract's
+  model at that level (so the count also equals the grader's). Without the file it earns nothing;
+- ``latency``: a level's ``ratio``, ``max(reported / measured, measured / reported)`` to the
+  grader's timing, judged by the rubric against a calibrated factor (two timings taken at
+  different moments on a shared machine agree only in their order of magnitude), exists only
+  where the notebook saved that level's graph (it opened a session at that level); otherwise the
+  level is an ``error`` and earns nothing. Each level has its own calibrated factor
+  (``reported_latency.ratio_max_<level>``); ``worst_ratio`` over the levels is a summary.
 """
 
 from __future__ import annotations
@@ -36,16 +42,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from autograder.measure.onnx_load import run_model_worker
-from autograder.measure.reported import Expected, Hint, check_reported, is_number
+from autograder.measure.reported import is_number
 
 from . import data
 from .model import LEVELS, contract_model_bytes
 
 TIMING_RUNS = 100
-COUNT_HINT = Hint(
-    "node counts",
-    "count the graph ONNX Runtime saved for that level (optimized_model_filepath), not the model the session loaded",
-)
 
 
 LEVELS_MAX_AGE_S = 600.0  # how long a process keeps its timings of the contract model (see the module)
@@ -83,6 +85,7 @@ def measure_levels(policy) -> dict[str, dict[str, Any]]:
         latency = run.result.get("latency") if run.ok else None
         out[level] = {
             "node_count": session.get("node_count"),
+            "op_counts": session.get("op_counts"),
             "latency_ms": latency["model_ms"] if latency else None,
             "why_not": None if run.ok else run.reason,
         }
@@ -95,44 +98,81 @@ def _ratio(reported: Any, measured: Any) -> float | None:
     return float(max(reported / measured, measured / reported))
 
 
-def _only(reported: Any, key: str) -> Any:
-    """``RESULTS`` as one section's check sees it: only its own key (the other section judges the
-    other key, so neither calls it unexpected)."""
-    if not isinstance(reported, Mapping):
-        return reported
-    return {key: reported[key]} if key in reported else {}
+def _section(reported: Any, key: str) -> Mapping[str, Any] | None:
+    section = reported.get(key) if isinstance(reported, Mapping) else None
+    return section if isinstance(section, Mapping) else None
 
 
-def measure_reported(reported: Any, reported_error: str | None, policy) -> dict[str, Any]:
-    """The ``reported`` section: ``present``, ``node_counts`` and ``latency`` (see the module)."""
-    levels = grader_levels(policy)
-    nodes = check_reported(
-        _only(reported, "node_counts"),
-        {
-            f"node_counts.{level}": Expected(
-                m["node_count"], 0, why_not=m["why_not"], unit="nodes", where=f" at {level}", hint=COUNT_HINT
-            )
-            for level, m in levels.items()
-        },
-        missing_reason=reported_error,
-    )
-    latency = check_reported(
-        _only(reported, "latency_ms"),
-        {
-            f"latency_ms.{level}": Expected(m["latency_ms"], None, why_not=m["why_not"], positive=True, unit="ms")
-            for level, m in levels.items()
-        },
-        missing_reason=reported_error,
-    )
-    values = reported.get("latency_ms") if isinstance(reported, Mapping) else None
-    ratios = [
-        _ratio(values.get(level) if isinstance(values, Mapping) else None, m["latency_ms"])
-        for level, m in levels.items()
-    ]
-    if None in ratios:  # a latency missing or not a positive number: the first problem says which
-        problems = latency["problems"] or ["a latency could not be compared with the grader's"]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        latency = {"error": problems[0] + more}
+def _count_level(level: str, value: Any, grader: Mapping[str, Any], saved: Mapping[str, Any]) -> dict[str, Any]:
+    """One level's node count: honest when it is the node count of the file the notebook saved at
+    that level and that file is the graph of that level (so it equals the grader's count)."""
+    out: dict[str, Any] = {"reported": value if is_number(value) else None, "measured": grader.get("node_count")}
+    if saved.get("error") is not None:
+        problem = f"{saved['error']}: a count earns points only as the count of the graph your session saved"
+    elif not (is_number(value) and not isinstance(value, bool) and float(value).is_integer()):
+        problem = f"the node count at {level} is missing or not a whole number"
+    elif int(value) != saved["node_count"]:
+        problem = f"the node count at {level} is not the number of nodes of {saved['path']}"
+    elif not saved["genuine"]:
+        problem = saved["why_not"]
+    elif grader.get("node_count") is not None and int(value) != grader["node_count"]:
+        problem = f"the node count at {level} is not the grader's count of that level's graph"
     else:
-        latency.update(measured_ms={level: m["latency_ms"] for level, m in levels.items()}, worst_ratio=max(ratios))
-    return {"present": reported is not None, "node_counts": nodes, "latency": latency}
+        problem = None
+    return {**out, "honest": problem is None, "problem": problem or ""}
+
+
+def _latency_level(level: str, value: Any, grader: Mapping[str, Any], saved: Mapping[str, Any]) -> dict[str, Any]:
+    """One level's latency: ``ratio`` to the grader's timing, only where the notebook saved that
+    level's graph (a session was opened at that level); else ``error``."""
+    if saved.get("error") is not None or not saved.get("genuine"):
+        why = saved.get("error") or saved.get("why_not")
+        return {"error": f"{why}: a latency earns points only for a session the notebook opened at {level}"}
+    ratio = _ratio(value, grader.get("latency_ms"))
+    if ratio is None:
+        return {"error": f"the latency at {level} is missing or not a positive number of milliseconds"}
+    return {"ratio": ratio}
+
+
+def measure_reported(
+    reported: Any, reported_error: str | None, policy, saved: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The ``reported`` section: ``present``, ``node_counts`` and ``latency`` (see the module).
+
+    ``saved``: :func:`.saved_levels.measure_saved_levels` (None: no file was saved). Each level is
+    judged on its own (``levels.<level>``), so one wrong or misspelled level costs that level only.
+    """
+    levels = grader_levels(policy)
+    saved = saved or {}
+    nothing = {"error": "no graph saved at this level"}
+    if reported_error is not None or not isinstance(reported, Mapping):
+        why = reported_error or "RESULTS is not a dict"
+        return {"present": reported is not None, "node_counts": {"error": why}, "latency": {"error": why}}
+    counts, latencies = _section(reported, "node_counts"), _section(reported, "latency_ms")
+    node_levels = {
+        level: _count_level(level, counts.get(level) if counts else None, m, saved.get(level, nothing))
+        for level, m in levels.items()
+    }
+    honest = sum(v["honest"] for v in node_levels.values())
+    nodes = {
+        "levels": node_levels,
+        "checked": len(node_levels),
+        "honest": honest,
+        "honest_share": honest / len(node_levels),
+        "problems": [v["problem"] for v in node_levels.values() if v["problem"]],
+    }
+    if counts is None:
+        nodes = {"error": "RESULTS has no node_counts dict"}
+    if latencies is None:
+        return {"present": True, "node_counts": nodes, "latency": {"error": "RESULTS has no latency_ms dict"}}
+    latency_levels = {
+        level: _latency_level(level, latencies.get(level), m, saved.get(level, nothing)) for level, m in levels.items()
+    }
+    # the worst ratio over the levels, evidence aside (a summary; each level has its own window)
+    ratios = [_ratio(latencies.get(level), m["latency_ms"]) for level, m in levels.items()]
+    latency = {
+        "levels": latency_levels,
+        "measured_ms": {level: m["latency_ms"] for level, m in levels.items()},
+        "worst_ratio": max(ratios) if None not in ratios else None,
+    }
+    return {"present": True, "node_counts": nodes, "latency": latency}
