@@ -191,7 +191,11 @@ def test_probe_inputs_are_absent_while_the_students_cells_run(grade_cells, jail_
 ENV_DUMP = r"""
 import os
 procs = {}
-for pid in os.listdir("/proc"):
+try:
+    pids = os.listdir("/proc")
+except OSError:  # the fallback's Landlock rules: of /proc only the kernel's own entries
+    pids = [str(os.getpid()), str(os.getppid()), "1"]
+for pid in pids:
     if pid.isdigit():
         for what in ("environ", "cmdline"):
             try:
