@@ -49,8 +49,11 @@ venv:
 demo: setup
 	$(VENV)/bin/autograder demo --assignment 07-quantization
 
+# xdist: each test goes to whichever worker is free (a module whose module-scoped fixture starts a
+# kernel, a container or Dask stays on one worker: tests/needs.py); the 20 slowest tests are listed
+DIST := --dist loadgroup
 test: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -q
+	$(PY) -m pytest -n $(JOBS) $(DIST) -q --durations=20
 
 # ruff's rules and format (pyproject.toml's [tool.ruff]); CI runs `lint` before the tests
 lint: setup
@@ -62,20 +65,22 @@ format: setup
 	$(VENV)/bin/ruff format .
 
 # the loop while you work: every test that needs no root, simulated container, Dask, real kernel and
-# is not slow (markers in pyproject.toml, set by tests/needs.py and tests/conftest.py)
+# is not slow (markers in pyproject.toml, set by tests/needs.py and tests/conftest.py); a test here
+# that starts a jail, a kernel or a template anyway fails (AUTOGRADER_TEST_NO_JAIL: tests/needs.py)
 FAST_TESTS := not (root or container or dask or kernel or slow)
 test-fast: setup
-	$(PY) -m pytest -n $(JOBS) --dist loadfile -q -m "$(FAST_TESTS)"
+	AUTOGRADER_TEST_NO_JAIL=1 $(PY) -m pytest -n $(JOBS) $(DIST) -q -m "$(FAST_TESTS)"
 
 # the suite on an overloaded machine: 4 workers on the cores, beside one CPU hog per core (bounded,
 # stopped when pytest ends); tests asserting which limit fires must still pass (tests/stress.py)
 test-stress: setup
-	$(PY) tests/stress.py -- -n 4 --dist loadfile -q
+	$(PY) tests/stress.py -- -n 4 $(DIST) -q
 
-# the adversarial suite with every kernel a child of the kernel template (SECURITY.md, "The kernel
-# template"); each pytest worker keeps one template per slot it grades in; CI runs it after `test`
+# the adversarial suite's runs with every kernel a child of the kernel template (SECURITY.md, "The
+# kernel template"): `make test` runs them too, beside the fresh-kernel and fallback runs of each
+# test (tests/adversarial/conftest.py); each pytest worker keeps one template per slot it grades in
 test-template: setup
-	AUTOGRADER_KERNEL_TEMPLATE=1 $(PY) -m pytest -n $(JOBS) --dist loadfile -q tests/adversarial
+	$(PY) -m pytest -n $(JOBS) $(DIST) -q -m kernel_template tests/adversarial
 
 bench: setup
 	$(PY) bench/run.py

@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--hog-seconds", type=float, default=3600.0, help="each hog's own time bound")
     args = parser.parse_args(own)
-    pytest_args = rest or ["-n", "4", "--dist", "loadfile", "-q"]
+    pytest_args = rest or ["-n", "4", "--dist", "loadgroup", "-q"]
     hogs = [
         subprocess.Popen([sys.executable, "-c", HOG.format(seconds=args.hog_seconds)]) for _ in range(max(0, args.hogs))
     ]

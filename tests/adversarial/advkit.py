@@ -385,6 +385,15 @@ def require_kernel_asked(g: Graded) -> None:
 
 # ----------------------------------------------------------------------------- jail modes
 JAIL_MODES = ("auto", "fallback")
+KERNEL_KINDS = ("fresh", "template")
+# What every adversarial test that starts a kernel runs in, within one pytest run (conftest.py's
+# pytest_generate_tests): (jail, kernel, test id). "template" sets AUTOGRADER_KERNEL_TEMPLATE=1, so
+# every kernel that can come from the kernel template does (SECURITY.md, "The kernel template").
+# The fallback jail never holds a template (its kernels are fresh: test_adv_template_wiring proves
+# it says why), so a fallback run with the switch on would repeat the fallback run.
+JAIL_RUNS = (("auto", "fresh", "auto"), ("auto", "template", "auto-template"), ("fallback", "fresh", "fallback"))
+KERNEL_RUNS = (("fresh", "fresh"), ("template", "template"))  # a test that does not choose its jail
+TEMPLATE_MARKER = "kernel_template"  # what `make test-template` selects (-m kernel_template)
 
 
 def isolation_of(g: Graded) -> dict:

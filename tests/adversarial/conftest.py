@@ -30,9 +30,11 @@ from advkit import (
     ENV_SECRET,
     ENV_SECRET_NAME,
     FILE_SECRET,
-    JAIL_MODES,
+    JAIL_RUNS,
+    KERNEL_RUNS,
     ROOT,
     SHORT_LIMITS,
+    TEMPLATE_MARKER,
     TOKEN,
     WRONG_FUNCTIONS,
     Graded,
@@ -237,8 +239,53 @@ def jail_check(canary_dir, baseline, results_validator):
     return check
 
 
-@pytest.fixture(params=JAIL_MODES)
-def jail_mode(request, monkeypatch):
-    """Run the test in the best jail ("auto": bwrap here) and in the namespace-less fallback."""
+def starts_a_kernel(metafunc: pytest.Metafunc) -> bool:
+    """The test grades a notebook (``grade_path``, also through ``grade_cells``) or carries the
+    ``kernel`` marker itself. A fixture's ``@needs("kernel")`` alone (a jailed measuring child, say)
+    marks the test, but starts no notebook kernel: a template would change nothing there."""
+    return "grade_path" in metafunc.fixturenames or metafunc.definition.get_closest_marker("kernel") is not None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here that starts a kernel runs, in the same pytest run, from a fresh kernel and
+    from a child of the kernel template; one that asks for ``jail_mode`` runs in the best jail
+    (fresh and template) and in the fallback: ``[auto]``, ``[auto-template]``, ``[fallback]``
+    (advkit.JAIL_RUNS); the others ``[fresh]``, ``[template]``. The template runs carry the
+    ``kernel_template`` marker (``make test-template`` selects them). A new test gets every mode
+    by using ``grade_cells`` / ``grade_path`` / ``jail_mode``, or by carrying ``@pytest.mark.kernel``."""
+    template = getattr(pytest.mark, TEMPLATE_MARKER)
+    if "jail_mode" in metafunc.fixturenames:
+        runs = [
+            pytest.param(jail, kind, id=ident, marks=[template] if kind == "template" else [])
+            for jail, kind, ident in JAIL_RUNS
+        ]
+        metafunc.parametrize(("jail_mode", "kernel_kind"), runs, indirect=True)
+    elif "kernel_kind" in metafunc.fixturenames and starts_a_kernel(metafunc):
+        runs = [
+            pytest.param(kind, id=ident, marks=[template] if kind == "template" else []) for kind, ident in KERNEL_RUNS
+        ]
+        metafunc.parametrize("kernel_kind", runs, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def kernel_kind(request, monkeypatch) -> str | None:
+    """The kernel this test's gradings start: "fresh" (the switch off, whatever the caller's
+    environment says) or "template" (``AUTOGRADER_KERNEL_TEMPLATE=1``: a template's child where the
+    jail can hold one, checked of every graded notebook by ``advkit.require_kernel_asked``).
+    None for a test that starts no kernel."""
+    from autograder.sandbox import template
+
+    kind = getattr(request, "param", None)
+    if kind == "template":
+        monkeypatch.setenv(template.SWITCH, "1")
+    elif kind == "fresh":
+        monkeypatch.delenv(template.SWITCH, raising=False)
+    return kind
+
+
+@pytest.fixture
+def jail_mode(request, monkeypatch, kernel_kind):
+    """Run the test in the best jail ("auto": bwrap here) and in the namespace-less fallback
+    (``AUTOGRADER_JAIL``); each of its runs is one of advkit.JAIL_RUNS (see pytest_generate_tests)."""
     monkeypatch.setenv("AUTOGRADER_JAIL", request.param)
     return request.param

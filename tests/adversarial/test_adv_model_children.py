@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import onnx_models
 import pytest
+from needs import needs
 
 from autograder.measure import warm_pool, worker_process
 from autograder.measure.onnx_load import LoadLimits, run_model_worker
@@ -62,6 +63,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture
+@needs("kernel")  # real measuring children, jailed where bwrap works
 def crashing_worker(monkeypatch):
     monkeypatch.setattr(
         worker_process,

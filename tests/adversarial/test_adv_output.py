@@ -129,17 +129,38 @@ def test_a_notebook_that_costs_too_much_to_read_is_refused_with_a_reason(tmp_pat
 MANY_ERRORS = "raise ValueError('e' * 5000)"
 
 
+def _cells_that_spend_the_budget() -> int:
+    """How many MANY_ERRORS cells spend execution.json's budget of error details, at the most a
+    cell can keep (its message and traceback at their caps): about 52."""
+    from autograder.sandbox.record import DETAILS_BUDGET, EVALUE_CAP, TRACEBACK_CAP
+
+    return -(-DETAILS_BUDGET // (EVALUE_CAP + TRACEBACK_CAP))
+
+
 @pytest.mark.kernel
 def test_execution_json_stays_small_with_hundreds_of_failing_cells(tmp_path, jail_mode, results_validator):
-    """600 cells each raising a 5,000-character message (3.6 MB of details): execution.json keeps
-    every cell, within its bound."""
-    nb = _notebook(tmp_path / "errors.ipynb", _cells_json(600, MANY_ERRORS))
+    """Twice as many cells as spend execution.json's budget of error details, each raising a
+    5,000-character message: execution.json keeps every cell, the first ones in full, and at least
+    the second half with their name and a short message only, within its bound. (600 cells, 3.6 MB
+    of details, took six times as long and proved the same: the budget is spent by cell ~52.)"""
+    from autograder.sandbox.record import SHORT_EVALUE_CAP
+
+    spent = _cells_that_spend_the_budget()
+    n = 2 * spent
+    nb = _notebook(tmp_path / "errors.ipynb", _cells_json(n, MANY_ERRORS))
     g, peak = grade_in_child(
         tmp_path, notebook=nb, cell_s=60, notebook_s=400, timeout_s=CHILD_TIMEOUT_S + 300, jail_mode=jail_mode
     )
     try:
         _check_graded(g, peak, results_validator, jail_mode)
-        assert g.execution["cells_total"] == 600, g.execution_brief()
-        assert g.execution["cells_errored"] == g.execution["cells_run"] > 100, g.execution_brief()
+        assert g.execution["cells_total"] == n, g.execution_brief()
+        assert g.execution["cells_errored"] == g.execution["cells_run"] == n, g.execution_brief()
+        cells = g.execution["cells"]
+        assert len(cells) == n and all(c["status"] == "error" and c["ename"] == "ValueError" for c in cells)
+        assert cells[0]["traceback"] and len(cells[0]["evalue"]) > SHORT_EVALUE_CAP, cells[0]
+        short = [c for c in cells if not c["traceback"] and len(c["evalue"]) <= SHORT_EVALUE_CAP]
+        assert short == cells[len(cells) - len(short) :] and len(short) >= n - spent, (
+            f"the budget was not spent by cell {spent}: {len(short)} of {n} cells kept short"
+        )
     finally:
         shutil.rmtree(g.workspace.parent, ignore_errors=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import resource
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -117,26 +116,26 @@ def test_failed_self_checks_reads_both_forms():
     assert failed_self_checks(nb) == ["grader.check('q2')", "❌ b: raised ValueError: x"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 @needs("kernel")
-def self_checks(tmp_path_factory):
-    limits = {a: load_assignment(a, ROOT).limits.memory_mb for a in ASSIGNMENTS}
+def run_self_checks(tmp_path):
+    """``run_self_checks(assignment_id, example)``: that one example run as a student runs it (only
+    the examples a selection keeps are run; xdist spreads them over its workers)."""
 
-    def one(row):
-        a, name = row
-        workdir = tmp_path_factory.mktemp(f"{a[:2]}_{name.replace('.', '_')}")
-        return run_like_a_student(ROOT / "assignments" / a / "examples" / name, workdir, limits[a])
+    def one(assignment_id: str, example: str) -> dict:
+        memory_mb = load_assignment(assignment_id, ROOT).limits.memory_mb
+        path = ROOT / "assignments" / assignment_id / "examples" / example
+        return run_like_a_student(path, tmp_path, memory_mb)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two kernels at a time: the machine has 2 cores
-        return dict(zip(ROWS, pool.map(one, ROWS)))
+    return one
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment_id, example", ROWS)
-def test_self_checks_fail_exactly_when_the_grader_takes_points(self_checks, assignment_id, example):
+def test_self_checks_fail_exactly_when_the_grader_takes_points(run_self_checks, assignment_id, example):
     maxima = {c["id"]: c["points"] for c in load_assignment(assignment_id, ROOT).rubric()["checks"]}
     lost = checks_losing_points(table(assignment_id)[example], maxima) - {"execution"}
-    got = self_checks[(assignment_id, example)]
+    got = run_self_checks(assignment_id, example)
     if lost:
         assert got["failed"], f"{example}: every self-check passed, yet the grader takes points at {sorted(lost)}"
     else:

@@ -17,7 +17,7 @@ from autograder.pipeline import grade_notebook
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "assignments" / "07-quantization" / "examples"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
 
 @pytest.fixture
