@@ -38,6 +38,7 @@ from typing import Any
 from .. import contracts, pipeline
 from ..assignment import Assignment, load_assignment, project_root
 from ..assignment_match import files_facts, mismatch_reason
+from . import manual
 from .dispatch import run_tasks
 from .executor import make_executor
 from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
@@ -488,6 +489,7 @@ def _finish(
 
     rubric = assignment.rubric(options.rubric)
     rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
+    manual.apply(out, rubric, rows)  # points given by hand: into the rows and each results.json
     write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
     notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
     integrity = class_integrity(notebooks, assignment)

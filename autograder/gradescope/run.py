@@ -33,6 +33,7 @@ from ..errors import AssignmentError, UnsafeFileError
 from ..grade_options import GradeOptions
 from ..notebook_choice import NotebookChoice, choose_notebook, ignored, shown
 from ..report import markdown as md
+from ..manual_answers import answer_tests
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
 from ..sandbox import MAX_NOTEBOOK_BYTES
@@ -247,6 +248,8 @@ def grade_submission(root: Path, assignment_id: str | None = None) -> dict[str, 
             reports=(pipeline.RESULTS_FILE,),
         )
         results = json.loads((out / pipeline.RESULTS_FILE).read_text())
+        # each hand-graded question's answer beside the results, where Gradescope's manual grading shows it
+        results["tests"] = list(results.get("tests", [])) + answer_tests(notebook, assignment.rubric())
         measurements_file = out / pipeline.MEASUREMENTS_FILE
         measurements = json.loads(measurements_file.read_text()) if measurements_file.is_file() else {}
     board = leaderboard(assignment, grade, measurements)

@@ -2,7 +2,8 @@
 
 Columns: ``name, submitters, sids, emails, score, max_score, status, outcome``, then each check
 id in rubric order (that check's score; empty when no grade exists, e.g. ``grader_error``), then
-``cells_errored, execution_s, cached, reason``. ``status`` is ``ok`` (the notebook ran to the
+``manual_<id>`` for each hand-graded question with points recorded (``autograder manual import``;
+``score`` includes them), then ``cells_errored, execution_s, cached, reason``. ``status`` is ``ok`` (the notebook ran to the
 end), the execution status (``timeout``, ``kernel_died``, ``unreadable``, …) or ``grader_error``;
 ``outcome`` says the same in an instructor's words, one of :data:`OUTCOMES`: ``graded``, ``not
 attempted`` (it ran, but no visible part about the work passed: :mod:`autograder.attempt`; it
@@ -37,13 +38,17 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 TEXT_CELL_CHARS = 4000  # of a text cell (a reason, names): one line, cleaned (student_text.clean)
 
 
-def gradebook_columns(check_ids: Iterable[str]) -> list[str]:
+def gradebook_columns(check_ids: Iterable[str], manual_ids: Iterable[str] = ()) -> list[str]:
     fixed = set(LEADING + TRAILING)
-    return LEADING + [f"check_{c}" if c in fixed else c for c in check_ids] + TRAILING
+    checks = [f"check_{c}" if c in fixed else c for c in check_ids]
+    return LEADING + checks + [f"manual_{m}" for m in manual_ids] + TRAILING
 
 
-def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
-    columns = gradebook_columns(check_ids)
+def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str], manual_ids: list[str] | None = None) -> str:
+    """The CSV; ``manual_ids``: hand-graded questions with points recorded (``manual_<id>``
+    columns, empty where a submission has none; ``score`` includes them)."""
+    manual_ids = manual_ids if manual_ids is not None else sorted({m for r in rows for m in r.get("manual", {})})
+    columns = gradebook_columns(check_ids, manual_ids)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
@@ -60,6 +65,7 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str]) -> str:
             outcome(row),
         ]
         values += [number_cell(row["checks"].get(c)) if graded else "" for c in check_ids]
+        values += [number_cell(row.get("manual", {}).get(m)) for m in manual_ids]
         seconds = row.get("execution_s")
         seconds = round(seconds, 1) if isinstance(seconds, float) else seconds
         values += [

@@ -40,6 +40,7 @@ MAX_JSON_OBJECTS = 500_000  # outputs and metadata included (they are parsed, th
 MAX_JSON_ARRAYS = 500_000  # counted before parsing: a file of millions of [] costs a scan
 MAX_INT_DIGITS = 4_300  # Python's own limit for int(str)
 MAX_CODE_CHARS = 8 * 1024 * 1024  # of code in all cells (what comes back to the grader is bounded)
+MAX_ANSWER_CHARS = 20_000  # of one hand-graded answer sent back (a page of text is a few thousand)
 PARSE_MEMORY_BYTES = 3 * 1024**3  # the parsing child's address space
 PARSE_TIMEOUT_S = 60.0
 # metadata paths whose strings the reader returns (``LoadedNotebook.declared``): the assignment a
@@ -69,6 +70,8 @@ class LoadedNotebook:
     total: int  # cells of every kind
     language: str | None  # the language the metadata names, when not Python
     declared: dict[str, str] = field(default_factory=dict)  # DECLARED_AT key -> string found there (≤ 101 chars)
+    # question text -> the cells of its answer (otter's BEGIN/END QUESTION block), when asked for
+    answers: dict[str, str] = field(default_factory=dict)
 
 
 def _open_notebook(path: Path) -> int:
@@ -102,7 +105,9 @@ def load_code_cells(path: Path, timeout_s: float = PARSE_TIMEOUT_S) -> tuple[lis
     return loaded.cells, loaded.total
 
 
-def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool = True) -> LoadedNotebook:
+def load_notebook(
+    path: Path, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool = True, questions: tuple[str, ...] = ()
+) -> LoadedNotebook:
     """The code cells of the notebook at ``path``, how many cells it has, the language its
     metadata names (when not Python) and what its metadata declares (``DECLARED_AT``), or
     :class:`UnreadableNotebook`.
@@ -111,11 +116,13 @@ def load_notebook(path: Path, timeout_s: float = PARSE_TIMEOUT_S, *, cells: bool
     and ``timeout_s``: what a notebook's structure costs to parse is the child's, never the
     grader's, and a notebook of more than MAX_CODE_CELLS code cells is refused with a reason.
     ``cells=False``: the code cells are not sent back (the caller needs only the metadata).
+    ``questions``: texts of hand-graded questions whose answers to send back (``answers``; at most
+    MAX_ANSWER_CHARS each).
     """
     path = Path(path)
     fd = _open_notebook(path)
     try:
-        return _parse_in_child(path.name, fd, timeout_s, cells)
+        return _parse_in_child(path.name, fd, timeout_s, cells, questions)
     finally:
         os.close(fd)
 
@@ -133,7 +140,9 @@ def read_notebook_bytes(
     return _parse_in_child(name, data, timeout_s, cells)
 
 
-def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: bool) -> LoadedNotebook:
+def _parse_in_child(
+    name: str, source: int | bytes, timeout_s: float, cells: bool, questions: tuple[str, ...] = ()
+) -> LoadedNotebook:
     """Run :mod:`.notebook_parse` on ``source`` (a descriptor, or bytes fed on its stdin)."""
     limits = {
         "name": name,
@@ -146,6 +155,8 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
         "memory_bytes": PARSE_MEMORY_BYTES,
         "cells": cells,
         "declared_at": DECLARED_AT,
+        "questions": list(questions),
+        "max_answer_chars": MAX_ANSWER_CHARS,
     }
     try:
         proc = subprocess.run(
@@ -175,11 +186,13 @@ def _parse_in_child(name: str, source: int | bytes, timeout_s: float, cells: boo
     code = [CodeCell(int(i), src, n) for n, (i, src) in enumerate(result["cells"], start=1)]
     language = result.get("language")
     declared = found if isinstance(found := result.get("declared"), dict) else {}
+    answers = got if isinstance(got := result.get("answers"), dict) else {}
     return LoadedNotebook(
         code,
         int(result["total"]),
         language if isinstance(language, str) else None,
         {str(k): v for k, v in declared.items() if isinstance(v, str)},
+        {str(k): v[:MAX_ANSWER_CHARS] for k, v in answers.items() if isinstance(v, str)},
     )
 
 

@@ -46,8 +46,8 @@ def _source(cell, index):
 
 
 def parse(data, name, limits):
-    """``(code cells, number of cells, declared language)`` of the notebook ``data`` (bytes), or
-    Refused with the reason."""
+    """``(code cells, number of cells, declared language, declared ids, answers)`` of the notebook
+    ``data`` (bytes), or Refused with the reason."""
     if len(data) > limits["max_bytes"]:
         raise Refused(f"{name} is more than {limits['max_bytes']:,} bytes; hint: clear the outputs before submitting")
     try:
@@ -112,7 +112,44 @@ def parse(data, name, limits):
                     f"{name} holds more than {limits['max_code_chars']:,} characters of code; hint: "
                     "load data from a file instead of pasting it into a cell"
                 )
-    return out, len(cells), declared_language(raw), declared_ids(raw, limits.get("declared_at") or {})
+    answers = question_answers(cells, limits.get("questions") or [], limits.get("max_answer_chars", 0))
+    return out, len(cells), declared_language(raw), declared_ids(raw, limits.get("declared_at") or {}), answers
+
+
+def question_answers(cells, questions, max_chars):
+    """question → the text of the cells inside its ``<!-- BEGIN QUESTION -->`` block (otter's
+    delimiters), after the cell that asks it and up to ``<!-- END QUESTION -->`` or the next
+    question; the question is found by a text its first cell contains. Missing: not a key."""
+    answers = {}
+    for question in questions:
+        start = next(
+            (
+                i
+                for i, c in enumerate(cells)
+                if isinstance(c, dict) and "BEGIN QUESTION" in _text(c) and question in _text(c)
+            ),
+            None,
+        )
+        if start is None:
+            continue
+        parts, size = [], 0
+        for c in cells[start + 1 :]:
+            text = _text(c) if isinstance(c, dict) else ""
+            if "END QUESTION" in text or "BEGIN QUESTION" in text:
+                break
+            parts.append(text)
+            size += len(text)
+            if size > max_chars:
+                break
+        answers[question] = "\n\n".join(parts)[:max_chars]
+    return answers
+
+
+def _text(cell):
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        return "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
 
 
 def _count_containers(text, name, limits):
@@ -178,12 +215,13 @@ def main(limits_json):
     name = limits["name"]
     try:
         data = sys.stdin.buffer.read(limits["max_bytes"] + 1)
-        cells, total, language, declared = parse(data, name, limits)
+        cells, total, language, declared, answers = parse(data, name, limits)
         result = {
             "cells": cells if limits.get("cells", True) else [],
             "total": total,
             "language": language,
             "declared": declared,
+            "answers": answers,
         }
     except Refused as e:
         result = {"error": str(e)}
