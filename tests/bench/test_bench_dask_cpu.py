@@ -39,6 +39,7 @@ def _burn() -> None:
         ("other", lambda: subprocess.Popen([sys.executable, "-c", BURN])),
     ],
 )
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_each_process_is_counted_in_its_row(role, start):
     with ProcessCpu() as cpu:
         proc = start()

@@ -96,6 +96,7 @@ def _readonly(folder: Path) -> list[str]:
     return [bwrap, "--dev-bind", "/", "/", "--ro-bind", str(folder), str(folder)]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("where", ["inside", "itself"])
 def test_grade_refuses_an_out_in_or_at_a_read_only_folder(tmp_path, fake_root, where):
     nb = write_notebook(tmp_path / "nb.ipynb", **GOOD)
@@ -114,6 +115,7 @@ def test_grade_refuses_an_out_in_or_at_a_read_only_folder(tmp_path, fake_root, w
     assert listing(readonly) == []
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_broken_notebook_is_a_graded_zero_with_its_reason_above_the_table(tmp_path):
     nb = tmp_path / "broken.ipynb"
     nb.write_text('{"cells": [')  # a student's truncated upload

@@ -37,6 +37,7 @@ TWO = ModelInterface(
 )
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_model_with_two_inputs_is_fed_by_name():
     a = np.arange(12, dtype=np.float32).reshape(4, 3)
     run = run_model_worker(
@@ -53,6 +54,7 @@ def test_a_model_with_two_inputs_is_fed_by_name():
     assert set(GRAPH_FACTS) <= set(facts) and not set(QUANTIZATION_FACTS) & set(facts), "only the chosen groups"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_missing_data_for_an_input_is_a_reason():
     a = np.zeros((2, 3), np.float32)
     run = run_model_worker(two_input_model(), inputs={"set": a}, interface=TWO, facts=())
@@ -62,6 +64,7 @@ def test_missing_data_for_an_input_is_a_reason():
     assert "no data for the inputs ['B']" in run.result["run_error"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_an_unknown_fact_group_is_reported():
     run = run_model_worker(
         two_input_model(),
@@ -154,6 +157,7 @@ def interface(adapt: bool) -> ModelInterface:
     )
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("kind", sorted(DEVIATIONS))
 def test_adapt_runs_a_deviating_model_and_still_reports_the_deviation(exports, kind):
     models, X, expected = exports
@@ -170,6 +174,7 @@ def test_adapt_runs_a_deviating_model_and_still_reports_the_deviation(exports, k
     np.testing.assert_allclose(run.outputs["one_row__probabilities"], expected[:1], atol=1e-6)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_fixed_batch_is_named_in_the_problems_with_how_it_was_fed(exports):
     models, X, _ = exports
     run = run_model_worker(models["batch_of_one"], inputs={"test": X}, interface=interface(True), facts=())
@@ -179,6 +184,7 @@ def test_a_fixed_batch_is_named_in_the_problems_with_how_it_was_fed(exports):
     ]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_adapt_changes_nothing_for_a_conforming_model(exports):
     models, X, expected = exports
     run = run_model_worker(models["float32"], inputs={"test": X}, interface=interface(True), facts=("graph",))
@@ -187,6 +193,7 @@ def test_adapt_changes_nothing_for_a_conforming_model(exports):
     assert onnx.load_from_string(models["float32"]).graph.input[0].name == "X"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_adapt_still_refuses_what_computes_something_else(exports):
     """Adapting stops at the interface: another number of inputs, or another row width, is not fed."""
     models, X, _ = exports
@@ -207,6 +214,7 @@ def test_adapt_still_refuses_what_computes_something_else(exports):
     assert run.ok and "cannot feed the test set" in run.result["run_error"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_fixed_batch_beyond_the_cap_is_not_padded_up_to():
     """A model fixing a batch of more rows than MAX_FIXED_BATCH is run as it is (and fails), so
     a declared batch cannot make the worker allocate without bound."""
@@ -238,6 +246,7 @@ def test_a_fixed_batch_beyond_the_cap_is_not_padded_up_to():
     np.testing.assert_array_equal(run.outputs["set__Z"], np.maximum(x, 0))
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_an_input_fed_by_position_has_its_type_and_shape_checked_too(exports):
     models, X, _ = exports
     run = run_model_worker(models["all_at_once_float64"], inputs={"test": X}, interface=interface(True), facts=())

@@ -49,6 +49,7 @@ def _rows(a) -> set[tuple[float, float]]:
     return {(round(float(x), 4), round(float(y), 4)) for x, y in np.asarray(a, dtype=np.float64)}
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_only_the_public_points_are_in_the_picture(good, plugin, assignment07):
     _, section = good
     data = plugin[2]
@@ -69,6 +70,7 @@ def test_only_the_public_points_are_in_the_picture(good, plugin, assignment07):
     assert grid["shape"] == [100, 100]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_drift_per_row_matches_the_contracts_max_rel_drift(good):
     facts, section = good
     by_name = {s["name"]: s for s in section["points"]}
@@ -81,6 +83,7 @@ def test_drift_per_row_matches_the_contracts_max_rel_drift(good):
         assert by_name[w["set"]]["xy"][w["row"]] == w["xy"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_the_boundaries_are_the_student_models_on_the_grid(good, plugin, models):
     _, section = good
     grid = plugin[1].grid_points(plugin[2].public_split())
@@ -112,6 +115,7 @@ def test_the_boundaries_are_the_student_models_on_the_grid(good, plugin, models)
         (("fp32", "int8_dynamic"), b"not a model", "no picture: int8_qdq.onnx could not be measured (invalid model"),
     ],
 )
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_no_picture_without_two_usable_models_only_a_sentence(
     tmp_path, models, plugin, assignment07, names, replace, says
 ):

@@ -63,6 +63,7 @@ QUALITY_PARTS = {
 }
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_copies_of_fp32_under_int8_names_earn_no_quantization_points(tmp_path, models, grading, assignment07, honest):
     _, (_, _, control) = honest
     for check, names in QUALITY_PARTS.items():
@@ -86,6 +87,7 @@ def test_copies_of_fp32_under_int8_names_earn_no_quantization_points(tmp_path, m
     assert not _parts(checks["reported_results"])["every reported number matches the re-measurement"]["passed"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_partly_quantized_file_is_not_judged_either(tmp_path, models, grading, assignment07):
     ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_qdq"))
     shutil.copyfile(models["partial_dynamic"], ws / "artifacts" / "int8_dynamic.onnx")
@@ -95,6 +97,7 @@ def test_a_partly_quantized_file_is_not_judged_either(tmp_path, models, grading,
     assert not _parts(checks["dynamic_model"])["accuracy drop"]["passed"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_padding_any_file_changes_no_size_measurement(tmp_path, models, grading, assignment07, honest):
     ws0, (m0, _, c0) = honest
     ws = factory.make_workspace(tmp_path, models, names=())
@@ -134,6 +137,7 @@ def test_a_padded_model_computes_the_same_and_canonicalises_to_the_same_bytes(tm
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_an_unused_wide_input_quantizer_does_not_widen_the_calibrated_range(tmp_path, models, grading, assignment07):
     X_train = factory.contract_data()[0]
     ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_dynamic"))

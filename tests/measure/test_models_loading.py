@@ -32,6 +32,7 @@ def run(path, **kw):
     return run_model_worker(path.read_bytes(), inputs={"test": X}, interface=INTERFACE, **kw)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_good_model_runs_and_returns_outputs(models):
     r = run(
         models["int8_qdq"],
@@ -49,12 +50,14 @@ def test_a_good_model_runs_and_returns_outputs(models):
     assert r.result["latency"]["model_ms"] > 0 and r.result["latency"]["baseline_ms"] > 0
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("name", ["int8_qop", "ort_fp32", "ort_int8_dynamic", "ort_int8_qdq"])
 def test_models_with_onnx_runtime_contrib_ops_load(models, name):
     r = run(models[name])
     assert r.ok and r.result["run_error"] is None, (r.reason, r.result.get("run_error"))
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_external_data_pointing_outside_is_refused_unread(models, tmp_path):
     secret = tmp_path / "secret"
     secret.write_bytes(b"\x00" * 1024)
@@ -67,11 +70,13 @@ def test_external_data_pointing_outside_is_refused_unread(models, tmp_path):
     assert os.stat(secret).st_atime_ns == before
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_custom_domain_is_refused(tmp_path):
     r = run(factory.hostile_custom_domain(tmp_path / "evil.onnx"))
     assert not r.ok and "com.evil" in r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_memory_bomb_is_an_invalid_model_stopped_by_the_memory_limit(tmp_path):
     bomb = factory.hostile_memory_bomb(tmp_path / "bomb.onnx")  # 14.4 GB ConstantOfShape
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -83,17 +88,20 @@ def test_memory_bomb_is_an_invalid_model_stopped_by_the_memory_limit(tmp_path):
     assert grown_mb < 100, f"the grader's own memory grew by {grown_mb:.0f} MB"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_subgraphs_nested_past_the_cap_are_refused(tmp_path):
     r = run(factory.hostile_deep_if(tmp_path / "if5.onnx", 5))
     assert not r.ok and "nested more than 3 deep" in r.reason
     assert run(factory.hostile_deep_if(tmp_path / "if2.onnx", 2)).ok
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_nesting_too_deep_for_the_parser_is_refused_cleanly(tmp_path):
     r = run(factory.hostile_deep_if_wire(tmp_path / "if400.onnx", 400))
     assert not r.ok and r.reason.startswith("not an ONNX model file"), r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("content", [b"", b"hello, this is not a model\n" * 10, b"\x08\x0a"])
 def test_non_onnx_bytes_are_refused(tmp_path, content):
     p = tmp_path / "junk.onnx"
@@ -103,11 +111,13 @@ def test_non_onnx_bytes_are_refused(tmp_path, content):
     assert "empty" in r.reason or "not an ONNX model file" in r.reason, r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_hang_becomes_a_timeout(models):
     r = run(models["fp32"], limits=LoadLimits(timeout_s=0.01))
     assert not r.ok and "took longer than" in r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_zipmap_model_loads_but_has_no_usable_outputs(models):
     r = run(models["zipmap"])
     assert r.ok
@@ -161,6 +171,7 @@ def test_child_environment_has_no_ort_configuration(monkeypatch):
         ("import sys; sys.exit(3)", "stopped (exit 3) without a result"),
     ],
 )
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_dying_child_is_an_invalid_model(models, monkeypatch, script, expected):
     import sys
 
@@ -169,6 +180,7 @@ def test_a_dying_child_is_an_invalid_model(models, monkeypatch, script, expected
     assert not r.ok and expected in r.reason, r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_without_an_interface_every_numeric_output_is_kept(models):
     r = run_model_worker(models["fp32"].read_bytes(), inputs={"test": X})
     assert r.ok and "interface_ok" not in r.result["facts"]

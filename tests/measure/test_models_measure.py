@@ -116,6 +116,7 @@ def test_hidden_split_comes_from_the_secret_in_effect(grading, assignment07):
     assert data.hidden_split(assignment07).seed == f"secret:{hidden_secret.fingerprint()}"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_good_workspace_has_every_fact(good):
     _, m, _ = good
     json.dumps(m, allow_nan=False)  # plain JSON numbers only
@@ -135,6 +136,7 @@ def test_good_workspace_has_every_fact(good):
     assert m["int8_qdq"]["calibration"]["source"] == "X_train"  # the factory calibrates on X_train[:300]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_good_workspace_numbers_are_sane(good):
     _, m, _ = good
     assert m["fp32"]["accuracy"] > 0.9
@@ -154,6 +156,7 @@ def test_good_workspace_numbers_are_sane(good):
     assert 0.9 < m["int8_qdq"]["calibration"]["coverage"] <= 1.0
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_honest_results_are_honest(good, grading, assignment07):
     ws, m, results = good
     rep = grading[0].measure_reported(assignment07, ws, results, None, m)
@@ -185,6 +188,7 @@ def elementwise_drift(ws, variant):
     return float(np.max(np.abs(p - r) / np.abs(r)))
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_dishonest_results_are_flagged(good, grading, assignment07):
     ws, m, results = good
     bad = copy.deepcopy(results)
@@ -202,6 +206,7 @@ def test_dishonest_results_are_flagged(good, grading, assignment07):
     assert "per row" in drift_problem
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_malformed_or_missing_results(good, grading, assignment07):
     ws, m, results = good
     measure_reported = grading[0].measure_reported
@@ -220,6 +225,7 @@ def test_malformed_or_missing_results(good, grading, assignment07):
     assert "fp32: reported a boolean (true), not a finite number" in rep["latency"]["error"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assignment07):
     ws = factory.make_workspace(tmp_path, models, names=("int8_dynamic",))
     os.symlink(models["fp32"], ws / "artifacts" / "fp32.onnx")
@@ -235,6 +241,7 @@ def test_missing_symlinked_and_invalid_artifacts(tmp_path, models, grading, assi
     assert not (COMPARISON_KEYS - {"quality", "size"}) & set(dyn)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_missing_artifact_and_reported_sizes(tmp_path, models, grading, assignment07):
     ws = factory.make_workspace(tmp_path, models, names=("fp32", "int8_dynamic"))
     m = grading[0].measure_models(assignment07, ws)
@@ -247,6 +254,7 @@ def test_missing_artifact_and_reported_sizes(tmp_path, models, grading, assignme
     assert rep["fields"]["int8_qdq.size_bytes"]["reason"] == "cannot be re-measured: artifacts/int8_qdq.onnx is missing"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_zipmap_fp32_keeps_graph_facts_but_not_metrics(tmp_path, models, grading, assignment07):
     ws = factory.make_workspace(tmp_path, models, names=("int8_qdq",))
     (ws / "artifacts" / "fp32.onnx").write_bytes(models["zipmap"].read_bytes())
@@ -290,6 +298,7 @@ def served(monkeypatch):
     return pids
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_one_shared_child_measures_what_fresh_children_measure(good, grading, assignment07, served):
     from autograder.measure.warm_pool import warm_workers
 
@@ -301,6 +310,7 @@ def test_one_shared_child_measures_what_fresh_children_measure(good, grading, as
     assert all("latency_ms" in facts for facts in shared.values())
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("hostile", ["custom_domain", "memory_bomb"])
 @pytest.mark.parametrize("position", ["fp32", "int8_dynamic", "int8_qdq"])
 def test_a_hostile_model_costs_the_submission_only_its_own_measurement(

@@ -65,6 +65,7 @@ def _gone(children) -> None:
         assert child.proc.poll() is not None and not child.job_dir.exists(), "a child outlived its submission"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_one_child_measures_all_of_a_submissions_models_one_after_another(served):
     jobs, started = served
     limits = LoadLimits()
@@ -77,6 +78,7 @@ def test_one_child_measures_all_of_a_submissions_models_one_after_another(served
     _gone(started)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_side_by_side_jobs_use_at_most_the_allowed_children(served):
     jobs, started = served
     limits = LoadLimits()
@@ -95,6 +97,7 @@ def test_side_by_side_jobs_use_at_most_the_allowed_children(served):
     _gone(started)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_child_never_measures_two_submissions(served):
     """Two grades in one process (a batch worker's threads), each with its own children, measuring
     at the same time: every child's jobs come from one submission only."""
@@ -124,6 +127,7 @@ def test_a_child_never_measures_two_submissions(served):
     _gone(started)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_submission_without_models_starts_at_most_one_child_and_kills_it_unused(served):
     import psutil
 
@@ -149,6 +153,7 @@ def test_a_submission_without_models_starts_at_most_one_child_and_kills_it_unuse
     assert not left, f"processes of the killed child are still running: {left}"
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_job_with_other_limits_gets_a_fresh_child_of_its_own(served):
     jobs, started = served
     with warm_pool.warm_workers(1, LoadLimits(timeout_s=30.0)) as children:
@@ -160,6 +165,7 @@ def test_a_job_with_other_limits_gets_a_fresh_child_of_its_own(served):
     _gone(started)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_without_children_every_job_gets_a_fresh_child(served):
     """The grader's own models and re-timings: never in a child that measured a student's model."""
     jobs, started = served
@@ -169,6 +175,7 @@ def test_without_children_every_job_gets_a_fresh_child(served):
     _gone(started)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes(served):
     jobs, started = served
     go = threading.Event()
@@ -185,6 +192,7 @@ def test_children_wait_for_the_start_signal_and_none_start_when_it_never_comes(s
     assert len(started) == 1
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_job_before_the_signal_starts_its_child_at_once(served):
     """A kernel that never started: measuring does not wait for a signal that will not come."""
     jobs, started = served

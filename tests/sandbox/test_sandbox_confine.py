@@ -58,6 +58,7 @@ def test_seccomp_program_is_whole_instructions():
         confine.seccomp_program("sparc", block_inet=False)
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.skipif(platform.machine() not in confine.ARCHES, reason="no syscall table for this machine")
 def test_seccomp_blocks_inet_sockets_and_namespaces_but_not_unix_or_threads():
     out = run_confined({"seccomp": {"block_inet": True}})
@@ -69,6 +70,7 @@ def test_seccomp_blocks_inet_sockets_and_namespaces_but_not_unix_or_threads():
     assert out["env"] in (["PATH"], ["LC_CTYPE", "PATH"])
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_landlock_denies_reading_outside_the_allow_list():
     probe = subprocess.run(
         _confine_argv({"check": True, "landlock": {"rx": ["/usr"], "ro": [], "rw": []}}),
@@ -88,6 +90,7 @@ def test_landlock_denies_reading_outside_the_allow_list():
     assert without["read"] == "ok"  # the same read works unconfined
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_check_mode_reports_a_failed_layer_instead_of_running():
     cfg = {"check": True, "rlimits": {"NOFILE": 10**9}}  # above the hard limit: refused
     proc = subprocess.run(_confine_argv(cfg), capture_output=True, text=True, timeout=60)
@@ -96,6 +99,7 @@ def test_check_mode_reports_a_failed_layer_instead_of_running():
     assert "rlimits: ValueError" in result["error"]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_failed_layer_is_fatal_when_not_checking():
     cfg = {"rlimits": {"NOFILE": 10**9}, "argv": ["/bin/echo", "must not run"], "env": {}}
     proc = subprocess.run(_confine_argv(cfg), capture_output=True, text=True, timeout=60)

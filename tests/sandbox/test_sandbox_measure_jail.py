@@ -68,6 +68,7 @@ def measure_jail():
     return iso
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_a_taken_over_child_reaches_nothing(measure_jail, monkeypatch, tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -116,6 +117,7 @@ def test_a_taken_over_child_reaches_nothing(measure_jail, monkeypatch, tmp_path)
         assert out["Seccomp"] == "2" and out["unshare_user"] == -1, out
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("plant", ["fifo", "symlink", "huge", "list"])
 def test_a_forged_result_file_is_refused_without_blocking(monkeypatch, plant):
     """The child owns its job folder: result.json may be anything; the grader must not hang or follow."""
@@ -131,6 +133,7 @@ def test_a_forged_result_file_is_refused_without_blocking(monkeypatch, plant):
     assert "root:" not in r.reason
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 def test_the_childs_output_is_kept_out_of_its_reach_and_only_its_end_read(monkeypatch):
     flood = (
         "import os, sys\nfor _ in range(200):\n    sys.stderr.write('x' * 50_000 + '\\n')\n"

@@ -238,6 +238,7 @@ REFUSED = [
 ]
 
 
+@pytest.mark.kernel  # starts jailed children (tests/needs.py)
 @pytest.mark.parametrize("result, words", [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_a_result_beyond_the_bounds_is_unconvertible_with_the_reason(ws, result, words):
     out = probe_in_process(
