@@ -87,10 +87,10 @@ def _register_all() -> None:
     from . import cli_grade
     from .authoring import cli as cli_authoring
     from .batch import cli as cli_batch
-    from .batch import manual_cli
+    from .batch import export_cli, manual_cli
     from .gradescope import cli as cli_gradescope
 
-    for module in (cli_grade, cli_batch, manual_cli, cli_authoring, cli_gradescope):
+    for module in (cli_grade, cli_batch, manual_cli, export_cli, cli_authoring, cli_gradescope):
         module.register(app)
 
 

@@ -373,6 +373,7 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
         "submitters": "; ".join(p.get("name", "") for p in people if p.get("name")),
         "sids": "; ".join(p.get("sid", "") for p in people if p.get("sid")),
         "emails": "; ".join(p.get("email", "") for p in people if p.get("email")),
+        "submitted_at": task.submitted_at,
         "score": float(grade.get("score", 0.0)) if grade else 0.0,
         "max": float(grade.get("max_score", 0.0)) if grade else _rubric_max(rubric),
         "status": record.get("status", NOT_GRADED),
@@ -441,6 +442,7 @@ def _make_tasks(
                 out_dir=str(out / sub.name),
                 origin=sub.origin,
                 submitters=sub.submitters,
+                submitted_at=sub.submitted_at,
                 cache_dir=str(cache_root) if cache_root else None,
                 options=options,
             )

@@ -23,6 +23,7 @@ that reason.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import stat
@@ -62,6 +63,7 @@ class Submission:
     problem: str | None = None  # why not: the zero's reason, shown to the student
     submitters: list[dict[str, str]] = field(default_factory=list)  # [{"name", "sid", "email"}]
     origin: str = ""  # where it came from, for the instructor
+    submitted_at: str = ""  # when it was submitted (ISO 8601, from the export's metadata), "" unknown
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -151,11 +153,12 @@ def _discover(tree: _Tree, staging: Path, *, plain_kind: str, notebook_name: str
             if _is_notebook(e) and (rel := _relative_to(e.path, root)) is not None and len(rel.parts) == 1
         ]
         return Discovery(plain_kind, subs, warnings)
-    meta = _read_metadata(tree, meta_entry, warnings)
+    meta, times = _read_metadata(tree, meta_entry, warnings)
     subs = []
     for folder in sorted(folders, key=_natural_key):
         sub = _export_submission(tree, root, folder, folders[folder], namer, staging, notebook_name, warnings)
         sub.submitters = meta.get(folder, [])
+        sub.submitted_at = times.get(folder, "")
         subs.append(sub)
     if meta and (unknown := sorted(set(meta) - set(folders))):
         warnings.append(
@@ -244,17 +247,50 @@ def _stage(tree: _Tree, entry: _Entry, name: str, staging: Path, *, origin: str)
     return Submission(name, target, origin=origin)
 
 
-def _read_metadata(tree: _Tree, entry: _Entry | None, warnings: list[str]) -> dict[str, list[dict[str, str]]]:
+def _read_metadata(
+    tree: _Tree, entry: _Entry | None, warnings: list[str]
+) -> tuple[dict[str, list[dict[str, str]]], dict[str, str]]:
+    """(submitters, submission times) by submission folder; empty, with a warning, when unreadable."""
     if entry is None:
         warnings.append(f"no {METADATA_NAME} in the export: names, sids and emails are unknown")
-        return {}
+        return {}, {}
     try:
-        return parse_metadata(tree.read(entry, MAX_METADATA_BYTES))
+        text = tree.read(entry, MAX_METADATA_BYTES)
+        return parse_metadata(text), parse_submission_times(text)
     except Exception as e:  # noqa: BLE001 - metadata is optional: any failure is a warning
         warnings.append(
             f"{entry.path} could not be read ({type(e).__name__}: {str(e)[:200]}); names, sids and emails are unknown"
         )
-        return {}
+        return {}, {}
+
+
+def parse_submission_times(text: str | bytes) -> dict[str, str]:
+    """``submission_<id>`` → when it was submitted (``:created_at:``), as ISO 8601 with its offset;
+    a submission whose time is missing or unreadable is left out."""
+    data = yaml.load(text, Loader=_TolerantLoader)  # noqa: S506 - a SafeLoader subclass
+    out: dict[str, str] = {}
+    for key, entry in data.items() if isinstance(data, dict) else ():
+        entry = {_plain_key(k): v for k, v in entry.items()} if isinstance(entry, dict) else {}
+        when = iso_time(entry.get("created_at"))
+        if when:
+            out[_plain_key(key)] = when
+    return out
+
+
+def iso_time(value: Any) -> str:
+    """A time as YAML or Ruby wrote it (a datetime, ``2024-03-01 10:00:00.000000000 -08:00``) as ISO
+    8601 to the second; "" when it is none of those."""
+    if isinstance(value, datetime.datetime):
+        return value.replace(microsecond=0).isoformat()
+    m = re.fullmatch(r"\s*(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.\d+)?\s*(Z|[+-]\d\d:?\d\d)?\s*", str(value or ""))
+    if not m:
+        return ""
+    zone = m[3] or ""
+    zone = "+00:00" if zone == "Z" else zone if ":" in zone or not zone else zone[:3] + ":" + zone[3:]
+    try:
+        return datetime.datetime.fromisoformat(f"{m[1]}T{m[2]}{zone}").isoformat()
+    except ValueError:
+        return ""
 
 
 # ── trees: a folder or a zip as a checked list of entries ───────────────────────────────────

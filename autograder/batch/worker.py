@@ -71,6 +71,7 @@ class Task:
     out_dir: str
     origin: str = ""
     submitters: list[dict[str, str]] = field(default_factory=list)
+    submitted_at: str = ""  # ISO 8601, from the export's metadata; "" unknown
     cache_dir: str | None = None
     options: GradeOptions = GradeOptions()  # batch.json keeps its fields beside the others (task_to_json)
 

@@ -1,6 +1,7 @@
 """gradebook.csv: one row per submission, one column per check id.
 
-Columns: ``name, submitters, sids, emails, score, max_score, status, outcome``, then each check
+Columns: ``name, submitters, sids, emails, submitted_at, score, max_score, status, outcome``
+(``submitted_at``: ISO 8601 from a Gradescope export's metadata, empty when unknown), then each check
 id in rubric order (that check's score; empty when no grade exists, e.g. ``grader_error``), then
 ``manual_<id>`` for each hand-graded question with points recorded (``autograder manual import``;
 ``score`` includes them), then ``cells_errored, execution_s, cached, reason``. ``status`` is ``ok`` (the notebook ran to the
@@ -25,7 +26,7 @@ from typing import Any, Iterable
 from ..safe_files import write_atomic
 from ..student_text import clean
 
-LEADING = ["name", "submitters", "sids", "emails", "score", "max_score", "status", "outcome"]
+LEADING = ["name", "submitters", "sids", "emails", "submitted_at", "score", "max_score", "status", "outcome"]
 OUTCOMES = ("graded", "not attempted", "timed out", "kernel died", "unreadable", "grader failure", "not graded")
 _OUTCOME_OF_STATUS = {
     "timeout": "timed out",
@@ -59,6 +60,7 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str], manual_ids: 
             text_cell(row.get("submitters")),
             text_cell(row.get("sids")),
             text_cell(row.get("emails")),
+            text_cell(row.get("submitted_at")),
             number_cell(row.get("score")),
             number_cell(row.get("max")),
             text_cell(row.get("status")),

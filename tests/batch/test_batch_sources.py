@@ -12,7 +12,14 @@ import pytest
 import yaml
 from batchkit import make_export_zip, notebook_json
 
-from autograder.batch.sources import SourceError, discover, parse_metadata, sanitize_name
+from autograder.batch.sources import (
+    SourceError,
+    discover,
+    iso_time,
+    parse_metadata,
+    parse_submission_times,
+    sanitize_name,
+)
 
 METADATA = """\
 submission_101:
@@ -198,3 +205,23 @@ def test_zip_of_plain_notebooks_in_one_folder(tmp_path):
     found = discover(src, tmp_path / "staging")
     assert found.kind == "zip" and [s.name for s in found.submissions] == ["alice", "bob"]
     assert isinstance(found.submissions[0].notebook, Path)
+
+
+def test_submission_times_come_from_the_export_metadata_as_iso_8601():
+    assert parse_submission_times(METADATA) == {"submission_101": "2024-03-01T10:00:00-08:00"}
+
+
+@pytest.mark.parametrize(
+    "value, iso",
+    [
+        ("2024-03-01 10:00:00.000000000 -08:00", "2024-03-01T10:00:00-08:00"),
+        ("2024-03-01 10:00:00 +0530", "2024-03-01T10:00:00+05:30"),
+        ("2024-03-01T10:00:00Z", "2024-03-01T10:00:00+00:00"),
+        ("2024-03-01 10:00:00", "2024-03-01T10:00:00"),
+        ("yesterday", ""),
+        (None, ""),
+        ("2024-13-01 10:00:00", ""),
+    ],
+)
+def test_a_ruby_or_yaml_time_reads_as_iso_8601(value, iso):
+    assert iso_time(value) == iso

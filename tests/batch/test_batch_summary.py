@@ -191,6 +191,6 @@ def test_gradebook_neutralises_spreadsheet_formulas():
         }
     ]
     assert gradebook_csv(rows, ["q"]).splitlines() == [
-        "name,submitters,sids,emails,score,max_score,status,outcome,q,cells_errored,execution_s,cached,reason",
-        "a,'=HYPERLINK(1),,,12.5,35,ok,graded,2.5,0,3.1,yes,line1 line2",
+        "name,submitters,sids,emails,submitted_at,score,max_score,status,outcome,q,cells_errored,execution_s,cached,reason",
+        "a,'=HYPERLINK(1),,,,12.5,35,ok,graded,2.5,0,3.1,yes,line1 line2",
     ]
