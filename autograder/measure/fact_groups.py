@@ -13,6 +13,9 @@ group             facts                                                   module
                   calibrated input range
 ``derived_from``  (a pair group: against the job's ``baseline``) whether  :mod:`.quantization.facts`
                   the model's weights are a quantization of the baseline's
+``activation_     (against the ``baseline``, run by the worker) each       :mod:`.quantization.
+ranges``          static activation quantizer's range and its tensor's     activation_ranges`
+                  [min, max] in the baseline on the public input sets
 ================  ======================================================  =========================
 
 Without a choice (``facts=None``) a job gets :data:`DEFAULT_GROUPS`, the generic ones; the
@@ -37,7 +40,7 @@ MODEL_GROUPS: dict[str, Callable[[onnx.ModelProto], dict[str, Any]]] = {
     "quantization": quantization_facts,
 }
 PAIR_GROUPS: dict[str, Callable[[onnx.ModelProto, onnx.ModelProto], dict[str, Any]]] = {"derived_from": derived_from}
-SESSION_GROUPS = ("session",)
+SESSION_GROUPS = ("session", "activation_ranges")  # computed by the worker with a session
 ALL_GROUPS = (*MODEL_GROUPS, *PAIR_GROUPS, *SESSION_GROUPS)
 DEFAULT_GROUPS = ("graph", "size")
 

@@ -9,7 +9,7 @@ the folder (the previous job's files removed): ``JOB_DIR/job.json`` describes it
 
     {"model": "model.onnx", "baseline": "baseline.onnx" | null, "inputs": "inputs.npz",
      "interface": {...ModelInterface.to_json()...} | null,
-     "facts": ["graph", "size", "quantization", "derived_from", "session"] | null,  # (null: graph, size)
+     "facts": ["graph", "size", "quantization", "derived_from", "session", "activation_ranges"] | null,
      "latency_input": "public_test" | null, "latency_rounds": 50, "latency_baseline": bool,
      "limits": {...LoadLimits...},
      "extra_operators": ["com.microsoft.Gelu", ...], "optimization_level": "ORT_ENABLE_ALL"}  # the ModelPolicy
@@ -334,6 +334,14 @@ def work(job_dir: Path) -> dict:
             }
     with np.load(job_dir / job["inputs"], allow_pickle=False) as npz:
         sets = input_sets({k: npz[k] for k in npz.files})
+    if "activation_ranges" in groups and baseline_model is not None:  # quantization/activation_ranges.py
+        from .quantization.activation_ranges import activation_ranges
+
+        try:
+            ranges = activation_ranges(baseline_model, model, sets, lambda m: make_session(m, level))
+        except Exception as e:  # noqa: BLE001 - the ranges are a fact; a model that breaks them keeps the others
+            ranges = {"error": mask(f"the activations could not be computed: {type(e).__name__}", 200)}
+        derived = {**(derived or {}), "activation_ranges": ranges}
     feeds, run_error, adapted = _feeds(session, sets, interface)
     kept: dict[str, Any] = {}
     if run_error is None:

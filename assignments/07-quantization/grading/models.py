@@ -41,7 +41,8 @@ from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_
 from autograder.measure.warm_pool import MeasuringChildren, measure_jobs
 
 from . import data, figure
-from .provenance import calibration_source
+from . import provenance
+from .provenance import activation_source, calibration_source
 from .reported import measure_reported as measure_reported  # noqa: F401  (kept importable from here)
 
 # The contract: one input X float32 [N, 2]; outputs label int64 [N] and probabilities float32 [N, 2].
@@ -49,7 +50,7 @@ INTERFACE = ModelInterface(
     inputs=(TensorSpec("X", "float32", (None, 2)),),
     outputs=(TensorSpec("label", "int64", (None,)), TensorSpec("probabilities", "float32", (None, 2))),
 )
-FACTS = ("graph", "quantization", "size", "derived_from")  # the model worker's fact groups this assignment needs
+FACTS = ("graph", "quantization", "size", "derived_from", "activation_ranges")  # the worker's fact groups
 BASELINE = "fp32"
 STATIC_VARIANTS = ("int8_qdq",)  # variants whose input range calibration fixed
 LATENCY_INPUT = "public_test"  # the contract's latency: one run on all of X_test
@@ -91,6 +92,7 @@ def _inputs(hidden: data.Split, public: data.Split) -> dict[str, np.ndarray]:
         "hidden_edge": hidden.X_edge,
         "public_test": public.X_test,
         "public_edge": public.X_edge,
+        provenance.TRAIN_SET: public.X_train,  # every activation's range over X_train (provenance.py)
         figure.GRID_SET: figure.grid_points(public),
     }  # the picture's plane (public ranges), 10k rows
 
@@ -245,13 +247,17 @@ def _facts(art: _Artifact, hidden: data.Split, public: data.Split, base: _Artifa
     if base is not None:
         out.update(_comparison(art, base, hidden, public, out, latency, gate))
     if art.name in STATIC_VARIANTS:
-        out["calibration"] = _calibration(facts, hidden, public, gate)
+        out["calibration"] = _calibration(facts, hidden, public, gate, art.run.result.get("derived"))
     return out
 
 
-def _calibration(facts: dict[str, Any], hidden: data.Split, public: data.Split, gate: str | None) -> dict[str, Any]:
+def _calibration(
+    facts: dict[str, Any], hidden: data.Split, public: data.Split, gate: str | None, derived: dict | None = None
+) -> dict[str, Any]:
     """The range the live input quantizers fix, how much of the hidden test set it covers, and
-    which rows of the contract's data set it (``provenance``)."""
+    which rows of the contract's data set it (``provenance``): the input's range, then every
+    activation's (``derived["activation_ranges"]``), so calibration rows from X_test show at any
+    tensor whose extreme they hold."""
     if gate:
         return {"error": gate}
     iq = facts.get("input_quantization") or {}
@@ -266,6 +272,9 @@ def _calibration(facts: dict[str, Any], hidden: data.Split, public: data.Split, 
     lo = np.max([np.broadcast_to(np.asarray(q["low"], dtype=np.float64), (n,)) for q in live], axis=0)
     hi = np.min([np.broadcast_to(np.asarray(q["high"], dtype=np.float64), (n,)) for q in live], axis=0)
     source = calibration_source(iq, public)
+    activations = activation_source((derived or {}).get("activation_ranges"))
+    if source["source"] in provenance.NOT_A_FINDING and activations["source"] not in provenance.NOT_A_FINDING:
+        source = {"source": activations["source"], "detail": activations["detail"], "ends": []}
     return {
         "input_range": facts["calibrated_input_range"],
         "data_range": [float(hidden.X_test.min()), float(hidden.X_test.max())],
@@ -275,6 +284,8 @@ def _calibration(facts: dict[str, Any], hidden: data.Split, public: data.Split, 
         "source": source["source"],
         "source_detail": source["detail"],
         "source_ends": source["ends"],
+        "activations_checked": activations["checked"],
+        "activations_source": activations["source"],
     }
 
 

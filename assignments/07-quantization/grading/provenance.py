@@ -142,3 +142,62 @@ def _detail(f: dict[str, Any]) -> str:
     for where in f["ends"]:
         spots.append(" or ".join(f"{w['in']}[{w['row']}, {w['feature']}]" for w in where[:3]) or "no row")
     return "the calibrated range's ends are the values at " + " and ".join(spots)
+
+
+# ── every activation's range, not the input's alone ──────────────────────────────────────────────
+# The activations are computed by the worker in the student's fp32 model (another session than the
+# notebook's calibration, maybe other kernels): their float32 values may differ in the last bits.
+# A calibration row from outside X_train moves an end by far more (the gap between a tensor's two
+# largest values over hundreds of rows); rounding, scale/2 and this slack are all allowed.
+ACT_RTOL = 1e-4
+TRAIN_SET, TEST_SET = "public_train", "public_test"
+
+
+def _act_beyond(q: dict[str, Any], train: list[float], slack: float) -> list[str]:
+    """Ends of ``q``'s range that MinMax on rows of X_train cannot reach, given the tensor's
+    ``train`` = [min, max] over all of X_train."""
+    scale, zp, qmin, qmax = q["scale"], q["zero_point"], q["qmin"], q["qmax"]
+    width = (qmax - qmin) * scale
+    lo, hi = min(train[0], 0.0), max(train[1], 0.0)  # MinMax widens every range to hold 0
+    if zp == qmin:
+        bounds = (0.0, width)  # widened to 0 at the low end: the high end is the width, to float32 rounding
+    elif zp == qmax:
+        bounds = (-width, 0.0)
+    elif abs(zp - (qmin + qmax) / 2) <= 0.5:  # maybe symmetric [−m, m]
+        m = width / 2
+        return [f"half-width {m:.4g} > {max(-lo, hi):.4g}"] if m > max(-lo, hi) + slack else []
+    else:
+        bounds = ((qmin - zp + 0.5) * scale, (qmax - zp - 0.5) * scale)  # rmin at most, rmax at least
+    out = []
+    if bounds[0] < lo - slack:
+        out.append(f"low end {bounds[0]:.4g} < {lo:.4g}")
+    if bounds[1] > hi + slack:
+        out.append(f"high end {bounds[1]:.4g} > {hi:.4g}")
+    return out
+
+
+def activation_source(ranges: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"source", "detail", "checked"}`` from the worker's ``activation_ranges``: ``"X_train"`` when
+    every activation's calibrated range is one MinMax on rows of X_train can give; ``"X_test"`` when
+    one reaches past X_train's values of that tensor but not past those of X_train and X_test
+    together; ``"beyond X_train"`` otherwise; ``"undetermined"`` without ranges."""
+    quantizers = [q for q in (ranges or {}).get("quantizers", []) if TRAIN_SET in q.get("ranges", {})]
+    if not quantizers:
+        return {"source": "undetermined", "checked": 0, "detail": "no activation range to check"}
+    for q in quantizers:
+        train = q["ranges"][TRAIN_SET]
+        slack = ACT_RTOL * max((q["qmax"] - q["qmin"]) * q["scale"], abs(train[0]), abs(train[1])) + 1e-7
+        beyond = _act_beyond(q, train, slack)
+        if not beyond:
+            continue
+        test = q["ranges"].get(TEST_SET)
+        both = [min(train[0], test[0]), max(train[1], test[1])] if test else None
+        source = "X_test" if both is not None and not _act_beyond(q, both, slack) else "beyond X_train"
+        where = "X_train's values there" if source == "beyond X_train" else "X_train's, within X_test's"
+        return {
+            "source": source,
+            "checked": len(quantizers),
+            "detail": f"the calibrated range of the activation {q['tensor'][:60]!r} reaches past {where}: "
+            + "; ".join(beyond),
+        }
+    return {"source": "X_train", "checked": len(quantizers), "detail": "every activation range fits X_train"}
