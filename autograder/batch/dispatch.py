@@ -85,7 +85,8 @@ def run_tasks(
         dispatcher.start_executor(needed)
     try:
         where = dispatcher.executor.describe() if dispatcher.executor else "this machine (all from the cache)"
-        with ProgressBar(progress, len(tasks) + done_before, where, done=done_before) as bar:
+        limit = float(assignment.limits.notebook_timeout_s) if assignment is not None else None
+        with ProgressBar(progress, len(tasks) + done_before, where, done=done_before, limit_s=limit) as bar:
             dispatcher.run(bar)
     except BaseException:
         if dispatcher.executor is not None:

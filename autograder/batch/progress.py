@@ -3,17 +3,21 @@
 - The bar counts the whole class: a resumed batch starts at the submissions an earlier run
   finished (``done``), e.g. ``3/8``, not ``0/5``.
 - Its ETA is the remaining submissions at this run's pace so far (elapsed / finished), so it
-  grows while nothing finishes instead of standing still during a long timeout.
+  grows while nothing finishes instead of standing still during a long timeout; while a submission
+  runs past its expected time it is a lower bound (``≥ 0:34``), and never less than what that
+  submission may still take within its time limit (``limit_s``, the notebook's).
 - A submission running past its expected time is named: on the bar (``still running: bob.ipynb
-  4:10, expected ≤ 0:40``) and, once, as a line. Expected: ``LATE_FACTOR`` × the median time of
-  this run's graded submissions (at least ``MIN_EXPECTED_S``), or ``FIRST_EXPECTED_S`` before any
-  finished.
+  4:10, expected ≤ 0:40``) and, once, as a line, only once the times shown differ. Expected:
+  ``LATE_FACTOR`` × the median time of this run's graded submissions (at least
+  ``MIN_EXPECTED_S``), or ``FIRST_EXPECTED_S`` before any finished; fixed for a submission once it
+  was named late, so the time it was told against does not jump while it runs on.
 - ``note(message)``: one line on stderr (above the bar while it shows), for what the engines
   report: a worker lost, no worker left.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any, Callable
@@ -54,6 +58,7 @@ class ProgressBar:
         *,
         done: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        limit_s: float | None = None,
     ) -> None:
         from rich.console import Console
 
@@ -64,6 +69,8 @@ class ProgressBar:
         self.began = clock()
         self.done_here = 0  # finished by this run
         self.running: dict[str, float] = {}  # name → when its job was sent to a worker
+        self.expected: dict[str, float] = {}  # name → its expected time, fixed once it was named late
+        self.limit_s = limit_s  # how long one submission may take at most, when known
         self.durations: list[float] = []  # of this run's graded (not cached) submissions
         self.told: set[str] = set()  # late submissions already named in a line
         self.last = ""
@@ -103,6 +110,7 @@ class ProgressBar:
     def done(self, record: dict[str, Any]) -> None:
         name = str(record.get("name", "?"))
         began = self.running.pop(name, None)
+        self.expected.pop(name, None)
         if began is not None and not record.get("cached"):
             self.durations.append(self.clock() - began)
         self.finished += 1
@@ -117,12 +125,16 @@ class ProgressBar:
         for name, seconds in late:
             if name not in self.told:
                 self.told.add(name)
+                self.expected[name] = self.expected_of(name)  # what it was told against stays
                 note(
                     f"still running: {name} for {clock_text(seconds)}, past the expected "
-                    f"≤ {clock_text(self.expected_s())} (a long timeout, or a slow notebook)",
+                    f"≤ {clock_text(self.expected_of(name))} (a long timeout, or a slow notebook)",
                     self.console,
                 )
         self._show()
+
+    def expected_of(self, name: str) -> float:
+        return self.expected.get(name, self.expected_s())
 
     # ── what is shown ───────────────────────────────────────────────────────────────────────
 
@@ -132,18 +144,28 @@ class ProgressBar:
         return max(MIN_EXPECTED_S, LATE_FACTOR * statistics.median(self.durations))
 
     def late(self) -> list[tuple[str, float]]:
-        """The submissions running past their expected time, longest first: (name, seconds)."""
-        now, limit = self.clock(), self.expected_s()
-        return sorted(((n, now - t) for n, t in self.running.items() if now - t > limit), key=lambda x: -x[1])
+        """The submissions running past their expected time as shown (whole seconds: never "1:19,
+        expected ≤ 1:19"), longest first: (name, seconds)."""
+        now = self.clock()
+        return sorted(
+            ((n, now - t) for n, t in self.running.items() if int(now - t) > math.ceil(self.expected_of(n))),
+            key=lambda x: -x[1],
+        )
 
     def eta(self) -> str:
-        """The remaining submissions at this run's pace so far; '?' before the first finishes."""
+        """The remaining submissions at this run's pace so far; '?' before the first finishes; a
+        lower bound ("≥ …") while a submission runs late, at least what it may still take."""
         remaining = self.total - self.finished
         if remaining <= 0:
             return "0:00"
+        late = self.late()
+        floor = 0.0
+        if late and self.limit_s is not None:
+            floor = max(0.0, self.limit_s - late[0][1])
         if not self.done_here:
-            return "?"
-        return clock_text(remaining * (self.clock() - self.began) / self.done_here)
+            return f"≥ {clock_text(floor)}" if floor else "?"
+        pace = remaining * (self.clock() - self.began) / self.done_here
+        return f"≥ {clock_text(max(pace, floor))}" if late else clock_text(pace)
 
     def description(self) -> str:
         late = self.late()
@@ -152,7 +174,7 @@ class ProgressBar:
             more = f" (+{len(late) - 1} more)" if len(late) > 1 else ""
             return (
                 f"still running: {name[:NAME_CHARS]} {clock_text(seconds)}, expected "
-                f"≤ {clock_text(self.expected_s())}{more}"
+                f"≤ {clock_text(self.expected_of(name))}{more}"
             )
         return self.last or f"grading on {self.where}"
 

@@ -53,16 +53,37 @@ def test_the_eta_follows_the_pace_and_a_late_submission_is_named_once():
         bar.tick()
         assert bar.late() == [("bob.ipynb", 100.0)]
         assert bar.description() == "still running: bob.ipynb 1:40, expected ≤ 0:30"
-        assert bar.eta() == "5:00", "the ETA grows while nothing finishes"
-        clock.now += 100
+        assert bar.eta() == "≥ 5:00", "the ETA grows while nothing finishes, a lower bound while one runs late"
+        bar.started("carol")
+        clock.now += 1
+        bar.done({"name": "carol", "status": "ok"})  # a quick one: the median moves...
+        assert bar.description() == "still running: bob.ipynb 1:41, expected ≤ 0:30", "...not bob's expected time"
+        clock.now += 99
         bar.tick()
-        assert bar.eta() == "10:00"
+        assert bar.eta() == "≥ 3:20"
         bar.progress.refresh()
         bar.done({"name": "bob.ipynb", "status": "timeout"})
         assert bar.late() == [] and bar.description() == "bob.ipynb: timeout"
     text = buf.getvalue()
     assert text.count("still running: bob.ipynb for 1:40") == 1, "named once in a line, then on the bar"
     assert "still running: bob.ipynb 3:20, expected ≤ 0:30" in text
+
+
+def test_a_late_line_never_shows_the_same_time_twice_and_the_eta_respects_the_limit():
+    clock = Clock()
+    bar = ProgressBar(False, 3, "x", clock=clock, limit_s=120.0)
+    bar.started("a")
+    clock.now += 39.5
+    bar.done({"name": "a", "status": "ok"})  # expected: 2 × 39.5 = 79 s
+    bar.started("loop")
+    clock.now += 79.6
+    assert bar.late() == [], "1:19 against ≤ 1:19 is not late yet"
+    clock.now += 1.0
+    assert [n for n, _ in bar.late()] == ["loop"]
+    assert bar.eta() == "≥ 4:00", "2 left at this run's pace (2:00.1 each so far): more than the limit's 0:39"
+    clock.now += 30
+    bar.done({"name": "b", "cached": True})
+    assert bar.eta() == "≥ 1:15", "1 left at the pace; the limit leaves 0:09"
 
 
 def test_cached_submissions_do_not_set_the_expected_time():

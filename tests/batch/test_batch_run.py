@@ -36,15 +36,20 @@ def mixed_class(src: Path, sleep: float = 0.0) -> Path:
     return src
 
 
+OUTCOME_OF = {"ok": "graded", "timeout": "timed out", "kernel_died": "kernel died", "unreadable": "unreadable"}
+
+
 def row(name, score, status, checks, cells_errored="0", cached="no", reason="", **extra):
     r = {
         "name": name,
         "submitters": "",
         "sids": "",
         "emails": "",
+        "submitted_at": "",
         "score": score,
         "max_score": "35",
         "status": status,
+        "outcome": OUTCOME_OF.get(status, "grader failure") if float(score) or status != "ok" else "not attempted",
         "cells_errored": cells_errored,
         "execution_s": "1",
         "cached": cached,
