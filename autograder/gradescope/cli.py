@@ -106,7 +106,14 @@ def simulate(
 
     with command_errors(ContainerUnavailable, ImageBuildError):
         sim = run_simulation(
-            zip_path, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s, base=base, rebuild=rebuild
+            zip_path,
+            submission,
+            memory_mb=memory_mb,
+            cpus=cpus,
+            timeout_s=timeout_s,
+            base=base,
+            rebuild=rebuild,
+            say=lambda line: typer.echo(line, err=True),  # the build's steps as they happen, on stderr
         )
     if out:
         out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +155,12 @@ def check_autograder_zip(path: Path) -> Path:
     if not path.is_file() or not os.access(path, os.R_OK):
         raise CommandError(f"{path} cannot be read as a file: {hint}")
     if not zipfile.is_zipfile(path):
-        raise CommandError(f"{path} is not a zip file (got '{path.suffix or 'no suffix'}'): {hint}")
+        what = (
+            "its name ends in .zip, but its contents are not a zip archive"
+            if path.suffix == ".zip"
+            else "not a zip archive"
+        )
+        raise CommandError(f"{path} is not a zip file ({what}): {hint}")
     try:
         with zipfile.ZipFile(path) as zf:
             names = set(zf.namelist())

@@ -25,6 +25,8 @@ def files(tmp_path) -> dict[str, Path]:
         zf.writestr("readme.txt", "x")
     notes = tmp_path / "notes.txt"
     notes.write_text("not a zip")
+    fake = tmp_path / "fake.zip"
+    fake.write_text("not a zip either")
     nb = tmp_path / "my.ipynb"
     nb.write_text('{"nbformat": 4, "cells": []}')
     empty = tmp_path / "empty.ipynb"
@@ -36,6 +38,7 @@ def files(tmp_path) -> dict[str, Path]:
         "good": good,
         "other": other,
         "notes": notes,
+        "fake": fake,
         "nb": nb,
         "empty": empty,
         "folder": tmp_path / "folder",
@@ -46,7 +49,8 @@ def files(tmp_path) -> dict[str, Path]:
 
 CASES = [
     (["missing", "nb"], "missing.zip does not exist"),
-    (["notes", "nb"], "notes.txt is not a zip file (got '.txt')"),
+    (["notes", "nb"], "notes.txt is not a zip file (not a zip archive)"),
+    (["fake", "nb"], "fake.zip is not a zip file (its name ends in .zip, but its contents are not a zip archive)"),
     (["folder", "nb"], "is a folder, not the autograder zip"),
     (["other", "nb"], "is a zip but not an autograder zip (no setup.sh or run_autograder at its root)"),
     (["good", "missing"], "missing.zip does not exist: give a notebook (.ipynb) or a folder"),

@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,9 +173,11 @@ def run_container(
     cwd: str = "/",
     timeout_s: float | None = None,
     log_path: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> ContainerRun:
     """Run ``argv`` as root in the container ``spec`` describes; wait (at most ``timeout_s``, then
-    the whole container is killed, as Gradescope's time limit does) and return what happened."""
+    the whole container is killed, as Gradescope's time limit does) and return what happened.
+    ``on_line``: called with each line of its output as it comes (a build's steps, shown while it runs)."""
     why = unavailable_reason()
     if why:
         raise ContainerUnavailable(why)
@@ -218,18 +221,26 @@ def run_container(
             json.dumps(config),
         ]
         log_file = Path(log_path) if log_path else state / "container.log"
-        return _supervise(command, cgroup, log_file, timeout_s)
+        return _supervise(command, cgroup, log_file, timeout_s, on_line)
     finally:
         cgroup.remove()
         remove_tree(state, ignore_errors=True)
 
 
-def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, timeout_s: float | None) -> ContainerRun:
+def _supervise(
+    command: list[str],
+    cgroup: ContainerCgroup,
+    log_file: Path,
+    timeout_s: float | None,
+    on_line: Callable[[str], None] | None = None,
+) -> ContainerRun:
     stop = threading.Event()
+    tail = _LogTail(log_file, on_line)
 
     def sampler() -> None:
         while not stop.wait(0.2):
             cgroup.sample()
+            tail.poll()
 
     started = time.monotonic()
     with open(log_file, "wb") as log:
@@ -257,6 +268,7 @@ def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, time
         finally:
             stop.set()
             thread.join()
+            tail.poll()
     wall = time.monotonic() - started
     deadline = time.monotonic() + 10
     while cgroup.pids() and time.monotonic() < deadline:  # the namespace's processes are going
@@ -267,3 +279,26 @@ def _supervise(command: list[str], cgroup: ContainerCgroup, log_file: Path, time
     if len(data) > LOG_MAX_BYTES:
         data = data[: LOG_MAX_BYTES // 2] + b"\n[... log cut ...]\n" + data[-LOG_MAX_BYTES // 2 :]
     return ContainerRun(returncode=rc, wall_s=wall, timed_out=timed_out, stats=stats, log=data.decode(errors="replace"))
+
+
+class _LogTail:
+    """The complete lines a running container has added to its log since the last poll, each
+    handed to ``on_line`` (bounded: a line is cut at 500 characters)."""
+
+    def __init__(self, path: Path, on_line: Callable[[str], None] | None) -> None:
+        self.path, self.on_line, self.offset, self.rest = path, on_line, 0, b""
+
+    def poll(self) -> None:
+        if self.on_line is None:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(1 << 20)
+        except OSError:
+            return
+        self.offset += len(data)
+        *lines, self.rest = (self.rest + data).split(b"\n")
+        self.rest = self.rest[-4096:]
+        for line in lines:
+            self.on_line(line.decode(errors="replace")[:500])

@@ -37,7 +37,7 @@ import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ...errors import AutograderError
 from ...hidden_secret import SECRET_FILE
@@ -142,9 +142,15 @@ def _lock(path: Path, shared: bool = False, blocking: bool = True) -> Iterator[b
 
 @contextmanager
 def image_for(
-    zip_path: Path, *, base: str = "host", cache_dir: Path = DEFAULT_CACHE, rebuild: bool = False
+    zip_path: Path,
+    *,
+    base: str = "host",
+    cache_dir: Path = DEFAULT_CACHE,
+    rebuild: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Iterator[Image]:
-    """The image of ``zip_path``, built when not cached; held (not evicted) while in use."""
+    """The image of ``zip_path``, built when not cached; held (not evicted) while in use. ``say``:
+    told each step of a build as it happens (setup.sh's own lines), so a long build is never silent."""
     if base not in ("host", "debian"):
         raise ImageBuildError(f"unknown image base {base!r} (host or debian)")
     images = Path(cache_dir) / "images"
@@ -159,7 +165,11 @@ def image_for(
         if rebuild or not (image.folder / "image.json").is_file():
             fcntl.flock(lock, fcntl.LOCK_EX)
             if rebuild or not (image.folder / "image.json").is_file():
-                _build(zip_path, image, Path(cache_dir))
+                if say is not None:
+                    say(f"building the simulated image of {Path(zip_path).name} (once per zip; about 2 minutes)")
+                _build(zip_path, image, Path(cache_dir), say)
+                if say is not None:
+                    say("image built")
             fcntl.flock(lock, fcntl.LOCK_SH)
         os.utime(image.folder)
         try:
@@ -169,7 +179,7 @@ def image_for(
     _evict(images)
 
 
-def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
+def _build(zip_path: Path, image: Image, cache_dir: Path, say: Callable[[str], None] | None = None) -> None:
     if image.folder.exists():
         shutil.rmtree(image.folder)
     image.folder.mkdir(mode=0o700)
@@ -208,6 +218,7 @@ def _build(zip_path: Path, image: Image, cache_dir: Path) -> None:
         cwd="/",
         timeout_s=SETUP_TIMEOUT_S,
         log_path=image.folder / "setup.log",
+        on_line=None if say is None else lambda line: say(line) if line.startswith("setup.sh:") else None,
     )
     if run.returncode != 0 or run.timed_out:
         raise ImageBuildError(

@@ -118,7 +118,9 @@ def simulate(
     base: str = "host",
     cache_dir: Path = DEFAULT_CACHE,
     rebuild: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Simulation:
-    """Build (or reuse) the zip's image, then grade ``submission`` in a container of it."""
-    with image_for(Path(zip_path), base=base, cache_dir=cache_dir, rebuild=rebuild) as image:
+    """Build (or reuse) the zip's image, then grade ``submission`` in a container of it; ``say`` is
+    told the build's steps as they happen."""
+    with image_for(Path(zip_path), base=base, cache_dir=cache_dir, rebuild=rebuild, say=say) as image:
         return run_in_image(image, submission, memory_mb=memory_mb, cpus=cpus, timeout_s=timeout_s)
