@@ -71,8 +71,10 @@ CLI_MODULES = ("autograder.cli", "autograder.cli_checks", "autograder.cli_grade"
 
 
 def is_cli_module(module: str) -> bool:
-    """The command line: ``cli.py``, ``cli_*.py`` and each front end's ``cli.py``."""
-    return module in CLI_MODULES or module.rsplit(".", 1)[-1] == "cli"
+    """The command line: ``cli.py``, ``cli_*.py``, each front end's ``cli.py`` and its ``*_cli.py``
+    (a group of commands beside it, e.g. ``batch/manual_cli.py``)."""
+    last = module.rsplit(".", 1)[-1]
+    return module in CLI_MODULES or last == "cli" or last.endswith("_cli")
 
 
 def cli_imports(module: str, source: str, is_package: bool = False) -> list[str]:
