@@ -209,6 +209,7 @@ def fake_stages(log: Path):
         timings=None,
         pictures=(),
         kernel_template=False,
+        submission_key=None,
     ):
         from autograder.errors import SandboxUnavailableError
         from autograder.safe_files import write_json_atomic
