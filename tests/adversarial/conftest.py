@@ -207,8 +207,11 @@ def jail_check(canary_dir, baseline, results_validator):
         # no points gained
         reference = compare_to or baseline
         base = reference.scores()
+        allowed = set(gains_allowed)
+        if gains_allowed and g.grade.get("attempted", True):  # real work: how it ran earns beside it
+            allowed |= running_checks(g)
         for cid, score in g.scores().items():
-            if cid not in gains_allowed and score > base.get(cid, 0.0) + 1e-9:
+            if cid not in allowed and score > base.get(cid, 0.0) + 1e-9:
                 problems.append(f"check '{cid}' scored {score}, {reference.name} scores {base.get(cid, 0.0)}")
         if g.results.get("score", 0) > reference.results.get("score", 0) + 1e-9 and not gains_allowed:
             problems.append(
@@ -289,3 +292,11 @@ def jail_mode(request, monkeypatch, kernel_kind):
     (``AUTOGRADER_JAIL``); each of its runs is one of advkit.JAIL_RUNS (see pytest_generate_tests)."""
     monkeypatch.setenv("AUTOGRADER_JAIL", request.param)
     return request.param
+
+
+def running_checks(g: Graded) -> set[str]:
+    """The checks about how the notebook ran (every part an ``execution.*`` measure): they score
+    only beside graded work (autograder/attempt.py), so the do-nothing baseline scores 0 there."""
+    from autograder.attempt import is_about_running
+
+    return {c["id"] for c in g.grade.get("checks", []) if c.get("parts") and all(map(is_about_running, c["parts"]))}
