@@ -137,6 +137,26 @@ def check_table_lists_exactly_the_examples(lesson: Lesson) -> None:
 
 
 @check()
+def check_gamed_examples_declare_their_maximum(lesson: Lesson) -> None:
+    """The gaming suite: a row ``gamed = true`` is a notebook that seeks points without the work
+    (constants or the README's values in ``RESULTS``, a comparison that echoes what it should be
+    compared with, only the cells that print); it states its ``max_score`` and nothing a mistake
+    states, and :func:`problems` fails the lesson when it scores more. A lesson that reports numbers
+    (``[probe] results_variable``) declares at least one."""
+    gamed = {name: row for name, row in lesson.table.items() if row.get("gamed")}
+    malformed = {
+        name: sorted(set(row) & {"loses", "full_marks", "scores", "score"}) or "no max_score"
+        for name, row in gamed.items()
+        if not isinstance(row.get("max_score"), int) or set(row) & {"loses", "full_marks", "scores", "score"}
+    }
+    assert not malformed, f"{lesson.id}: gamed rows state a max_score and nothing else: {malformed}"
+    if "results_variable" in lesson.assignment.config.get("probe", {}):
+        assert gamed, (
+            f"{lesson.id}: reports numbers but {TABLE_FILE} declares no gamed example (`gamed = true`, `max_score = N`)"
+        )
+
+
+@check()
 def check_reference_and_untouched_are_the_shipped_notebooks(lesson: Lesson) -> None:
     import nbformat
 
@@ -343,7 +363,7 @@ def assert_gradescope_results(results: dict[str, Any]) -> None:
 
 def problems(expected: dict[str, Any], grade: dict[str, Any]) -> list[str]:
     """How ``grade`` differs from a row of a lesson's table (empty: as expected). A row states
-    ``full_marks``, a ``max_score``, the one check a mistake ``loses`` at, the ``parts`` that fail,
+    ``full_marks``, a ``max_score`` (a gamed example: it must earn no more), the one check a mistake ``loses`` at, the ``parts`` that fail,
     the total ``score`` or every check's ``scores``; a point lost anywhere else is a problem."""
     scores = {c["id"]: c["score"] for c in grade["checks"]}
     maxima = {c["id"]: c["max_score"] for c in grade["checks"]}

@@ -7,6 +7,10 @@ quantity and returns the facts the rubric judges::
     {"present": bool, "problems": [str], "checked": int, "honest": int, "honest_share": float,
      "fields": {"<key>": {"reported": ..., "measured": ..., "ok": bool, "reason"?: str}}}
 
+``present`` is true only when ``RESULTS`` was found *and* the grader could re-measure at least one
+of its numbers on the notebook's own artifacts or functions: numbers typed into a notebook that
+produced nothing earn nothing for being there.
+
 The honesty rule: a reported number is judged against what the notebook's *own* functions compute
 on its *own* artifacts (re-measured by the grader: the student's model run on the contract's public
 data, the student's function's answer), never against the reference's. Honesty only: whether the
@@ -220,8 +224,13 @@ def check_reported(
         fields[key] = record
         hints += [h for h in (e.hint, e.nonfinite_hint, *(h for _, h in e.alternatives)) if h is not None]
     honest = sum(1 for r in fields.values() if r["ok"])
+    # Present means backed: a RESULTS beside which the grader measured nothing of the notebook's own
+    # (no artifact, no function's answer) is numbers typed in, and earns nothing for being there.
+    backed = any(e.measured is not None for e in specs.values())
+    if not backed:
+        problems.insert(0, f"nothing the notebook produced backs the numbers of {name}")
     return {
-        "present": True,
+        "present": backed,
         "problems": _hints_once(problems, hints),
         "checked": len(fields),
         "honest": honest,

@@ -49,9 +49,22 @@ def test_one_field(value, expected, ok, words):
     facts = check_reported({"a": value}, {"a": expected})
     field = facts["fields"]["a"]
     assert field["ok"] is ok and facts["honest"] == int(ok) and facts["honest_share"] == float(ok)
-    assert facts["present"] and facts["checked"] == 1
+    backed = expected.measured is not None  # typed in beside nothing the grader could measure: not present
+    assert facts["present"] is backed and facts["checked"] == 1
     if not ok:
-        assert words in field["reason"] and facts["problems"] == [f"a: {field['reason']}"]
+        assert words in field["reason"] and facts["problems"][-1] == f"a: {field['reason']}"
+        assert len(facts["problems"]) == (1 if backed else 2)
+
+
+@pytest.mark.parametrize(
+    "measured, present",
+    [((None, None), False), ((None, 0.5), True), ((0.5, 0.5), True)],
+)
+def test_results_are_present_only_when_something_of_the_notebook_backs_them(measured, present):
+    expected = {k: Expected(m, ROUNDING, why_not="the model is missing") for k, m in zip("ab", measured)}
+    facts = check_reported({"a": 0.5, "b": 0.5}, expected)
+    assert facts["present"] is present
+    assert any("nothing the notebook produced backs" in p for p in facts["problems"]) is not present
 
 
 def test_nothing_reported():

@@ -71,6 +71,8 @@ CALIBRATION_KEYS = {
     "source",
     "source_detail",
     "source_ends",
+    "activations_checked",
+    "activations_source",
 }
 
 
