@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.authoring.example_edits import Mistake, examples_from
+from autograder.authoring.example_edits import Gamed, Mistake, examples_from
 
 
 MISTAKES = (
@@ -150,7 +150,54 @@ MISTAKES = (
         ),
     ),
 )
+MISTAKES += (
+    Mistake(
+        "parity_report_mean.ipynb",
+        "parity_report",
+        "parity_report returns the mean difference",
+        "`parity_report` returns the mean |difference| instead of the largest. `RESULTS` reports what "
+        "`parity_report` returns, as the contract asks, so only `parity_report` loses points.",
+        (
+            (
+                "    max_abs_diff = float(np.max(np.abs(a - b)))",
+                "    max_abs_diff = float(np.mean(np.abs(a - b)))",
+            ),
+        ),
+    ),
+)
+
+GAMED = (
+    Gamed(
+        "gamed_typed_results.ipynb",
+        "RESULTS typed in",
+        "The notebook as shipped, with `RESULTS` typed in: perfect parity and a plausible accuracy. "
+        "Nothing is fitted, exported or compared.",
+        (
+            (
+                "p_sklearn = sklearn_probabilities(X_test)\n"
+                "p_onnx = onnx_probabilities(X_test)\n"
+                "RESULTS = {}  # TODO: max_abs_diff, label_agreement (from parity_report) and onnx_accuracy, on X_test",
+                'RESULTS = {"max_abs_diff": 1e-07, "label_agreement": 1.0, "onnx_accuracy": 0.965}',
+            ),
+        ),
+    ),
+    Gamed(
+        "gamed_echo_without_scaler.ipynb",
+        "sklearn_probabilities echoes the ONNX model, the scaler left out",
+        "The pipeline is fitted without its `StandardScaler` (a poor classifier), and "
+        "`sklearn_probabilities` returns the ONNX model's own probabilities, so every comparison "
+        "with scikit-learn agrees by construction.",
+        (
+            (
+                "make_pipeline(StandardScaler(), SGDClassifier(",
+                "make_pipeline(SGDClassifier(",
+            ),
+            ("    return pipe.predict_proba(X)", "    return onnx_probabilities(X)"),
+        ),
+        base="solution",
+    ),
+)
 
 
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
-    return examples_from(solution, student, MISTAKES)
+    return examples_from(solution, student, MISTAKES + GAMED)

@@ -166,8 +166,16 @@ def float32_parity(p_ref, p_onnx) -> tuple[float, float]:
     return float(np.max(np.abs(a - b))), float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))
 
 
-# how a notebook's parity_report may compute: the contract's first (the one assumed when none fits)
-ARITHMETICS = {"float64": reference_parity, "float32": float32_parity}
+def mean_parity(p_ref, p_onnx) -> tuple[float, float]:
+    """The mean |p_ref − p_onnx| instead of the largest (a wrong definition, honest in RESULTS)."""
+    a, b = np.asarray(p_ref, dtype=np.float64), np.asarray(p_onnx, dtype=np.float64)
+    return float(np.mean(np.abs(a - b))), float(np.mean(np.argmax(a, axis=1) == np.argmax(b, axis=1)))
+
+
+# How a notebook's parity_report may compute: the contract's first (the one assumed when none
+# fits). RESULTS is honest when it reports what the notebook's own parity_report gives, so a wrong
+# definition the grader can recognise from parity_report's answers costs parity_report only.
+ARITHMETICS = {"float64": reference_parity, "float32": float32_parity, "float64 mean": mean_parity}
 
 
 def parity_arithmetic(cases: list[ProbeCase], probe: ProbeResult) -> str | None:

@@ -175,8 +175,8 @@ PERCENT = Hint("a percentage?", "a percentage? the contract asks for a share in 
 def _max_abs_diff_hint(arithmetic: str) -> Hint:
     return Hint(
         "see parity_report",
-        f"the largest |difference| of any probability, in {arithmetic} as your "
-        "parity_report computes it: report what parity_report returns",
+        f"the number your parity_report gives ({arithmetic}, as the grader reads it from its "
+        "answers), on all of X_test: report what parity_report returns",
     )
 
 
