@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.authoring.example_edits import Mistake, Variant, examples_from
+from autograder.authoring.example_edits import Gamed, Mistake, Variant, examples_from
 
 
 MISTAKES = (
@@ -286,9 +286,25 @@ VARIANTS = (
     ),
 )
 
+TYPED_RESULTS = 'RESULTS = {\n    "fp32": {"size_bytes": 290000, "accuracy": 0.97, "latency_ms": 0.5, "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0},\n    "int8_dynamic": {"size_bytes": 78000, "accuracy": 0.97, "latency_ms": 0.6, "max_rel_drift": 0.01, "edge_max_rel_drift": 0.02},\n    "int8_qdq": {"size_bytes": 83000, "accuracy": 0.96, "latency_ms": 0.7, "max_rel_drift": 0.02, "edge_max_rel_drift": 0.5},\n}\nRESULTS'
+GAMED = (
+    Gamed(
+        "gamed_typed_results.ipynb",
+        "RESULTS typed in",
+        "The notebook as shipped, with `RESULTS` typed in: sizes, accuracies, latencies and drifts "
+        "of the right order. No model is trained, quantized or timed.",
+        (
+            (
+                "RESULTS = {}\nfor v in VARIANTS:\n    RESULTS[v] = ...  # TODO: the dict of five numbers described above\nRESULTS",
+                TYPED_RESULTS,
+            ),
+        ),
+    ),
+)
+
 
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
-    return examples_from(solution, student, MISTAKES + VARIANTS)
+    return examples_from(solution, student, MISTAKES + VARIANTS + GAMED)
 
 
 if __name__ == "__main__":
