@@ -14,8 +14,8 @@ every pid near its own, reading ``stat``, ``status`` and ``cmdline`` of each it 
 grading, the test keeps a root process with a marked command line alive and watches, as root,
 the thread's record (a file in the working directory, replaced whole each round: the grader
 restores the folder after the probe) and the grader's measuring children. The thread must have
-scanned while a measuring child was alive, and must have read nothing but its own process and
-its own ancestors.
+scanned while a measuring child was alive, and must have read nothing but its own process, the
+processes it started and its own ancestors.
 """
 
 from __future__ import annotations
@@ -175,9 +175,16 @@ class Watcher:
         return sum(1 for began, ended in self.rounds if any(began <= t <= ended for t in alive))
 
     def foreign(self) -> dict[str, dict]:
-        """What the kernel read of processes that are neither its own nor its ancestors."""
-        own = {self.own, *self.ancestors}
-        return {pid: e for pid, e in self.seen.items() if int(pid) not in own and e.get("tgid") != self.own}
+        """What the kernel read of processes that are neither its own (itself, its threads, the
+        children the notebook started, such as matplotlib's ``fc-list``) nor its ancestors."""
+        mine = {self.own}
+        grew = True
+        while grew:  # the kernel's descendants, by the parents the kernel read
+            grown = {int(pid) for pid, e in self.seen.items() if e.get("ppid") in mine or e.get("tgid") in mine}
+            grew = not grown <= mine
+            mine |= grown
+        own = mine | self.ancestors
+        return {pid: e for pid, e in self.seen.items() if int(pid) not in own}
 
 
 def described(foreign: dict[str, dict]) -> str:
