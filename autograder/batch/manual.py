@@ -183,6 +183,7 @@ def _into_results(path: Path, items: list[dict[str, Any]], mine: dict[str, dict[
                 "name": clean(item.get("title", item["id"]), 200) + TEST_SUFFIX,
                 "score": got["points"],
                 "max_score": float(item.get("points", 0)),
+                "status": "passed" if got["points"] >= float(item.get("points", 0)) else "failed",
                 "output": got["comment"] or "Graded by hand.",
                 "visibility": "visible",
             }

@@ -21,6 +21,7 @@ from . import markdown as md
 from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of, status_headline
 
 MAX_REASONS = 3
+REASON_CHARS, ERROR_CHARS = 110, 160  # the why stays one short paragraph (under ~650 characters)
 TODO = (
     "Complete the notebook's tasks, then restart the kernel, run all cells top to bottom in a "
     "fresh folder and submit the notebook you ran. Once your work produces something, this "
@@ -60,10 +61,10 @@ def why(measurements: Mapping[str, Any] | None, grade: Mapping[str, Any], fmt: A
     sentence = "Your notebook ran, but none of the checks found work of yours to measure"
     reasons = _reasons(grade)
     if reasons:
-        sentence += " (" + "; ".join(fmt.text(r, 200) for r in reasons) + ")"
+        sentence += " (" + "; ".join(fmt.text(r, REASON_CHARS) for r in reasons) + ")"
     first = execution.get("first_error")
     if isinstance(first, Mapping):
-        sentence += f". The first error: {where_of(first)} raised {fmt.code(error_text(first))}"
+        sentence += f". The first error: {where_of(first)} raised {fmt.code(error_text(first), ERROR_CHARS)}"
     return sentence + "."
 
 
@@ -74,7 +75,7 @@ def short_lines(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None
     todo = {"unreadable": TODO_UNREADABLE, "sandbox_error": TODO_GRADER, "startup_failed": TODO_GRADER}.get(
         str(status), TODO
     )
-    return [f"{why(measurements, grade, fmt)} {todo}", "", not_measured_line(grade, fmt)]
+    return [why(measurements, grade, fmt), "", todo, "", not_measured_line(grade, fmt)]  # each a short paragraph
 
 
 def short_text(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None) -> str:

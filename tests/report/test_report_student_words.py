@@ -221,7 +221,7 @@ def test_nothing_to_grade_is_one_paragraph_with_the_checks_in_one_line():
     assert "## Nothing to grade yet" in text and "## Checks" not in text and "Hint" not in text
     assert (
         "Your notebook ran, but none of the checks found work of yours to measure (artifacts/fp32.onnx is "
-        "missing). The first error: code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`. "
+        "missing). The first error: code cell 20 (cell 41 of the notebook) raised `KeyError: 'latency'`.\n\n"
         "Complete the notebook's tasks"
     ) in text
     assert (
@@ -237,7 +237,7 @@ def test_nothing_to_grade_is_short_on_gradescope_and_in_the_console():
     )
     grade = judge(RUBRIC, TOLERANCES, measurements)
     results = results_json(grade, measurements)
-    assert "Your notebook could not be read: nb.ipynb is not valid JSON. Open the file in Jupyter" in results["output"]
+    assert "Your notebook could not be read: nb.ipynb is not valid JSON.\n\nOpen the file in Jupyter" in results["output"]
     assert all("Hint" not in t["output"] and len(t["output"]) < 400 for t in results["tests"])
     assert "Not measured: artifacts/fp32.onnx is missing" in next(
         t["output"] for t in results["tests"] if t["tags"] == ["dynamic_model"]
@@ -273,7 +273,7 @@ def test_a_failure_on_the_grader_side_is_not_the_student_s_to_fix():
     measurements = _nothing(status="sandbox_error", reason="bwrap failed", cells_run=0, completed=False)
     text = feedback_markdown(judge(RUBRIC, TOLERANCES, measurements), measurements)
     assert (
-        "The grader could not run your notebook (a problem on our side, not in your work): bwrap failed. "
+        "The grader could not run your notebook (a problem on our side, not in your work): bwrap failed.\n\n"
         "This is not a judgment of your work: submit again"
     ) in text
     assert "Complete the notebook's tasks" not in text
