@@ -225,3 +225,17 @@ def test_a_re_measurement_that_is_not_finite_proves_nothing(grading):
     parity, results = _parity_and_results(grading, float32_subtraction, "float32")
     reported = grading.parity.measure_reported(results, None, {**parity, "notebook_max_abs_diff": float("inf")})
     assert not reported["fields"]["max_abs_diff"]["ok"] and "not a finite number" in reported["problems"][0]
+
+
+def test_an_echo_of_the_onnx_model_is_no_comparison(grading):
+    rng = np.random.default_rng(0)
+    onnx = {s: rng.random((20, 2)).astype(np.float32) for s in grading.functions.SKLEARN_SETS}
+    echoed = {s: p.astype(np.float64) for s, p in onnx.items()}  # cast back to float64: still the same numbers
+    assert grading.parity.echo(echoed, onnx)
+    honest_sk = {s: p.astype(np.float64) + 1e-9 for s, p in onnx.items()}  # float64 numbers near the graph's
+    assert not grading.parity.echo(honest_sk, onnx)
+    honest_sk = {s: p.astype(np.float64) for s, p in onnx.items()}
+    honest_sk[next(iter(honest_sk))][0, 0] = 0.123456789  # one element of one set differs: a comparison
+    assert not grading.parity.echo(honest_sk, onnx)
+    one_set_differs = {**echoed, next(iter(echoed)): echoed[next(iter(echoed))] * 0.5}
+    assert not grading.parity.echo(one_set_differs, onnx)

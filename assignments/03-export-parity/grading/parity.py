@@ -10,7 +10,9 @@ float64 export, ZipMap left on) still runs, so it loses the interface points and
 (``sklearn_probabilities``, called by the probe in the kernel on the same arrays): the largest
 probability difference and the label agreement on the hidden sets, and the accuracy of both on
 X_test. The accuracy guards the comparison: it is measured by the grader alone, so a notebook whose
-``sklearn_probabilities`` merely echoes its ONNX model still needs a model that classifies.
+``sklearn_probabilities`` merely echoes its ONNX model still needs a model that classifies; and an
+echo bit for bit on every set (:func:`echo`: float64 scikit-learn never equals the float32 graph to
+the last bit on hundreds of rows) is no comparison at all: the section is an error.
 
 ``reported``: is each number of ``RESULTS`` what the notebook's own functions give on its real
 model and X_test? Honesty only: correctness is the parity_report and parity checks' business. So
@@ -130,6 +132,24 @@ def sklearn_outputs(cases, probe: ProbeResult) -> dict[str, np.ndarray] | str:
     return out if not missing else f"{SKLEARN_FUNCTION} was not called on {missing}"
 
 
+ECHO = (
+    f"{SKLEARN_FUNCTION} returned the ONNX model's own probabilities, bit for bit, on every set: "
+    "a model compared with itself is no evidence of parity"
+)
+
+
+def echo(sk: dict[str, np.ndarray], onnx: dict[str, np.ndarray]) -> bool:
+    """Whether the student's scikit-learn outputs are the ONNX model's, bit for bit, on every set:
+    the same values, compared in float64. scikit-learn computes in float64 (its probabilities are
+    almost never float32 numbers) and the exported graph in float32, in another order (even rounded
+    to float32, a third to a half of the reference's probabilities differ in the last bit), so on
+    hundreds of rows only an echo agrees exactly."""
+    return all(
+        sk[s].shape == onnx[s].shape and np.array_equal(sk[s].astype(np.float64), onnx[s].astype(np.float64))
+        for s in SKLEARN_SETS
+    )
+
+
 def measure_parity(
     cases, probe: ProbeResult, model: dict[str, Any], run: WorkerRun | None, arithmetic: str | None = None
 ) -> dict[str, Any]:
@@ -147,6 +167,8 @@ def measure_parity(
     bad = next((p for s in SKLEARN_SETS for p in probabilities.probability_problems(onnx[s])[:1] if "NaN" in p), None)
     if bad:
         return {"error": f"the ONNX model's probabilities are unusable: {bad}"}
+    if echo(sk, onnx):
+        return {"error": ECHO}
     y_test = data.public_split().y_test
     own = arithmetic if arithmetic in ARITHMETICS else CONTRACT_ARITHMETIC
     own_max_abs_diff, own_label_agreement = ARITHMETICS[own](sk["public_test"], onnx["public_test"])
