@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 JOBS   ?= 2
 
-.PHONY: setup system-packages venv demo test test-fast test-stress test-template lint format bench clean
+.PHONY: setup system-packages venv demo test test-fast test-stress test-template lint typecheck format bench clean
 
 # The grader's own bytecode is compiled here (cheap when up to date): a shell with
 # PYTHONDONTWRITEBYTECODE set would otherwise compile ~50 modules from source in every

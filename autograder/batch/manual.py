@@ -155,8 +155,8 @@ def apply(out: Path, rubric: dict[str, Any], rows: list[dict[str, Any]]) -> None
     if not items:
         return
     for row in rows:
-        mine = {i["id"]: stored[i["id"]].get(row["name"]) for i in items}
-        mine = {k: v for k, v in mine.items() if isinstance(v, dict)}
+        given = ((str(i["id"]), stored[i["id"]].get(row["name"])) for i in items)
+        mine: dict[str, dict[str, Any]] = {k: v for k, v in given if isinstance(v, dict)}
         if not mine:
             continue
         row["manual"] = {k: v["points"] for k, v in mine.items()}

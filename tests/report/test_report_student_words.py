@@ -237,7 +237,9 @@ def test_nothing_to_grade_is_short_on_gradescope_and_in_the_console():
     )
     grade = judge(RUBRIC, TOLERANCES, measurements)
     results = results_json(grade, measurements)
-    assert "Your notebook could not be read: nb.ipynb is not valid JSON.\n\nOpen the file in Jupyter" in results["output"]
+    assert (
+        "Your notebook could not be read: nb.ipynb is not valid JSON.\n\nOpen the file in Jupyter" in results["output"]
+    )
     assert all("Hint" not in t["output"] and len(t["output"]) < 400 for t in results["tests"])
     assert "Not measured: artifacts/fp32.onnx is missing" in next(
         t["output"] for t in results["tests"] if t["tags"] == ["dynamic_model"]
