@@ -28,7 +28,9 @@ notebook saved (:mod:`.saved_levels`):
   grader's timing, judged by the rubric against a calibrated factor (two timings taken at
   different moments on a shared machine agree only in their order of magnitude), exists only
   where the notebook saved that level's graph (it opened a session at that level); otherwise the
-  level is an ``error`` and earns nothing. Each level has its own calibrated factor
+  level is an ``error`` and earns nothing. A ratio above :data:`RETIME_ABOVE` is timed again,
+  up to :data:`RETIMES` times, and the closest of the grader's timings counts (a judgement that
+  does not flip with the load of the minute the kept timing came from). Each level has its own calibrated factor
   (``reported_latency.ratio_max_<level>``); ``worst_ratio`` over the levels is a summary.
 """
 
@@ -48,6 +50,8 @@ from . import data
 from .model import LEVELS, contract_model_bytes
 
 TIMING_RUNS = 100
+RETIME_ABOVE = 2.0  # a level's ratio beyond this is timed again (honest ratios: at most 1.5 measured)
+RETIMES = 2
 
 
 LEVELS_MAX_AGE_S = 600.0  # how long a process keeps its timings of the contract model (see the module)
@@ -68,19 +72,30 @@ def grader_levels(policy) -> dict[str, dict[str, Any]]:
         return copy.deepcopy(levels)
 
 
+def _run_level(policy, level: str):
+    return run_model_worker(
+        contract_model_bytes(),
+        inputs={"timing": data.timing_batch()},
+        facts=("session",),
+        latency_input="timing",
+        latency_rounds=TIMING_RUNS,
+        policy=policy,
+        optimization_level=level,
+    )
+
+
+def retime_level(policy, level: str) -> float | None:
+    """The grader's model timed again at ``level`` in a fresh worker, now (None when it cannot be)."""
+    run = _run_level(policy, level)
+    latency = run.result.get("latency") if run.ok else None
+    return latency["model_ms"] if latency else None
+
+
 def measure_levels(policy) -> dict[str, dict[str, Any]]:
     """:func:`grader_levels`, measured now: one model worker job per level."""
     out = {}
     for level in LEVELS:
-        run = run_model_worker(
-            contract_model_bytes(),
-            inputs={"timing": data.timing_batch()},
-            facts=("session",),
-            latency_input="timing",
-            latency_rounds=TIMING_RUNS,
-            policy=policy,
-            optimization_level=level,
-        )
+        run = _run_level(policy, level)
         session = run.result["facts"].get("session", {}) if run.ok else {}
         latency = run.result.get("latency") if run.ok else None
         out[level] = {
@@ -122,16 +137,29 @@ def _count_level(level: str, value: Any, grader: Mapping[str, Any], saved: Mappi
     return {**out, "honest": problem is None, "problem": problem or ""}
 
 
-def _latency_level(level: str, value: Any, grader: Mapping[str, Any], saved: Mapping[str, Any]) -> dict[str, Any]:
+def _latency_level(
+    level: str, value: Any, grader: Mapping[str, Any], saved: Mapping[str, Any], policy
+) -> dict[str, Any]:
     """One level's latency: ``ratio`` to the grader's timing, only where the notebook saved that
-    level's graph (a session was opened at that level); else ``error``."""
+    level's graph (a session was opened at that level); else ``error``. A ratio above
+    :data:`RETIME_ABOVE` is timed again now, up to :data:`RETIMES` times, and the grader's timing
+    closest to the reported one counts: the kept timing may come from a quieter or busier minute
+    than the notebook's, and a judgement should not flip with the host's load."""
     if saved.get("error") is not None or not saved.get("genuine"):
         why = saved.get("error") or saved.get("why_not")
         return {"error": f"{why}: a latency earns points only for a session the notebook opened at {level}"}
-    ratio = _ratio(value, grader.get("latency_ms"))
+    timings = [grader.get("latency_ms")]
+    ratio = _ratio(value, timings[0])
     if ratio is None:
         return {"error": f"the latency at {level} is missing or not a positive number of milliseconds"}
-    return {"ratio": ratio}
+    for _ in range(RETIMES):
+        if ratio <= RETIME_ABOVE:
+            break
+        again = retime_level(policy, level)
+        if again is not None:
+            timings.append(again)
+            ratio = min(ratio, _ratio(value, again) or ratio)
+    return {"ratio": ratio, "timings_ms": timings}
 
 
 def measure_reported(
@@ -166,7 +194,8 @@ def measure_reported(
     if latencies is None:
         return {"present": True, "node_counts": nodes, "latency": {"error": "RESULTS has no latency_ms dict"}}
     latency_levels = {
-        level: _latency_level(level, latencies.get(level), m, saved.get(level, nothing)) for level, m in levels.items()
+        level: _latency_level(level, latencies.get(level), m, saved.get(level, nothing), policy)
+        for level, m in levels.items()
     }
     # the worst ratio over the levels, evidence aside (a summary; each level has its own window)
     ratios = [_ratio(latencies.get(level), m["latency_ms"]) for level, m in levels.items()]
