@@ -287,7 +287,36 @@ VARIANTS = (
 )
 
 TYPED_RESULTS = 'RESULTS = {\n    "fp32": {"size_bytes": 290000, "accuracy": 0.97, "latency_ms": 0.5, "max_rel_drift": 0.0, "edge_max_rel_drift": 0.0},\n    "int8_dynamic": {"size_bytes": 78000, "accuracy": 0.97, "latency_ms": 0.6, "max_rel_drift": 0.01, "edge_max_rel_drift": 0.02},\n    "int8_qdq": {"size_bytes": 83000, "accuracy": 0.96, "latency_ms": 0.7, "max_rel_drift": 0.02, "edge_max_rel_drift": 0.5},\n}\nRESULTS'
+SOLUTION_RESULTS = "\n".join(
+    [
+        "RESULTS = {}",
+        "for v in VARIANTS:",
+        "    p_test = probabilities(sessions[v], X_test)",
+        "    p_edge = probabilities(sessions[v], X_edge)",
+        "    RESULTS[v] = {",
+        '        "size_bytes": int(os.path.getsize(f"artifacts/{v}.onnx")),',
+        '        "accuracy": float(np.mean(p_test.argmax(axis=1) == y_test)),',
+        '        "latency_ms": median_latency_ms(sessions[v], X_test),',
+        '        "max_rel_drift": max_rel_drift(p_test, ref_test),',
+        '        "edge_max_rel_drift": max_rel_drift(p_edge, ref_edge),',
+        "    }",
+        "RESULTS",
+    ]
+)
 GAMED = (
+    Gamed(
+        "gamed_typed_results_after_the_work.ipynb",
+        "RESULTS typed in after the work",
+        "The solution's models, with `RESULTS` typed in instead of measured: round numbers of the "
+        "right order. The models are real work; the numbers are not.",
+        (
+            (
+                SOLUTION_RESULTS,
+                TYPED_RESULTS,
+            ),
+        ),
+        base="solution",
+    ),
     Gamed(
         "gamed_typed_results.ipynb",
         "RESULTS typed in",
