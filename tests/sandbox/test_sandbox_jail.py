@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import ExecutionLimits
+from autograder.limits import ExecutionLimits
 from autograder.sandbox import detect_isolation
 from autograder.sandbox.users import USER_PREFIX, pids_of_uid
 
