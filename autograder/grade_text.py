@@ -155,8 +155,10 @@ def format_value(value: Any, fmt: str = "text") -> str:
         return UNKNOWN
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(v, fmt) for v in value) + "]"
+    if isinstance(value, (list, tuple)):  # a list in a message stays a sentence: a few items, each short
+        shown = [_cut(format_value(v, fmt), LIST_ITEM_CHARS) for v in value[:LIST_ITEMS]]
+        more = len(value) - LIST_ITEMS
+        return "[" + ", ".join(shown) + (f", and {more} more" if more > 0 else "") + "]"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{k}: {format_value(v, fmt)}" for k, v in value.items()) + "}"
     if not is_number(value):
@@ -180,6 +182,13 @@ def format_value(value: Any, fmt: str = "text") -> str:
     if fmt == "auto_float":
         return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
     return str(value)
+
+
+LIST_ITEMS, LIST_ITEM_CHARS = 4, 130  # of a list shown in a message (e.g. RESULTS' problems): one paragraph
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _fixed(x: float, decimals: int) -> str:

@@ -184,6 +184,7 @@ def _into_results(path: Path, items: list[dict[str, Any]], mine: dict[str, dict[
                 "score": got["points"],
                 "max_score": float(item.get("points", 0)),
                 "status": "passed" if got["points"] >= float(item.get("points", 0)) else "failed",
+                "tags": [str(item["id"])],
                 "output": got["comment"] or "Graded by hand.",
                 "visibility": "visible",
             }

@@ -148,14 +148,17 @@ def judge(reported: Any, e: Expected) -> str | None:
 
 
 def _hints_once(problems: list[str], hints: list[Hint]) -> list[str]:
-    """A hint carried by two or more problems is said once, after them (see :class:`Hint`)."""
+    """A hint carried by two or more problems is said once, before them (see :class:`Hint`): a
+    message shows only the first few problems (grade_text.LIST_ITEMS), and the explanation of a
+    label must not be the one left out."""
+    said: list[str] = []
     for hint in dict.fromkeys(hints):
         tail = f" ({hint.text})"
         if sum(p.endswith(tail) for p in problems) < 2:
             continue
         problems = [p[: -len(tail)] + f" ({hint.label})" if p.endswith(tail) else p for p in problems]
-        problems.append(f"{hint.label}: {hint.text}")
-    return problems
+        said.append(f"{hint.label}: {hint.text}")
+    return said + problems
 
 
 def _lookup(reported: Mapping, key: str, name: str, problems: list[str]) -> tuple[bool, Any]:

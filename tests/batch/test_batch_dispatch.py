@@ -56,11 +56,14 @@ def test_a_timeout_that_had_its_cpu_is_final_and_a_starved_one_is_regraded_alone
     write_notebook(src / "loops.ipynb", status="timeout", reason="stopped after 5 s", cpu_denied_share=0.02, sleep=0.3)
     write_notebook(src / "starved.ipynb", status="timeout", reason="stopped after 5 s", cpu_denied_share=0.6, sleep=0.3)
     write_notebook(src / "unknown.ipynb", status="timeout", reason="stopped after 5 s", sleep=0.3)
+    write_notebook(src / "a_long_neighbour.ipynb", **GOOD, sleep=10)  # beside each of them on the other worker
     cache = tmp_path / "cache"
     summary = run_batch(src, tmp_path / "out", assignment=fake_assignment, jobs=2, progress=False, cache_dir=cache)
 
-    assert sorted(executions(exec_log)) == ["loops", "starved", "starved", "unknown", "unknown"]
-    assert {r["name"]: r["status"] for r in summary.rows} == dict.fromkeys(("loops", "starved", "unknown"), "timeout")
+    runs = sorted(executions(exec_log))
+    assert runs == ["a_long_neighbour", "loops", "starved", "starved", "unknown", "unknown"], runs
+    statuses = {r["name"]: r["status"] for r in summary.rows if r["name"] != "a_long_neighbour"}
+    assert statuses == dict.fromkeys(("loops", "starved", "unknown"), "timeout")
     entries = cache_entries(cache)
     assert entries["loops"]["alone"] is False, "final at once: cached although neighbours ran"
     assert entries["starved"]["alone"] is True and entries["unknown"]["alone"] is True

@@ -125,11 +125,14 @@ def test_independent_solutions_stay_below_the_threshold(a07):
     notebooks.update(solution=a07.reference_folder / "solution.ipynb", second=SECOND)
     report = integrity_report(notebooks, a07, threshold=0.0, listed_min=0.0)
     independent = [p.share for p in report.pairs if "second" in (p.a, p.b)]
-    derived = [p.share for p in report.pairs if "second" not in (p.a, p.b)]
+    gamed = {n for n in notebooks if n.startswith("gamed_")}  # not one cell changed: numbers typed in
+    derived = [p.share for p in report.pairs if not {"second", *gamed} & {p.a, p.b}]
     # measured: independent ≤ 0.11, reference-derived ≥ 0.91; the threshold keeps 0.3 from both
-    assert len(independent) == len(notebooks) - 2 and max(
-        independent
-    )  # all but itself and the starter + 0.3 < THRESHOLD, sorted(independent)[-3:]
+    paired = {p.a if p.b == "second" else p.b for p in report.pairs if "second" in (p.a, p.b)}
+    unpaired = set(notebooks) - paired - {"second"}
+    # the starter has no code of its own; a gamed example is the starter with numbers typed in: nothing shared
+    assert all(n == "untouched" or n.startswith("gamed_") for n in unpaired), unpaired
+    assert max(independent) + 0.3 < THRESHOLD, sorted(independent)[-3:]
     assert min(derived) - 0.3 > THRESHOLD, "an example is the reference with one cell changed: a copy"
 
 

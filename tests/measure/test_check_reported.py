@@ -98,11 +98,11 @@ def test_a_repeated_hint_is_said_once():
     hint = Hint("element-wise?", "the contract normalises per row")
     e = lambda m: Expected(m, ROUNDING, alternatives=((2 * m, hint),))  # noqa: E731
     facts = check_reported({"a": 2.0, "b": 4.0, "c": 9.0}, {"a": e(1.0), "b": e(2.0), "c": e(3.0)})
-    assert facts["problems"] == [
+    assert facts["problems"] == [  # the explanation first: a message lists only the first few
+        "element-wise?: the contract normalises per row",
         "a: reported 2, measured 1 (element-wise?)",
         "b: reported 4, measured 2 (element-wise?)",
         "c: reported 9, measured 3",
-        "element-wise?: the contract normalises per row",
     ]
     once = check_reported({"a": 2.0}, {"a": e(1.0)})
     assert once["problems"] == ["a: reported 2, measured 1 (the contract normalises per row)"]

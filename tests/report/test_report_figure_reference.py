@@ -46,7 +46,8 @@ def test_the_page_draws_both_boundaries_and_the_1000_public_points(graded):
     drawn = kit.parts(svg)
     assert drawn.get("boundary-0", 0) >= 1 and drawn.get("boundary-1", 0) >= 1, drawn
     assert drawn["points-0"] == 500 and drawn["points-1"] == 500, drawn
-    assert sum(1 for k in drawn if k.startswith("worst-")) == 5
+    assert sum(1 for k in drawn if k.startswith("worst-") and not k.startswith("worst-label-")) == 5
+    assert sum(1 for k in drawn if k.startswith("worst-label-")) == 5, "each ring numbered"
     words = kit.texts(svg)
     assert "fp32 boundary (fp32.onnx)" in words and "int8 QDQ boundary (int8_qdq.onnx)" in words
     assert "Your fp32 and int8 QDQ models on the two-moons plane" in words

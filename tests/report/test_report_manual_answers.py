@@ -54,6 +54,6 @@ def test_lesson_07_puts_the_reflection_beside_the_results(project_root, results_
     solution = project_root / "reference" / "07-quantization" / "solution.ipynb"
     tests = answer_tests(solution, rubric)
     assert [t["name"] for t in tests] == [rubric["manual"][0]["title"] + " (graded by hand)"]
-    assert tests[0]["score"] == tests[0]["max_score"] == 0.0
+    assert tests[0]["score"] == tests[0]["max_score"] == 0.0 and tests[0]["tags"] == ["reflection"]
     assert "calibrat" in tests[0]["output"], tests[0]["output"][:300]
     results_validator({"score": 0.0, "tests": tests})

@@ -185,8 +185,8 @@ def test_the_elementwise_explanation_is_said_once(assignment07):
         return _part(grade, "reported_results", "every reported number matches the re-measurement")["message"]
 
     once, before = message(check_reported(elementwise, dict.fromkeys(keys, drift))["problems"]), message(every)
-    assert once.count("normalises per row") == 1 and once.count("(element-wise?)") == 6
-    assert before.count("normalises per row") == 6 and len(once) < len(before) - 300
+    assert once.count("normalises per row") == 1 and once.count("(element-wise?)") == 3 and "and 3 more" in once
+    assert before.count("normalises per row") == 4 and "and 2 more" in before, "a long list stays a paragraph"
     # one problem keeps its explanation
     assert check_reported({"fp32": {"max_rel_drift": 0.5}}, {keys[0]: drift})["problems"] == every[:1]
 
