@@ -116,6 +116,8 @@ def _summary_html(
     titles = {str(c["id"]): str(c.get("title", c["id"])) for c in rubric.get("checks", []) if "id" in c}
     grades = {r["name"]: _read_json(out / r["name"] / "grade.json") if r["checks"] else {} for r in rows}
     idle = do_nothing(rows, integrity, grades)
+    # the tables' outcome says what the attention box says (gradebook.outcome reads it)
+    rows = [{**r, "attempted": False} if r["name"] in idle else r for r in rows]
     graded = graded_rows(rows, idle, grades)
     drift = sorted({*batch.get("version_drift", []), *(w for r in rows for w in r.get("version_drift", []))})
     scatter_cfg = scatter_config(assignment)
