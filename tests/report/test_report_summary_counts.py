@@ -167,7 +167,9 @@ def test_not_attempted_and_unreadable_are_listed_apart(page):
     assert re.search(r"<b>3</b><span>graded</span>", stats) and re.search(r"<b>1</b><span>not attempted</span>", stats)
     every = _section(html, "All submissions")
     row = next(r for r in every.split("</tr>") if ">template</a>" in r)
-    assert "not attempted" in row and "graded" not in row.replace("not attempted", ""), "the table says what the box says"
+    assert "not attempted" in row and "graded" not in row.replace("not attempted", ""), (
+        "the table says what the box says"
+    )
 
 
 def test_common_failures_group_a_cascade_into_its_root_cause(page):
