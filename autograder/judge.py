@@ -143,7 +143,7 @@ def _judge_part(
     shown, shown_raw = shown_measured(measurements, path, measured, fmt, passed, op, limit)  # leak_budget
     fields = {
         "measured": shown,
-        "threshold": threshold_text(op, limit, fmt),
+        "threshold": str(part["expected"]) if part.get("expected") else threshold_text(op, limit, fmt),
         "op": OP_TEXT[op],
         "name": part["name"],
     }

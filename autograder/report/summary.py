@@ -445,15 +445,18 @@ def _all_rows(rows: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, A
 
 def _what_happened(row: dict[str, Any]) -> str:
     err = row.get("first_error") if isinstance(row.get("first_error"), dict) else None
-    cell = (
-        (
-            f"{row.get('cells_errored')} cell(s) raised an error; the first, {where_of(err)}: "
-            f"{error_summary(err.get('ename'), err.get('evalue'))}"
+    reason = str(row.get("reason") or "")
+    cell = ""
+    if err:
+        where = where_of(err)
+        said = f"{error_summary(err.get('ename'), err.get('evalue'))}"
+        # a reason that already names the cell (a timeout, a dead kernel) is not told it twice
+        cell = (
+            f"{row.get('cells_errored')} cell(s) raised an error; the first: {said}"
+            if where and where in reason
+            else f"{row.get('cells_errored')} cell(s) raised an error; the first, {where}: {said}"
         )
-        if err
-        else ""
-    )
-    return " · ".join(x for x in (str(row.get("reason") or ""), cell) if x)
+    return " · ".join(x for x in (reason, cell) if x)
 
 
 def _slowest(rows: list[dict[str, Any]], n: int = 10) -> list[dict[str, Any]]:

@@ -229,3 +229,17 @@ def test_the_page_in_a_browser_shows_the_rates_of_the_graded_and_the_not_attempt
     shot = tmp_path / "summary.png"
     chromium(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", path.as_uri())
     assert shot.stat().st_size > 10_000
+
+
+def test_what_happened_names_a_cell_once():
+    from autograder.report.summary import _what_happened
+
+    where = "code cell 3 (cell 5 of the notebook)"
+    row = {
+        "reason": f"{where} exceeded the 60 s cell limit and did not stop when interrupted",
+        "cells_errored": 1,
+        "first_error": {"cell": 4, "code_cell": 3, "where": where, "ename": "KeyboardInterrupt", "evalue": ""},
+    }
+    assert _what_happened(row).count("code cell 3") == 1, _what_happened(row)
+    other = {**row, "reason": "the notebook ran longer than its 600 s limit"}
+    assert _what_happened(other).count("code cell 3") == 1 and "the first, code cell 3" in _what_happened(other)
