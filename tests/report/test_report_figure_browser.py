@@ -85,17 +85,23 @@ def page(tmp_path_factory) -> Path:
     return write_feedback_html(out, feedback_markdown(GRADE, measurements), measurements)
 
 
-def test_the_picture_renders_wide_and_the_page_fits_1280_px(page, tmp_path):
+def _probe(page: Path, probe: str, tmp_path: Path) -> dict:
+    """What ``probe`` (a script writing JSON into ``<pre id="probe">``) reports of ``page`` in the
+    browser, the page's policy opened to that one inline script."""
     probed = tmp_path / "probed.html"
     probed.write_text(
         page.read_text()
         .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-        .replace("</body>", PROBE + "</body>")
+        .replace("</body>", probe + "</body>")
     )
     dom = chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
     m = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
     assert m, "the probe did not run: " + dom[-300:]
-    got = json.loads(html.unescape(m[1]))
+    return json.loads(html.unescape(m[1]))
+
+
+def test_the_picture_renders_wide_and_the_page_fits_1280_px(page, tmp_path):
+    got = _probe(page, PROBE, tmp_path)
     assert got["width"] >= 800 and got["height"] >= 500, got
     assert got["scrollWidth"] <= got["clientWidth"], got
     assert got["boundaries"] == 2
@@ -138,16 +144,7 @@ def test_numbered_drifts_on_one_spot_stay_readable(tmp_path):
     worst = [{"set": "X_test", "row": i, "xy": xy, "value": 1.0 - 0.1 * i} for i, xy in enumerate(spot)]
     measurements = {"figure": kit.section(worst=worst)}
     page = write_feedback_html(tmp_path, feedback_markdown(GRADE, measurements), measurements)
-    probed = tmp_path / "probed.html"
-    probed.write_text(
-        page.read_text()
-        .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
-        .replace("</body>", CROWDED_PROBE + "</body>")
-    )
-    dom = chromium(tmp_path, "--window-size=1280,900", "--dump-dom", probed.as_uri())
-    m = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert m, "the probe did not run: " + dom[-300:]
-    labels = json.loads(html.unescape(m[1]))["labels"]
+    labels = _probe(page, CROWDED_PROBE, tmp_path)["labels"]
     assert len(labels) == 5, labels
     for i, a in enumerate(labels):
         for b in labels[:i]:
