@@ -118,8 +118,42 @@ class Assignment:
         """The rubric (this assignment's, or ``rubric``) and the tolerances (merged with the
         ``tolerances`` override) parse and agree: every tolerance a rubric part names exists.
         Raises ``AssignmentError`` naming the file and the key at fault (instructor input, checked
-        by every front end before any submission is graded)."""
-        validate_rubric(self.rubric(rubric), self.tolerances(tolerances))
+        by every front end before any submission is graded). A lesson not calibrated since its
+        rubric named a tolerance says so in one line (:meth:`uncalibrated`)."""
+        loaded = self.rubric(rubric)
+        if tolerances is None:
+            note = self.uncalibrated(loaded)
+            if note is not None:
+                raise AssignmentError(note)
+        validate_rubric(loaded, self.tolerances(tolerances))
+
+    def uncalibrated(self, rubric: dict[str, Any] | None = None) -> str | None:
+        """One line naming the lesson and ``autograder calibrate <id>`` when tolerances.toml is
+        missing or lacks a tolerance the rubric (this assignment's, or ``rubric``) names; else None."""
+        from .dotted import lookup
+
+        rubric = self.rubric() if rubric is None else rubric
+        keys = [
+            part["tolerance"]
+            for check in rubric.get("checks", [])
+            if isinstance(check, dict)
+            for part in check.get("parts", [])
+            if isinstance(part, dict) and isinstance(part.get("tolerance"), str)
+        ]
+        if not keys:
+            return None
+        fix = f"run `autograder calibrate {self.id}`"
+        if not self.tolerances_path.is_file():
+            return f"assignment '{self.id}' was never calibrated ({self.tolerances_path} is missing): {fix}"
+        tolerances = self.tolerances()
+        for key in keys:
+            value, reason = lookup(tolerances, key)
+            if reason is not None or (isinstance(value, dict) and "value" not in value):
+                return (
+                    f"assignment '{self.id}': tolerance '{key}' is not a value in {self.tolerances_path} "
+                    f"(not calibrated since the rubric named it): {fix}"
+                )
+        return None
 
     @property
     def packages(self) -> tuple[str, ...]:
