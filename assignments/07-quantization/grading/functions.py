@@ -27,13 +27,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder import hidden_secret
-from autograder.errors import AutograderError
-from autograder.measure import compare
-from autograder.measure.compare import Expect
-from autograder.measure.failure import STEP
-from autograder.measure.functions import measure_functions as measure_all
-from autograder.probe_format import Arg, ProbeCase, ProbeResult
+from autograder.lesson import (
+    STEP,
+    Arg,
+    AutograderError,
+    Expect,
+    ProbeCase,
+    ProbeResult,
+    compare,
+    hidden_secret,
+    measure_functions as measure_all,
+)
 
 FUNCTIONS = ("quantize", "dequantize", "choose_qparams")
 # the contract's parameter names, to name the arguments of a failed call in the feedback
@@ -47,9 +51,9 @@ WARM_UP_STREAM = "07-quantization/warm-up-cases"  # warm_references' inputs (ans
 
 
 def _reference():
-    """``autograder.measure.quantization.reference_ops``, imported when the first answer is needed: it imports
+    """``autograder.lesson.quantization_ops``, imported when the first answer is needed: it imports
     onnx and onnxruntime, which the probe's cases (built before the kernel starts) do not need."""
-    from autograder.measure.quantization import reference_ops
+    from autograder.lesson import quantization_ops as reference_ops
 
     return reference_ops
 
