@@ -31,10 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from autograder import hidden_secret
-from autograder.measure.compare import FLOAT32_ROUNDING, Expect, Tolerance
-from autograder.measure.functions import measure_functions as measure_all
-from autograder.probe_format import Arg, ProbeCase, ProbeResult
+from autograder.lesson import (
+    FLOAT32_ROUNDING,
+    Arg,
+    Expect,
+    ProbeCase,
+    ProbeResult,
+    Tolerance,
+    hidden_secret,
+    measure_functions as measure_all,
+)
 
 from . import data
 
