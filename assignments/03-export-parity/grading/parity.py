@@ -29,15 +29,24 @@ from typing import Any
 
 import numpy as np
 
-from autograder.errors import UnsafeFileError
-from autograder.leak_budget import exception_name
-from autograder.measure import metrics, probabilities
-from autograder.measure.failure import shape_words
-from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.compare import Tolerance
-from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
-from autograder.measure.reported import Expected, Hint, check_reported, is_number
-from autograder.probe_format import ProbeResult
+from autograder.lesson import (
+    Expected,
+    Hint,
+    ModelInterface,
+    ProbeResult,
+    TensorSpec,
+    Tolerance,
+    UnsafeFileError,
+    WorkerRun,
+    check_reported,
+    exception_name,
+    is_number,
+    metrics,
+    probabilities,
+    read_model_bytes,
+    run_model_worker,
+    shape_words,
+)
 
 from . import data
 from .functions import ARITHMETICS, SKLEARN_FUNCTION, SKLEARN_SETS
