@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.measure.functions import measure_functions
+from autograder.lesson import measure_functions
 
 from . import data
 from .count_ops import FUNCTION, expect_count_ops
