@@ -28,10 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from autograder import hidden_secret
-from autograder.measure.compare import Expect
-from autograder.measure.model_policy import qualified_op
-from autograder.probe_format import Arg, ProbeCase
+from autograder.lesson import Arg, Expect, ProbeCase, hidden_secret, qualified_op
 
 FUNCTION = "count_ops"
 PROBE_STREAM = "05-graph-optimization/count-ops-models"
