@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from autograder.hidden_secret import HiddenSecret, current
+from autograder.lesson import HiddenSecret, current
 
 from .model import N_FEATURES, contract_model_bytes
 
