@@ -15,10 +15,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from autograder.errors import UnsafeFileError
-from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.onnx_load import read_model_bytes, run_model_worker
-from autograder.measure.reference_ops import ort_model
+from autograder.lesson import ModelInterface, TensorSpec, UnsafeFileError, ort_model, read_model_bytes, run_model_worker
 
 from . import data
 from .model import INPUT, N_CLASSES, N_FEATURES, OUTPUT, contract_model_bytes
