@@ -43,8 +43,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from autograder.measure.onnx_load import run_model_worker
-from autograder.measure.reported import is_number
+from autograder.lesson import is_number, run_model_worker
 
 from . import data
 from .model import LEVELS, contract_model_bytes
