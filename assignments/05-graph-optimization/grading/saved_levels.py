@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.errors import UnsafeFileError
-from autograder.measure.onnx_load import read_model_bytes, run_model_worker
+from autograder.lesson import UnsafeFileError, read_model_bytes, run_model_worker
 
 from . import data
 from .model import LEVELS, OUTPUT
