@@ -20,8 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from autograder import hidden_secret
-from autograder.hidden_secret import HiddenSecret
+from autograder.lesson import HiddenSecret, hidden_secret
 
 CONTRACT_SEED = 0
 HIDDEN_STREAM = "07-quantization/hidden-split"
