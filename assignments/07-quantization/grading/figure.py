@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.leak_budget import run_failure_words
-from autograder.measure import metrics
+from autograder.lesson import metrics, run_failure_words
 
 from . import data
 
