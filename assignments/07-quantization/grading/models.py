@@ -33,12 +33,19 @@ from typing import Any
 
 import numpy as np
 
-from autograder.errors import UnsafeFileError
-from autograder.measure import metrics, probabilities
-from autograder.measure.model_interface import ModelInterface, TensorSpec
-from autograder.measure.model_policy import ModelPolicy
-from autograder.measure.onnx_load import WorkerRun, read_model_bytes, run_model_worker
-from autograder.measure.warm_pool import MeasuringChildren, measure_jobs
+from autograder.lesson import (
+    MeasuringChildren,
+    ModelInterface,
+    ModelPolicy,
+    TensorSpec,
+    UnsafeFileError,
+    WorkerRun,
+    measure_jobs,
+    metrics,
+    probabilities,
+    read_model_bytes,
+    run_model_worker,
+)
 
 from . import data, figure
 from . import provenance
