@@ -23,10 +23,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from autograder.errors import UnsafeFileError
-from autograder.measure.compare import Tolerance
-from autograder.measure.onnx_load import read_model_bytes
-from autograder.measure.reported import Expected, Hint, check_reported, is_number
+from autograder.lesson import Expected, Hint, Tolerance, UnsafeFileError, check_reported, is_number, read_model_bytes
 
 BASELINE = "fp32"
 REPORTED_FIELDS = ("size_bytes", "accuracy", "latency_ms", "max_rel_drift", "edge_max_rel_drift")
