@@ -40,8 +40,12 @@ The rubric against the reference (``build --check``): :func:`rubric_paths_missin
 rubric ``measure`` and ``requires`` path that the reference run's measurements do not hold (a
 typo would otherwise surface only when a student is graded, as "measurement missing");
 :func:`reference_measurements` runs the solution once through the real pipeline, jail included,
-with a fresh hidden-data secret (never the deployment's). The conformance suite
-(tests/conformance/) applies the same function to every lesson.
+with a fresh hidden-data secret (never the deployment's). :func:`rubric_text_problems` renders
+every text of the rubric the judge fills in (``message``, ``hint``: :func:`autograder.grade_text.render`)
+and names each lone brace, unknown format and placeholder that names nothing (with the reference
+run's measurements, a lesson's own paths too), and an ``expected`` holding a brace (it is shown as
+written). The conformance checks (:mod:`autograder.authoring.conformance`) apply the same
+functions to every lesson.
 """
 
 from __future__ import annotations
@@ -349,6 +353,109 @@ def _why(measurements: dict[str, Any], path: str, reason: str) -> str:
             at = ".".join(segments[:i]) or "the top level"
             return f"{reason}; {at} has: {keys or 'nothing'}"
     return reason
+
+
+TEMPLATE_KEYS = ("message", "hint")  # the part's texts the judge renders (grade_text.render)
+LITERAL_KEYS = ("expected",)  # shown as written, in place of {threshold}
+
+
+@dataclass(frozen=True)
+class TextProblem:
+    """A rubric text that does not render as its author meant."""
+
+    rubric: Path
+    check: str
+    part: str
+    field: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.rubric}: check '{self.check}', part '{self.part}' {self.field}: {self.problem}"
+
+
+def rubric_text_problems(
+    rubric: dict[str, Any], measurements: dict[str, Any] | None, rubric_file: Path
+) -> list[TextProblem]:
+    """Every rubric text that cannot render: a lone brace or an unknown ``:fmt``; a placeholder that
+    is not a field of the part (``{measured}``, …), a ``{tolerances.<key>}`` of a key the rubric does
+    not name, or a measurement path a core section lacks or, given a reference run's
+    ``measurements``, that the run did not produce (the judge would silently drop its sentence for
+    every student); a text that raises when rendered; an ``expected`` with a brace."""
+    from ..grade_text import TEMPLATE_FIELDS, placeholders, render, template_problem
+
+    tolerance_keys = {
+        part["tolerance"]
+        for check in rubric.get("checks", [])
+        for part in check.get("parts", [])
+        if "tolerance" in part
+    }
+    tolerances: dict[str, Any] = {}
+    for key in tolerance_keys:  # a stand-in value for each, at its dotted place
+        *sections, last = str(key).split(".")
+        node = tolerances
+        for s in sections:
+            node = node.setdefault(s, {})
+        node[last] = 1.0
+    out: list[TextProblem] = []
+    for check in rubric.get("checks", []):
+        for part in check.get("parts", []):
+
+            def problem(field_name: str, text: str, *, c: dict = check, p: dict = part) -> None:
+                out.append(TextProblem(rubric_file, str(c.get("id", "?")), str(p.get("name", "?")), field_name, text))
+
+            for key in LITERAL_KEYS:
+                text = part.get(key)
+                if isinstance(text, str) and ("{" in text or "}" in text):
+                    problem(key, f"{text!r} is shown as written, not rendered: a brace would reach the student")
+            for key in TEMPLATE_KEYS:
+                text = part.get(key)
+                if text is None or text == "":
+                    continue
+                if not isinstance(text, str):
+                    problem(key, f"is {type(text).__name__}, not a text")
+                    continue
+                wrong = template_problem(text)
+                if wrong is not None:
+                    problem(key, wrong)
+                    continue
+                for name in placeholders(text):
+                    unknown = _unknown_placeholder(name, TEMPLATE_FIELDS, tolerance_keys, measurements)
+                    if unknown is not None:
+                        problem(key, f"unknown placeholder {{{name}}}: {unknown}")
+                if measurements is not None:
+                    fields = {"measured": "1", "threshold": "1", "op": "=", "name": str(part.get("name", ""))}
+                    try:
+                        render(text, fields, {}, measurements, tolerances)
+                    except Exception as e:  # noqa: BLE001 - whatever rendering raises is the author's to see
+                        problem(key, f"rendering it raised {type(e).__name__}: {e}")
+    return out
+
+
+def _unknown_placeholder(
+    name: str, fields: tuple[str, ...], tolerance_keys: set[str], measurements: dict[str, Any] | None
+) -> str | None:
+    """Why ``{name}`` names nothing a grade can show, or None."""
+    from ..contracts import knows_path
+    from ..judge import lookup
+
+    if name in fields:
+        return None
+    if name.startswith("tolerances."):
+        key = name.removeprefix("tolerances.")
+        if key in tolerance_keys:
+            return None
+        return f"the rubric names no tolerance '{key}' (it names: {', '.join(sorted(tolerance_keys)) or 'none'})"
+    if not knows_path("measurements", name):
+        return "not a field of measurements.json (autograder/schemas/measurements.schema.json)"
+    if measurements is None:
+        return None
+    _, reason = lookup(measurements, name)
+    if reason is None or not reason.startswith("measurement missing"):
+        return None  # present, or a section's error: a student's run may well produce it
+    return (
+        f"not in the reference run's measurements ({_why(measurements, name, reason)}); "
+        f"a part's own fields are {', '.join('{' + f + '}' for f in fields)}"
+    )
 
 
 def reference_measurements(assignment: Assignment, *, unsafe_no_sandbox: bool = False) -> dict[str, Any]:

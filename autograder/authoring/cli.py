@@ -1,5 +1,6 @@
 """CLI commands for authors: ``new-assignment ID`` (a minimal working lesson), ``build ID`` (notebooks
-from the master, and ``--check``) and ``calibrate ID`` (tolerances)."""
+from the master, and ``--check``), ``calibrate ID`` (tolerances) and ``check-assignment ID`` (the
+conformance checks, :mod:`autograder.authoring.conformance`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from ..assignment import Assignment
 from ..assignment_match import resolve_assignment
 from ..cli_checks import CommandError, check_out_dir, command_errors
 from ..errors import SandboxUnavailableError
@@ -30,7 +32,13 @@ def build(
 ) -> None:
     """Build the student notebook, the solution and the examples (from reference/ID/master.ipynb with
     otter assign, or from a hand-written student notebook and reference/ID/solution.ipynb)."""
-    from .build import build_assignment, reference_measurements, rubric_paths_missing, stale_files
+    from .build import (
+        build_assignment,
+        reference_measurements,
+        rubric_paths_missing,
+        rubric_text_problems,
+        stale_files,
+    )
 
     with command_errors(SandboxUnavailableError):
         a = resolve_assignment(assignment, option="the ID argument")
@@ -42,19 +50,38 @@ def build(
                 typer.echo(f"run `autograder build {a.id}` and commit the result")
                 raise typer.Exit(1)
             typer.echo("all built files are up to date")
-            missing = rubric_paths_missing(
-                a.rubric(), reference_measurements(a, unsafe_no_sandbox=unsafe_no_sandbox), a.rubric_path
+            _fail_on(rubric_text_problems(a.rubric(), None, a.rubric_path), f"fix the text in {a.rubric_path}")
+            _note_uncalibrated(a)
+            measurements = reference_measurements(a, unsafe_no_sandbox=unsafe_no_sandbox)
+            _fail_on(
+                rubric_paths_missing(a.rubric(), measurements, a.rubric_path),
+                f"fix the path in {a.rubric_path}, or make the grading code measure it",
             )
-            for m in missing:
-                typer.echo(f"error: {m}", err=True)
-            if missing:
-                typer.echo(f"fix the path in {a.rubric_path}, or make the grading code measure it", err=True)
-                raise typer.Exit(1)
             typer.echo("every rubric path is in the reference run's measurements")
+            _fail_on(rubric_text_problems(a.rubric(), measurements, a.rubric_path), f"fix the text in {a.rubric_path}")
+            typer.echo("every rubric text renders with the reference run's measurements")
             return
         result = build_assignment(a)
     for path in result.written:
         typer.echo(f"{'wrote    ' if path in result.changed else 'unchanged'} {path}")
+    _note_uncalibrated(a)
+
+
+def _fail_on(problems: list, advice: str) -> None:
+    """Each problem as an error line, then ``advice``, and exit 1; nothing when there is none."""
+    for problem in problems:
+        typer.echo(f"error: {problem}", err=True)
+    if problems:
+        typer.echo(advice, err=True)
+        raise typer.Exit(1)
+
+
+def _note_uncalibrated(a: Assignment) -> None:
+    """One line when the lesson's tolerances lack a key its rubric names (never calibrated, or not
+    since the rubric changed): not a failure of the build, which comes before calibration."""
+    note = a.uncalibrated()
+    if note is not None:
+        typer.echo(f"note: {note}")
 
 
 def calibrate(
@@ -108,7 +135,39 @@ def new_assignment(
     )
 
 
+def check_assignment(
+    assignment: Optional[str] = typer.Argument(
+        None, help="Assignment id (a folder under assignments/); may be left out when there is only one."
+    ),
+    quick: bool = typer.Option(
+        False,
+        "--quick",
+        help="Only the checks that grade nothing (seconds, no kernel); leave out the examples' grades.",
+    ),
+) -> None:
+    """Run every conformance check on one lesson (docs/ADDING-AN-ASSIGNMENT.md): one line per check,
+    passed or FAILED with the reason; exit 1 when one fails. The checks that grade the examples run
+    them in the jail, as one batch (minutes)."""
+    import tempfile
+
+    from .conformance import Lesson, run_checks, selected
+
+    with command_errors(SandboxUnavailableError):
+        a = resolve_assignment(assignment, option="the ID argument")
+        failed = 0
+        with tempfile.TemporaryDirectory(prefix="autograder-check-assignment-") as tmp:
+            lesson = Lesson(a.folder.parent.parent, a.id, Path(tmp))
+            for outcome in run_checks(lesson, selected(quick=quick)):
+                typer.echo(outcome.line())
+                failed += not outcome.passed
+    if failed:
+        typer.echo(f"{a.id}: {failed} check{'s' if failed > 1 else ''} failed", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{a.id}: every check passed" + (" (--quick: the examples were not graded)" if quick else ""))
+
+
 def register(app: typer.Typer) -> None:
     app.command("new-assignment")(new_assignment)
     app.command()(build)
     app.command()(calibrate)
+    app.command("check-assignment")(check_assignment)

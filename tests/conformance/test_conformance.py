@@ -1,7 +1,8 @@
-"""Every assignment under assignments/ against every conformance check (conformancekit.py), with
-no per-lesson test code: a new folder is tested by being there. The checks that grade (reference,
-untouched template, examples, rubric paths) carry the ``kernel`` and ``slow`` markers; each
-lesson's examples are graded once per session, as one batch."""
+"""Every assignment under assignments/ against every conformance check (the package's
+``autograder.authoring.conformance``, what ``autograder check-assignment ID`` runs; parametrized by
+conformancekit.py), with no per-lesson test code: a new folder is tested by being there. The checks
+that grade (reference, untouched template, examples, rubric paths) carry the ``kernel`` and ``slow``
+markers; each lesson's examples are graded once per run, as one batch shared by the xdist workers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.assignment import assignment_ids
-from conformancekit import CHECKS, GRADED, Lesson, parametrize_with_checks, problems
+from conformancekit import CHECKS, ConformanceFailure, Lesson, parametrize_with_checks, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,12 +34,13 @@ def test_the_suite_covers_every_folder_with_an_assignment_toml(tmp_path):
     assert len(params) == 2 * len(CHECKS)
     for p in params:
         kinds = {m.name for m in p.marks}
-        assert kinds == ({"kernel", "slow"} if p.values[1].__name__ in GRADED else set()), p.id
+        assert kinds == ({"kernel", "slow"} if p.values[1].graded else set()), p.id
+    assert [p.id for p in params[: len(CHECKS)]] == [f"a-one-{c.name.removeprefix('check_')}" for c in CHECKS]
 
 
 def test_a_lesson_without_its_table_fails_with_the_path(tmp_path):
     lesson = Lesson(tmp_path, "x-one", tmp_path / "work")
-    with pytest.raises(AssertionError, match="reference/x-one/expected_examples.toml"):
+    with pytest.raises(ConformanceFailure, match="reference/x-one/expected_examples.toml"):
         _ = lesson.table
 
 
