@@ -92,6 +92,9 @@ The student's models (read safely, run in the limited model worker, never in the
         run = run_model_worker(data, inputs={"hidden": rows}, interface=INTERFACE, facts=("graph",),
                                children=ctx.children)
 
+    ``load_json``: a JSON file the notebook wrote, parsed safely (no symlink, size-capped), or
+    ``UnsafeFileError``: ``load_json(workspace, "artifacts/profile.json")``.
+
     ``WorkerRun``: what it returned: ``run.ok``, ``run.reason``, ``run.result["facts"]``,
     ``run.outputs["hidden__y"]``.
 
@@ -168,6 +171,7 @@ from .measure.reported import Expected, Hint, check_reported, is_number
 from .measure.warm_pool import MeasuringChildren, measure_jobs
 from .measure.worker_process import WorkerRun
 from .probe_format import Arg, ProbeCase, ProbeResult
+from .safe_files import load_json
 
 if TYPE_CHECKING:  # imported when first asked for (module __getattr__ below): ONNX Runtime, nbformat
     from .authoring.example_edits import Mistake, examples_from
@@ -221,6 +225,7 @@ __all__ = [
     # the student's models
     "read_model_bytes",
     "run_model_worker",
+    "load_json",
     "WorkerRun",
     "ModelInterface",
     "TensorSpec",
