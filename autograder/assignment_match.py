@@ -14,7 +14,7 @@ Rules (every command: grade, demo, batch, build, calibrate, gradescope build):
 4. Otherwise: an error that lists the choices.
 
 Notebooks are read as untrusted data, by the one bounded reader in a limited child process
-(:mod:`autograder.sandbox.notebook`): nothing of them is parsed in the grader's own process, and
+(:mod:`autograder.notebook_reader.reader`): nothing of them is parsed in the grader's own process, and
 only a bounded id made of ``[A-Za-z0-9._-]`` is taken from their metadata. A notebook that names
 an assignment this course does not have is told which one it names.
 """
@@ -33,7 +33,7 @@ from typing import Iterable, Sequence
 from . import tree_walk
 from .assignment import Assignment, assignment_ids, load_assignment, load_toml, project_root
 from .errors import AssignmentError
-from .sandbox import (
+from .notebook_reader import (
     DECLARED_AT,
     MAX_NOTEBOOK_BYTES,
     LoadedNotebook,

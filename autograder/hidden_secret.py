@@ -311,7 +311,7 @@ def notebook_submission_key(notebook: Path) -> str:
     """:func:`submission_key` of the notebook file ``notebook``, its code cells read by the one
     reader of submitted notebooks (a limited child process: no byte of it is parsed here). A
     notebook that cannot be read runs no cell and receives no case: it gets the key of no cell."""
-    from .sandbox import UnreadableNotebook, load_notebook
+    from .notebook_reader import UnreadableNotebook, load_notebook
 
     try:
         cells = load_notebook(Path(notebook)).cells

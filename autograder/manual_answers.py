@@ -20,7 +20,7 @@ TEST_SUFFIX = " (graded by hand)"
 def answers_of(notebook: Path, items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """item id → the answer's text (cleaned, bounded), for each item that has a ``question``;
     a notebook that cannot be read gives its reason as every answer."""
-    from .sandbox import UnreadableNotebook, load_notebook
+    from .notebook_reader import UnreadableNotebook, load_notebook
 
     asked = {str(i["id"]): str(i["question"]) for i in items if i.get("question")}
     if not asked:

@@ -15,7 +15,7 @@ kernels); elsewhere it changes nothing. Both sides get it:
 
 - the grader: :func:`session_options` is where every session of the grader starts (the model
   worker's, the reference operators');
-- the notebook: the jail's ``sitecustomize`` (:mod:`autograder.sandbox.jail_site`) puts the same
+- the notebook: the jail's ``sitecustomize`` (:mod:`autograder.jail.jail_site`) puts the same
   entries into every ``InferenceSession`` the notebook creates, whatever its own options say
   (the entries travel in ``$AUTOGRADER_ORT_SESSION_CONFIG``, :func:`config_text`), so the numbers
   a notebook reports are re-measured to the bit on any grading machine.

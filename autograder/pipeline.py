@@ -159,7 +159,7 @@ def execute_and_measure(
     the kernel and the measurements after it.
 
     ``kernel_template``: start the kernel from the slot's kernel template where it can hold
-    (:mod:`autograder.sandbox.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
+    (:mod:`autograder.kernel_template.template_slot`; also when ``AUTOGRADER_KERNEL_TEMPLATE=1``).
 
     ``timings`` receives ``measure_artifacts_s``: how long ``measure_artifacts`` ran beside the probe.
     ``pictures``: the formats the reports will draw the picture in, warmed up beside the kernel

@@ -333,7 +333,7 @@ def _templates_cpu_delta() -> float:
     across their re-exec), not their children's, whose kernels count in each grade's kernel group."""
     import psutil
 
-    from autograder.sandbox import template_slot
+    from autograder.kernel_template import template_slot
 
     delta = 0.0
     for pid in template_slot.running_pids():
@@ -481,7 +481,9 @@ def instrumented(record_dir: Path) -> Iterator[list[str]]:
     from autograder import pipeline
     from autograder.measure import warm_pool, worker_process
     from autograder.report import figure, integrity, summary
-    from autograder.sandbox import execute, jail, template
+    from autograder.jail import jail
+    from autograder.kernel_template import template
+    from autograder.sandbox import execute
 
     patches = [
         (pipeline, "grade_notebook", _grade_notebook),
@@ -575,7 +577,7 @@ def batch_once(
             )
         batch_total = group.seconds()
     finally:
-        from autograder.sandbox import template_slot
+        from autograder.kernel_template import template_slot
 
         template_slot.close_all()  # a template kept by this process would keep the batch's group busy
         _batch_group = None

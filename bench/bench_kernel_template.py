@@ -9,7 +9,7 @@ import-only cells (the reference solution's), one after the other, as the notebo
 - ``fresh``: today's kernel command (``jail.kernel_command``: bwrap, setpriv, confine, then
   ``python -m ipykernel_launcher``): the interpreter starts and imports everything;
 - ``template``: the launcher asks a template that imported the same modules once
-  (``autograder/sandbox/template.py``) to fork a child, which enters fresh namespaces, builds its
+  (``autograder/kernel_template/template.py``) to fork a child, which enters fresh namespaces, builds its
   root, drops to the slot uid, applies confine's layers and runs the kernel app in-process; the
   import cells find their modules already imported.
 
@@ -44,7 +44,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def import_cells() -> list[str]:
     """Lesson 07's import-only cells (the reference solution's), in order."""
-    from autograder.sandbox.template import import_only_modules
+    from autograder.kernel_template.template import import_only_modules
 
     nb = json.loads((ROOT / "reference" / ASSIGNMENT_ID / "solution.ipynb").read_text())
     sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
@@ -86,8 +86,8 @@ async def run_kernel(build, rundir: Path, workspace: Path, owner, cells: list[st
 def jail_entry(tpl, user, limits) -> dict:
     """What entering the jail alone costs a child: fork, namespaces, root, uid, confine, then ``pass``
     (wall from the request to the template's last word; CPU from the template's ``wait4`` of it)."""
-    from autograder.sandbox import template, template_launcher
-    from autograder.sandbox.users import reap_user
+    from autograder.kernel_template import template, template_launcher
+    from autograder.jail.users import reap_user
     from autograder.tree_walk import remove_tree
 
     base, rundir, site, workspace = fresh_folders(user)
@@ -115,9 +115,9 @@ def rss_mb(pid: int) -> float:
 
 
 def fresh_folders(user):
-    from autograder.sandbox import jail
+    from autograder.jail import jail
     from autograder.sandbox.runfolder import make_run_folder, make_workspace_folder
-    from autograder.sandbox.users import chown_tree_top
+    from autograder.jail.users import chown_tree_top
 
     base = make_run_folder()
     rundir, site = base / "run", jail.write_site(base / "site")
@@ -139,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from autograder.limits import ExecutionLimits
-    from autograder.sandbox import jail, template
-    from autograder.sandbox.users import claim_slot, ensure_user, reap_user
+    from autograder.jail import jail
+    from autograder.kernel_template import template
+    from autograder.jail.users import claim_slot, ensure_user, reap_user
     from autograder.tree_walk import remove_tree
 
     cells = import_cells()

@@ -23,7 +23,7 @@ import os
 import threading
 from typing import Any
 
-from autograder.sandbox.users import USER_PREFIX as SANDBOX_USER_PREFIX  # the jail's slot users
+from autograder.jail.users import USER_PREFIX as SANDBOX_USER_PREFIX  # the jail's slot users
 
 from .common import MiB, median
 

@@ -98,7 +98,8 @@ def guard_no_jail() -> None:
     import subprocess
     import threading
 
-    from autograder.sandbox import jail, template
+    from autograder.jail import jail
+    from autograder.kernel_template import template
 
     probing = threading.local()
 

@@ -55,7 +55,7 @@ def gather(
 ) -> tuple[Path, Path]:
     """Write the page and the points sheet of one question for the class in ``out``; returns their paths."""
     from ..report.page_templates import own_markup, render
-    from ..sandbox import read_each
+    from ..notebook_reader import read_each
 
     item = item_of(assignment, item_id)
     question = item.get("question")

@@ -14,7 +14,7 @@ before anything is read:
 
 Nothing is unpacked as is: only the chosen notebooks are read (size-capped, never following a
 symlink) and written under ``staging`` with names the grader made; nothing of them is parsed here
-(the bounded reader, :mod:`autograder.sandbox.notebook`, reads them in a limited child later).
+(the bounded reader, :mod:`autograder.notebook_reader.reader`, reads them in a limited child later).
 Zip entries with an absolute path, a ``..`` component or a symlink type are rejected with a
 warning. Submissions that cannot be graded (no notebook, several and none named like the
 assignment's, an unreadable one) are kept with a ``problem``: the batch gives them a zero with
@@ -38,7 +38,7 @@ from .. import tree_walk
 from ..errors import AutograderError, UnsafeFileError
 from ..notebook_choice import choose_notebook
 from ..safe_files import read_bytes
-from ..sandbox import MAX_NOTEBOOK_BYTES  # one submitted notebook: the bounded reader's cap
+from ..notebook_reader import MAX_NOTEBOOK_BYTES  # one submitted notebook: the bounded reader's cap
 from ..student_text import clean
 
 MiB = 1024 * 1024

@@ -36,7 +36,7 @@ from ..report import markdown as md
 from ..manual_answers import answer_tests
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import MiB, read_bytes, write_json_atomic
-from ..sandbox import MAX_NOTEBOOK_BYTES
+from ..notebook_reader import MAX_NOTEBOOK_BYTES
 from .container_limits import own_limits
 
 DEFAULT_ROOT = Path("/autograder")

@@ -9,7 +9,7 @@ The pipeline (SECURITY.md, layer 6):
    submission's: :mod:`autograder.measure.worker_process`) with an address-space limit and a wall-clock timeout, so a checker or
    ONNX Runtime segfault, a memory bomb (``ConstantOfShape`` → 14 GB) or a hang becomes
    "invalid model: <reason>", never a grader crash. Where bubblewrap works the child is jailed
-   (:func:`autograder.sandbox.jail.worker_command`: no network, read-only system, only its job
+   (:func:`autograder.jail.jail.worker_command`: no network, read-only system, only its job
    folder writable, the ``autograder-measure`` uid when the grader is root, seccomp), so a
    memory-safety bug of the parsers does not run as the grader; elsewhere it has rlimits only. The
    child checks the model and makes its session with :mod:`autograder.measure.model_check`

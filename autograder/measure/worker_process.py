@@ -106,7 +106,7 @@ def _worker_command(job_dir: Path) -> list[str]:
 
 def _jailed_command(cmd: list[str], job_dir: Path, env: dict[str, str]) -> list[str] | None:
     """``cmd`` inside the measuring jail, or None where there is none (rlimits only, as before)."""
-    from ..sandbox import measure_isolation, worker_command
+    from ..jail import measure_isolation, worker_command
 
     iso = measure_isolation()
     if iso is None:
@@ -225,7 +225,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """Kill the child (and its jail) now, if it still runs; :meth:`close` then cleans up."""
-        from ..sandbox import stop_jail
+        from ..jail import stop_jail
 
         if self.proc.poll() is None:
             if not self.jailed:
@@ -278,7 +278,7 @@ class WorkerProcess:
         """End the child and remove its folder. It is killed: an unused one saw no job (rather than
         left to finish its imports and exit: about 0.2 s of wall time and 0.3 s of CPU each), a used
         one has nothing left to do."""
-        from ..sandbox import stop_jail
+        from ..jail import stop_jail
 
         if self._closed:
             return

@@ -97,7 +97,7 @@ class _Code:
 def code_cells(notebook: Path) -> list[tuple[int, str]]:
     """(cell index, source) of each code cell; [] for a file that is not a notebook. Read by the
     one bounded reader (a limited child process): nothing of the notebook is parsed here."""
-    from ..sandbox import UnreadableNotebook, load_notebook
+    from ..notebook_reader import UnreadableNotebook, load_notebook
 
     try:
         return [(c.index, c.source) for c in load_notebook(Path(notebook)).cells]
@@ -137,7 +137,7 @@ def _skeleton(code: str) -> str:
 
 def all_code_cells(paths: list[Path]) -> list[list[tuple[int, str]]]:
     """:func:`code_cells` of each path, in order, read a few at a time (each read is a child)."""
-    from ..sandbox import read_each
+    from ..notebook_reader import read_each
 
     return read_each(code_cells, paths)
 
@@ -377,7 +377,7 @@ def family_members(notebooks: dict[str, Path], assignment: Any) -> set[str]:
     as expected, not flagged. Both are needed: two students who hand in the same copy of an
     example, under their own names (a Gradescope export names them ``submission_…``), are flagged
     as usual, and so is any pair with a notebook outside the family."""
-    from ..sandbox import MAX_NOTEBOOK_BYTES
+    from ..notebook_reader import MAX_NOTEBOOK_BYTES
 
     family = _family_hashes(assignment)
     out = set()

@@ -40,17 +40,18 @@ from .. import proc_info, tree_walk
 from ..limits import ExecutionLimits
 from ..errors import AutograderError
 from ..probe_format import ProbeCase, case_bytes
-from . import cgroups, jail, snapshot, uid_sweep
-from .disk_watchdog import SHM_DIR, DiskWatchdog, Held
+from ..jail import cgroups, jail, uid_sweep
+from ..jail.disk_watchdog import SHM_DIR, DiskWatchdog, Held
+from ..jail.procs import Watchdog, stop_jail
+from ..jail.users import chown_tree_top, claim_slot, reap_user, require_reachable
+from ..kernel_template.template import KernelTemplate, kernel_builder, unavailable_reason
+from ..kernel_template.template_slot import SlotTemplate
+from ..notebook_reader import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
+from . import snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelClient, JailedKernelManager
-from .notebook import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from .probe_run import HARNESS_BUGS, ProbeRun, probe_budget_s
 from .record import CellRecord, Outcome, build_record, reply_to_cell
-from .procs import Watchdog, stop_jail
 from .runfolder import KernelOutput, make_run_folder
-from .template import KernelTemplate, kernel_builder, unavailable_reason
-from .template_slot import SlotTemplate
-from .users import chown_tree_top, claim_slot, reap_user, require_reachable
 from .workspace import (
     RUNDIR_BYTES,
     RUNDIR_INODES,

@@ -37,7 +37,7 @@ import numpy as np
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .. import safe_files
-from ..assignment import ExecutionLimits
+from ..limits import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
 from ..probe_format import (
     LIMIT_WORDS,

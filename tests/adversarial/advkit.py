@@ -271,7 +271,7 @@ def _runnable_in_the_jail(proc: psutil.Process) -> bool:
     """False when ``proc`` runs a program the jail cannot even see (another checkout's venv,
     another image's interpreter): then it belongs to another grader that shares the machine's
     slot uids, not to this run."""
-    from autograder.sandbox import jail
+    from autograder.jail import jail
 
     try:
         program = (proc.cmdline() or [""])[0]  # as started: a venv's python resolves to its base
@@ -371,7 +371,7 @@ def require_kernel_asked(g: Graded) -> None:
     """With ``AUTOGRADER_KERNEL_TEMPLATE=1`` (``make test-template``) every kernel that could come from
     the template did: the suite then attacks template children, not fresh kernels that a broken
     wiring fell back to. Where the template cannot hold (the fallback jail, no root) it is fresh and says why."""
-    from autograder.sandbox import template
+    from autograder.kernel_template import template
 
     if not template.enabled() or g.execution.get("status") == "unreadable":
         return

@@ -276,7 +276,7 @@ def kernel_kind(request, monkeypatch) -> str | None:
     environment says) or "template" (``AUTOGRADER_KERNEL_TEMPLATE=1``: a template's child where the
     jail can hold one, checked of every graded notebook by ``advkit.require_kernel_asked``).
     None for a test that starts no kernel."""
-    from autograder.sandbox import template
+    from autograder.kernel_template import template
 
     kind = getattr(request, "param", None)
     if kind == "template":

@@ -4,7 +4,7 @@ keeps them open (or mapped) are in no folder, yet they fill the disk as long as 
 Where the grader may not mount a capped tmpfs (Gradescope's container: no ``CAP_SYS_ADMIN``),
 the workspace watchdog once listed folders only: 1,518 MB were held for 5 s past the 256 MB cap,
 status ``completed``. It now also counts what the jail's processes hold open or mapped after
-deleting it (``autograder/sandbox/disk_watchdog.py``), and stops the kernel with the same reason
+deleting it (``autograder/jail/disk_watchdog.py``), and stops the kernel with the same reason
 as any other write past the cap.
 
 Bounded: a 64 MB cap, 200 MB held (four 50 MB files), a 30 s sleep that only a watchdog ends

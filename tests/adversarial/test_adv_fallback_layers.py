@@ -1,6 +1,6 @@
 """The fallback jail's layers, attacked directly (no kernel needed): where namespaces are blocked
 (Docker's default seccomp profile, as on Gradescope) the grader runs the kernel as the sandbox uid
-under ``autograder/sandbox/confine.py``: rlimits, no_new_privs, Landlock and a seccomp filter.
+under ``autograder/jail/confine.py``: rlimits, no_new_privs, Landlock and a seccomp filter.
 
 These tests run small attack programs under exactly that confinement (the grader's own rules:
 ``jail.landlock_rules``, ``jail.rlimits``, ``jail.minimal_env``, seccomp with ``block_inet``),
@@ -32,8 +32,8 @@ def confined():
     if not os.access(SYSTEM_PYTHON, os.X_OK) or not shutil.which("setpriv"):
         pytest.skip(f"needs {SYSTEM_PYTHON} and setpriv")
     from autograder.assignment import ExecutionLimits
-    from autograder.sandbox import confine, jail
-    from autograder.sandbox.users import chown_tree_top, claim_slot, ensure_user
+    from autograder.jail import confine, jail
+    from autograder.jail.users import chown_tree_top, claim_slot, ensure_user
 
     slot_claim = claim_slot(xdist_slot())
     user = ensure_user(slot_claim.__enter__())

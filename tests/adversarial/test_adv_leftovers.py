@@ -64,7 +64,7 @@ def _dead_pid() -> int:
 
 def test_a_dead_graders_folders_and_cgroups_are_swept_and_a_live_ones_kept(grade_cells, jail_check):
     """Folders and cgroups named after a dead grader's pid go at the next run; a live one's stay."""
-    from autograder.sandbox import cgroups
+    from autograder.jail import cgroups
 
     dead = _dead_pid()
     live = subprocess.Popen(["sleep", "120"])  # stands for another grader that is still running

@@ -287,7 +287,7 @@ def test_fallback_rules_show_the_kernel_its_own_proc_only(confined):  # noqa: F8
     own (nothing of the grader's either way). The rule's /proc folder stays open in the kernel
     (``confine._landlock_allow``): a dentry the kernel dropped from its cache would come back as
     another inode, which no rule names."""
-    from autograder.sandbox import jail
+    from autograder.jail import jail
 
     out = confined(f"QUOTA = {list(jail.CPU_QUOTA_FILES)!r}\n" + PROC_CODE)
     expected = {

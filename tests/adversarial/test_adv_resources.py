@@ -154,7 +154,7 @@ BOMB_PIDS_MAX = 128  # the cgroup's pids.max for this test: 500 forks must hit i
 
 
 def test_fork_bomb_is_stopped_and_every_child_reaped(grade_cells, jail_check, limited, monkeypatch):
-    monkeypatch.setattr("autograder.sandbox.cgroups.PIDS_MAX", BOMB_PIDS_MAX)
+    monkeypatch.setattr("autograder.jail.cgroups.PIDS_MAX", BOMB_PIDS_MAX)
     g = grade_cells([FORK_BOMB], name="fork-bomb", assignment=limited(**BOMB_LIMITS))
     jail_check(g)  # includes: no process of the sandbox uid left
     rec = g.record("forks")

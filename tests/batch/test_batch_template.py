@@ -25,8 +25,8 @@ from batchkit import make_export_zip, read_gradebook
 from autograder import pipeline
 from autograder.batch import run_batch
 from autograder.grade_options import GradeOptions
-from autograder.sandbox import template_slot
-from autograder.sandbox.template import PROCESS_SCRIPT
+from autograder.kernel_template import template_slot
+from autograder.kernel_template.template import PROCESS_SCRIPT
 from needs import needs
 
 pytestmark = pytest.mark.slow

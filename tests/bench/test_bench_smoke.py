@@ -340,7 +340,7 @@ def test_memory_sampler_counts_a_template_child_as_the_kernel():
 
     sampler = TreeSampler(os.getpid())
     sampler.stop()
-    serve = ["python3", "/x/autograder/sandbox/template_process.py", "serve", "/tmp/t/sock"]
+    serve = ["python3", "/x/autograder/kernel_template/template_process.py", "serve", "/tmp/t/sock"]
     table = [
         (Proc(10, "python3", ["python3", "-m", "ipykernel_launcher", "-f", "k.json"], "root"), "kernel"),
         (Proc(11, "python3", serve, f"{SANDBOX_USER_PREFIX}3"), "kernel"),

@@ -22,8 +22,8 @@ def pytest_sessionstart(session):
     report = os.environ.get("AUTOGRADER_CONTAINER_REPORT")
     if not report or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    from autograder.sandbox.jail import choose_isolation
-    from autograder.sandbox.users import claim_slot
+    from autograder.jail.jail import choose_isolation
+    from autograder.jail.users import claim_slot
 
     assert "AUTOGRADER_JAIL" not in os.environ, "the container must not force a jail mode"
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.notebook import MAX_NOTEBOOK_BYTES
+from autograder.notebook_reader.reader import MAX_NOTEBOOK_BYTES
 from autograder.gradescope.sim.simulate import GRADESCOPE_CPUS, GRADESCOPE_MEMORY_MB, run_in_image
 
 pytestmark = pytest.mark.slow

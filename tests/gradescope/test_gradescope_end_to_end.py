@@ -202,7 +202,7 @@ def require_jail(jail: str, monkeypatch) -> None:
     """Skip, with the reason, when this machine cannot start a kernel in ``jail`` (the fallback
     needs the venv's Python where the sandbox uid can read it, as /opt/autograder is on Gradescope)."""
     from autograder.errors import SandboxUnavailableError
-    from autograder.sandbox import jail as jail_module
+    from autograder.jail import jail as jail_module
 
     monkeypatch.setenv("AUTOGRADER_JAIL", jail)
     try:

@@ -1,7 +1,7 @@
 """No byte of a submission is parsed in the grader's own process: each front end, run as the real
 command in a fresh process, reads a 60 MB notebook of nested empty lists (over the size cap) and
 one just under the cap (millions of lists: gigabytes once built) through the one bounded reader
-(autograder/sandbox/notebook.py), gives each a zero with a reason for the student, and its own
+(autograder/notebook_reader/reader.py), gives each a zero with a reason for the student, and its own
 peak memory (``VmHWM`` of /proc/self/status: the command's process only; the parsing child, the
 kernel and batch workers are other processes) stays under 300 MB.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.notebook import MAX_NOTEBOOK_BYTES
+from autograder.notebook_reader.reader import MAX_NOTEBOOK_BYTES
 
 pytestmark = pytest.mark.slow  # about 2 minutes: 60 MB files, fresh processes
 ASSIGNMENT = "07-quantization"

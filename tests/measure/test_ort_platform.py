@@ -38,8 +38,8 @@ from onnx import TensorProto, helper, numpy_helper
 from autograder import ort_platform
 from autograder.measure.model_policy import OPTIMIZATION_LEVELS
 from autograder.measure.model_check import make_session
-from autograder.sandbox import jail
-from autograder.sandbox import jail_site
+from autograder.jail import jail
+from autograder.jail import jail_site
 
 OPSET = 21
 FUSED = ("ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")  # where ONNX Runtime fuses into integer kernels

@@ -1,7 +1,9 @@
 """Rules of the package's source, checked over every module of autograder/ (tests may break them):
 
-- the jail's layer is used through its declared API: outside autograder/sandbox/, an import of
-  the sandbox names only what ``autograder.sandbox.__all__`` declares, never a module inside it;
+- the layers of running student code (the jail, the kernel template, running a notebook) and the
+  notebook reader are used through their declared APIs: outside a package (and outside the
+  packages that build on its modules, :data:`API_PACKAGES`), an import of it names only what its
+  ``__all__`` declares, never a module inside it;
 - one atomic writer: ``os.replace`` (or ``Path.replace``) is called in safe_files.atomic_replace
   only; the kernel-side probe's source (a string run in the student's kernel, which imports
   nothing of the grader, as written there) holds the only other one;
@@ -17,16 +19,35 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
 import autograder
+import autograder.jail
+import autograder.kernel_template
+import autograder.notebook_reader
 import autograder.sandbox
 
 PACKAGE = Path(autograder.__file__).resolve().parent
-SANDBOX = "autograder.sandbox"
+# package used through its __all__ -> the packages that build on its modules (may import past it)
+API_PACKAGES = {
+    "autograder.jail": ("autograder.kernel_template", "autograder.sandbox"),
+    "autograder.kernel_template": ("autograder.sandbox",),
+    "autograder.sandbox": (),
+    "autograder.notebook_reader": (),
+}
+DECLARED = {
+    name: set(package.__all__)
+    for name, package in (
+        ("autograder.jail", autograder.jail),
+        ("autograder.kernel_template", autograder.kernel_template),
+        ("autograder.sandbox", autograder.sandbox),
+        ("autograder.notebook_reader", autograder.notebook_reader),
+    )
+}
 KERNEL_SIDE_REPLACE = {("autograder.sandbox.probe", "SETUP_BODY")}  # (module, name of the source string)
 
 
@@ -51,69 +72,97 @@ def _absolute(module: str, path: Path, node: ast.ImportFrom) -> str:
     return f"{base}.{node.module}" if node.module else base
 
 
-def sandbox_imports_past_the_api(module: str, path: Path, tree: ast.Module) -> list[str]:
-    """Where ``module`` reaches into the sandbox past its ``__all__``: ``line: what``."""
-    declared = set(autograder.sandbox.__all__)
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def imports_past_the_api(module: str, path: Path, tree: ast.Module, package: str) -> list[str]:
+    """Where ``module`` reaches into ``package`` past its ``__all__``: ``line: what``."""
+    declared = DECLARED[package]
+    parent, _, last = package.rpartition(".")
     bad, aliases = [], set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith(SANDBOX + "."):
+                if a.name.startswith(package + "."):
                     bad.append(f"{node.lineno}: import {a.name}")
-                elif a.name == SANDBOX and a.asname:
+                elif a.name == package and a.asname:
                     aliases.add(a.asname)
         elif isinstance(node, ast.ImportFrom):
             target = _absolute(module, path, node)
-            if target.startswith(SANDBOX + "."):
+            if target.startswith(package + "."):
                 bad.append(f"{node.lineno}: from {target} import ...")
-            elif target == SANDBOX:
-                bad += [f"{node.lineno}: from {SANDBOX} import {a.name}" for a in node.names if a.name not in declared]
-            elif target == "autograder":
-                aliases |= {a.asname or a.name for a in node.names if a.name == "sandbox"}
-    for node in ast.walk(tree):  # sandbox.<name> through the package object
+            elif target == package:
+                bad += [f"{node.lineno}: from {package} import {a.name}" for a in node.names if a.name not in declared]
+            elif target == parent:
+                aliases |= {a.asname or a.name for a in node.names if a.name == last}
+    for node in ast.walk(tree):  # package.<name> through the package object
         if (
             isinstance(node, ast.Attribute)
             and node.attr not in declared
-            and ((isinstance(node.value, ast.Name) and node.value.id in aliases) or ast.unparse(node.value) == SANDBOX)
+            and ((isinstance(node.value, ast.Name) and node.value.id in aliases) or ast.unparse(node.value) == package)
         ):
             bad.append(f"{node.lineno}: {ast.unparse(node)}")
     return bad
 
 
 @pytest.mark.parametrize(
-    "module, path, tree",
-    [m for m in MODULES if not (m[0] + ".").startswith(SANDBOX + ".")],
+    "package, module, path, tree",
+    [
+        (package, *m)
+        for package, builders in API_PACKAGES.items()
+        for m in MODULES
+        if not any(_inside(m[0], p) for p in (package, *builders))
+    ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
-def test_outside_the_sandbox_only_its_declared_api_is_imported(module, path, tree):
-    assert sandbox_imports_past_the_api(module, path, tree) == [], (
-        f"{module} imports past autograder.sandbox's __all__ (add the name to sandbox/__init__.py)"
+def test_outside_a_layer_only_its_declared_api_is_imported(package, module, path, tree):
+    assert imports_past_the_api(module, path, tree, package) == [], (
+        f"{module} imports past {package}'s __all__ (add the name to its __init__.py)"
     )
 
 
-def test_the_declared_api_exists_and_the_check_catches_every_way_past_it():
-    for name in autograder.sandbox.__all__:
-        assert hasattr(autograder.sandbox, name), name
+def test_the_declared_apis_exist():
+    for package, names in DECLARED.items():
+        for name in names:
+            assert hasattr(importlib.import_module(package), name), (package, name)
+
+
+@pytest.mark.parametrize(
+    "package, source, expected",
+    [
+        ("autograder.sandbox", "from ..sandbox.execute import run_submission", 1),
+        ("autograder.sandbox", "from ..sandbox import execute", 1),
+        ("autograder.sandbox", "from ..sandbox import run_submission, execute", 1),
+        ("autograder.sandbox", "import autograder.sandbox.runfolder", 1),
+        ("autograder.sandbox", "from autograder.sandbox.workspace import prepared_workspace", 1),
+        ("autograder.sandbox", "def f():\n    from ..sandbox.execute import run_submission", 1),
+        ("autograder.sandbox", "from .. import sandbox\nsandbox.execute.run_submission()", 1),
+        ("autograder.sandbox", "import autograder.sandbox as sb\nsb.runfolder.make_run_folder()", 1),
+        ("autograder.sandbox", "import autograder.sandbox\nautograder.sandbox.execute.STARTUP_TIMEOUT_S", 1),
+        ("autograder.sandbox", "from .. import sandbox\nsandbox.run_submission()", 0),
+        ("autograder.sandbox", "from .sandbox import x", 0),
+        ("autograder.sandbox", "from ..sandbox import run_submission, prepared_workspace", 0),
+        ("autograder.sandbox", "from autograder.sandbox import run_submission", 0),
+        ("autograder.sandbox", "from ..measure.sandbox_thing import x", 0),
+        ("autograder.jail", "from ..jail.jail import worker_command", 1),
+        ("autograder.jail", "from ..jail import jail", 1),
+        ("autograder.jail", "import autograder.jail.procs", 1),
+        ("autograder.jail", "from .. import jail\njail.procs.stop_jail()", 1),
+        ("autograder.jail", "from ..jail import stop_jail, worker_command", 0),
+        ("autograder.jail", "from .. import jail\njail.stop_jail()", 0),
+        ("autograder.jail", "from ..sandbox import jail", 0),  # another package's name
+        ("autograder.kernel_template", "from ..kernel_template.template_slot import for_run", 1),
+        ("autograder.kernel_template", "from ..kernel_template import for_run", 0),
+        ("autograder.notebook_reader", "from ..notebook_reader.reader import read_each", 1),
+        ("autograder.notebook_reader", "from ..notebook_reader import reader", 1),
+        ("autograder.notebook_reader", "from ..notebook_reader import read_each, MAX_NOTEBOOK_BYTES", 0),
+    ],
+)
+def test_the_api_check_catches_every_way_past_it(package, source, expected):
     probe = Path(PACKAGE / "report" / "x.py")
-    cases = {
-        "from ..sandbox.notebook import read_each": 1,
-        "from ..sandbox import jail": 1,
-        "from ..sandbox import read_each, execute": 1,
-        "import autograder.sandbox.procs": 1,
-        "from autograder.sandbox.workspace import prepared_workspace": 1,
-        "def f():\n    from ..sandbox.jail import worker_command": 1,
-        "from .. import sandbox\nsandbox.jail.worker_command()": 1,
-        "import autograder.sandbox as sb\nsb.procs.stop_jail()": 1,
-        "import autograder.sandbox\nautograder.sandbox.execute.STARTUP_TIMEOUT_S": 1,
-        "from .. import sandbox\nsandbox.read_each()": 0,
-        "from .sandbox import x": 0,
-        "from ..sandbox import read_each, stop_jail": 0,
-        "from autograder.sandbox import run_submission": 0,
-        "from ..measure.sandbox_thing import x": 0,
-    }
-    for source, expected in cases.items():
-        found = sandbox_imports_past_the_api("autograder.report.x", probe, ast.parse(source))
-        assert len(found) == expected, (source, found)
+    found = imports_past_the_api("autograder.report.x", probe, ast.parse(source), package)
+    assert len(found) == expected, (source, found)
 
 
 # ── one atomic writer ─────────────────────────────────────────────────────────────────────────
@@ -306,7 +355,7 @@ def test_the_proc_check_tells_the_readers_jobs_from_the_rest(source, expected):
 
 
 # ── every grader session starts from ort_platform.session_options ─────────────────────────────
-NOTEBOOK_SIDE_SESSIONS = "autograder.sandbox.jail_site"  # wraps the notebook's sessions, makes none
+NOTEBOOK_SIDE_SESSIONS = "autograder.jail.jail_site"  # wraps the notebook's sessions, makes none
 
 
 def _grading_modules() -> list[tuple[str, Path, ast.Module]]:

@@ -14,7 +14,7 @@ import pytest
 
 from sandbox_helpers import FAST
 
-from autograder.sandbox import cgroups, jail, jail_site
+from autograder.jail import cgroups, jail, jail_site
 
 
 def _fake_v2(tmp_path: Path) -> cgroups.Hierarchy:

@@ -10,7 +10,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_raw_cell
 
 from autograder.cell_numbers import NO_NAME, cell_where, error_summary, where_of
-from autograder.sandbox.notebook import UnreadableNotebook, load_notebook
+from autograder.notebook_reader.reader import UnreadableNotebook, load_notebook
 from autograder.sandbox.record import CellRecord, Outcome, build_record, reply_to_cell
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import confine
-from autograder.sandbox.jail import _confine_argv
+from autograder.jail import confine
+from autograder.jail.jail import _confine_argv
 
 PROJECT_FILE = str(Path(__file__).resolve().parents[2] / "pyproject.toml")
 
@@ -81,7 +81,7 @@ def test_landlock_denies_reading_outside_the_allow_list():
     applied = json.loads(probe.stdout.strip().splitlines()[-1])["applied"]
     if not any(a.startswith("landlock") for a in applied):
         pytest.skip("Landlock is not available on this kernel")
-    from autograder.sandbox.jail import SYSTEM_DIRS, interpreter_paths
+    from autograder.jail.jail import SYSTEM_DIRS, interpreter_paths
 
     rx = [d for d in SYSTEM_DIRS if Path(d).is_dir() and not Path(d).is_symlink()] + interpreter_paths()
     out = run_confined({"landlock": {"rx": rx, "ro": ["/proc", "/dev/null"], "rw": []}})

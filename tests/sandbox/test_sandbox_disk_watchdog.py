@@ -1,4 +1,4 @@
-"""The disk watchdog's counts beyond the folders' listings (``autograder/sandbox/disk_watchdog.py``):
+"""The disk watchdog's counts beyond the folders' listings (``autograder/jail/disk_watchdog.py``):
 files held open or mapped after every name of them is gone, and the free space of the disk.
 
 A real process holds real deleted files here; only the file system's free space is given by a
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.disk_watchdog import DiskWatchdog, Held, descendants, held_open_bytes
+from autograder.jail.disk_watchdog import DiskWatchdog, Held, descendants, held_open_bytes
 
 MiB = 1 << 20
 

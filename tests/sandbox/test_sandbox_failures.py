@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from autograder.sandbox import execute, procs, run_submission
+from autograder.jail import procs
+from autograder.sandbox import execute, run_submission
 from autograder.sandbox.kernel import JailedKernelManager
 
 from sandbox_helpers import FAST, worker_slot, write_notebook

@@ -11,8 +11,9 @@ import pytest
 
 from autograder.limits import ExecutionLimits
 from autograder.errors import SandboxUnavailableError
-from autograder.sandbox import detect_isolation, jail, run_submission
-from autograder.sandbox.users import SandboxUser
+from autograder.jail import jail
+from autograder.sandbox import detect_isolation, run_submission
+from autograder.jail.users import SandboxUser
 
 from sandbox_helpers import FAST, worker_slot, write_notebook
 
@@ -155,7 +156,7 @@ def test_leftover_processes_of_the_uid_do_not_block_the_next_run(tmp_path):
     """70 processes of the slot's uid (more than RLIMIT_NPROC) are reaped before the kernel starts."""
     import subprocess
 
-    from autograder.sandbox.users import ensure_user, pids_of_uid
+    from autograder.jail.users import ensure_user, pids_of_uid
 
     slot = 40 + worker_slot()  # a slot nothing else uses (claim_slot spares 16)
     user = ensure_user(slot)

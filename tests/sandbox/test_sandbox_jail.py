@@ -14,7 +14,7 @@ import pytest
 
 from autograder.limits import ExecutionLimits
 from autograder.sandbox import detect_isolation
-from autograder.sandbox.users import USER_PREFIX, pids_of_uid
+from autograder.jail.users import USER_PREFIX, pids_of_uid
 
 from sandbox_helpers import worker_slot
 from needs import needs
@@ -177,7 +177,7 @@ def test_environment_is_minimal(jail):
     assert "AUTOGRADER_FAKE_SECRET_TOKEN" not in env
     assert not any(k.startswith("JPY_") for k in env), sorted(env)
     assert env["OMP_NUM_THREADS"] == "1" and env["MPLBACKEND"] == "Agg"
-    from autograder.sandbox.jail import minimal_env
+    from autograder.jail.jail import minimal_env
 
     set_by_ipykernel = {
         "CLICOLOR",

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from autograder.measure import onnx_load, worker_process
-import autograder.sandbox as sandbox
-from autograder.sandbox import jail
+import autograder.jail as jail_api
+from autograder.jail import jail
 from waiting import returns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_the_childs_output_is_kept_out_of_its_reach_and_only_its_end_read(monkey
 
 
 def test_without_the_jail_the_child_still_runs_with_rlimits(monkeypatch):
-    monkeypatch.setattr(sandbox, "measure_isolation", lambda: None)  # the name the measuring side uses
+    monkeypatch.setattr(jail_api, "measure_isolation", lambda: None)  # the name the measuring side uses
     _child(
         monkeypatch,
         "import json, os, resource\njson.dump({'ok': True, 'facts': {'uid': os.getuid()}}, open('result.json', 'w'))",

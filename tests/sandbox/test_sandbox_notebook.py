@@ -11,7 +11,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.sandbox import run_submission
-from autograder.sandbox.notebook import UnreadableNotebook, load_code_cells, stripped_notebook
+from autograder.notebook_reader.reader import UnreadableNotebook, load_code_cells, stripped_notebook
 
 from sandbox_helpers import FAST, worker_slot
 

@@ -1,4 +1,4 @@
-"""The one bounded reader of submitted notebooks (autograder/sandbox/notebook.py, notebook_parse.py),
+"""The one bounded reader of submitted notebooks (autograder/notebook_reader/reader.py, parse_child.py),
 fuzzed with hypothesis over notebook JSON shapes: deep, wide, huge numbers, odd types, byte order
 marks, duplicate keys, truncation, junk bytes.
 
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.sandbox.notebook import (
+from autograder.notebook_reader.reader import (
     MAX_INT_DIGITS,
     MAX_JSON_ARRAYS,
     MAX_NOTEBOOK_BYTES,

@@ -1,6 +1,6 @@
 """The kernel template (zygote) attacked from inside its children: real template, real namespaces, as root.
 
-Each test runs code in a child of one template (``autograder/sandbox/template_process.py``) the
+Each test runs code in a child of one template (``autograder/kernel_template/template_process.py``) the
 way a submission's kernel would run it: after the child entered its fresh namespaces, built its
 root, closed its descriptors, took the minimal environment, dropped to the slot uid and applied
 confine's layers. SECURITY.md ("The kernel template (zygote)") lists the invariant each test
@@ -21,8 +21,9 @@ import pytest
 from sandbox_helpers import FAST, worker_slot
 
 from autograder.proc_info import pids_of_uid
-from autograder.sandbox import jail, template, template_launcher
-from autograder.sandbox.users import chown_tree_top, claim_slot, ensure_user, reap_user
+from autograder.jail import jail
+from autograder.kernel_template import template, template_launcher
+from autograder.jail.users import chown_tree_top, claim_slot, ensure_user, reap_user
 
 pytestmark = [pytest.mark.kernel, pytest.mark.root]
 
@@ -438,8 +439,8 @@ def test_the_slot_cgroup_holds_every_process_of_the_child(slot_template, tmp_pat
     slot's memory (the cgroup's OOM killer ends one of them; the template lives on)."""
     from dataclasses import replace
 
-    from autograder.sandbox import cgroups
-    from autograder.sandbox.users import USER_PREFIX
+    from autograder.jail import cgroups
+    from autograder.jail.users import USER_PREFIX
 
     tpl, user = slot_template
     slot = int(user.name.removeprefix(USER_PREFIX))

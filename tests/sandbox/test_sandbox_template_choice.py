@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.sandbox import template
-from autograder.sandbox.jail import Isolation
-from autograder.sandbox.users import SandboxUser
+from autograder.kernel_template import template
+from autograder.jail.jail import Isolation
+from autograder.jail.users import SandboxUser
 
 SLOT = SandboxUser("autograder-sb0", 990, 990)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.sandbox.template import KERNEL_MODULES, import_only_modules
+from autograder.kernel_template.template import KERNEL_MODULES, import_only_modules
 
 CASES = [
     (["import numpy as np\nimport onnx"], ["numpy", "onnx"]),

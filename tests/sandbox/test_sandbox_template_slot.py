@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.sandbox import template, template_slot
+from autograder.kernel_template import template, template_slot
 
 
 class FakeTemplate:

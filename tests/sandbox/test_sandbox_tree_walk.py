@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder import tree_walk
-from autograder.sandbox.disk_watchdog import remove_owned
+from autograder.jail.disk_watchdog import remove_owned
 from autograder.sandbox.workspace import copy_tree_safely
 
 CANARY = b"outside the tree: never copied, never changed"

@@ -1,4 +1,4 @@
-"""What a sandbox uid leaves without a process (``autograder/sandbox/uid_sweep.py``), and the
+"""What a sandbox uid leaves without a process (``autograder/jail/uid_sweep.py``), and the
 seccomp rule that keeps SysV IPC and POSIX message queues out of every jail.
 
 The sweep is tested on objects this test makes itself, as a uid of its own that no sandbox slot
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import confine, uid_sweep
-from autograder.sandbox.jail import _confine_argv
-from autograder.sandbox.users import USER_PREFIX, SandboxUser
+from autograder.jail import confine, uid_sweep
+from autograder.jail.jail import _confine_argv
+from autograder.jail.users import USER_PREFIX, SandboxUser
 from autograder.tree_walk import remove_tree
 
 IPC_CREAT, IPC_SET = 0o1000, 1

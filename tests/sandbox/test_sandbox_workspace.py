@@ -16,8 +16,9 @@ import pytest
 from autograder.limits import ExecutionLimits
 from autograder.errors import AutograderError
 from autograder import proc_info, tree_walk
-from autograder.sandbox import disk_watchdog, run_submission, workspace
-from autograder.sandbox.disk_watchdog import DiskWatchdog
+from autograder.jail import disk_watchdog
+from autograder.sandbox import run_submission, workspace
+from autograder.jail.disk_watchdog import DiskWatchdog
 from autograder.sandbox.workspace import (
     MountError,
     copy_tree_safely,

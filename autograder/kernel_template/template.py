@@ -31,9 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..limits import ExecutionLimits
-from . import jail, jail_site
-from .cgroups import SlotCgroup
-from .users import SandboxUser
+from ..jail import jail, jail_site
+from ..jail.cgroups import SlotCgroup
+from ..jail.users import SandboxUser
 
 SWITCH = "AUTOGRADER_KERNEL_TEMPLATE"
 PROCESS_SCRIPT = Path(__file__).with_name("template_process.py")

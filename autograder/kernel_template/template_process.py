@@ -1,8 +1,8 @@
 """The kernel template (zygote) process: imports a lesson's libraries once, forks one jailed kernel per request.
 
 Run by path, never imported by the grader: ``python -I template_process.py serve SOCKET MODULE...``
-(standard library only, plus :mod:`confine` and :mod:`jail_site`, loaded by path from this
-folder: the same functions every kernel's confinement uses). The process
+(standard library only, plus :mod:`confine` and :mod:`jail_site`, loaded by path from the jail's
+folder beside this one, ``autograder/jail/``: the same functions every kernel's confinement uses). The process
 
 1. imports ``MODULE...`` (the lesson's libraries: numpy, scikit-learn, ... and ipykernel's
    kernel app) with one BLAS/OpenMP thread, and nothing of the grader; a module whose import
@@ -45,7 +45,7 @@ import socket
 import struct
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+JAIL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jail")  # confine.py, jail_site.py
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -72,8 +72,8 @@ MAX_REQUEST = 1 << 20
 
 
 def _load(name):
-    """``confine`` or ``jail_site`` from this folder, by path (this process imports no grader package)."""
-    spec = importlib.util.spec_from_file_location(f"autograder_template_{name}", os.path.join(HERE, f"{name}.py"))
+    """``confine`` or ``jail_site`` from the jail's folder, by path (this process imports no grader package)."""
+    spec = importlib.util.spec_from_file_location(f"autograder_template_{name}", os.path.join(JAIL_DIR, f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

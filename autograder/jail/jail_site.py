@@ -4,7 +4,7 @@ ONNX Runtime sizes a session's default intra-op (and inter-op) pool by the host'
 cores: on a 24-core host a notebook opening three default sessions needs about 70 threads,
 which ``RLIMIT_NPROC`` (per uid, threads included) refuses, and the third constructor never
 returns. The grader copies this file as ``sitecustomize.py`` into a read-only folder on the
-kernel's ``PYTHONPATH`` (:func:`autograder.sandbox.jail.write_site`); every Python process of the
+kernel's ``PYTHONPATH`` (:func:`autograder.jail.jail.write_site`); every Python process of the
 jail then gives an ``InferenceSession`` whose options leave a pool size at 0 ("default") the
 number in ``$AUTOGRADER_KERNEL_THREADS`` instead (the CPUs the grader may use, at most 4).
 Explicit sizes are kept.

@@ -4,7 +4,7 @@ nbclient obeys the notebook: ``metadata.kernelspec`` picks the kernel, the tag
 ``skip-execution`` skips a cell, ``raises-exception`` hides its error. None of that survives
 here: the result is the list of code cells (source and original index) and a fresh nbformat-4
 notebook that holds only them, with empty metadata and no outputs. The file itself is parsed in
-a limited child process (:mod:`.notebook_parse`), so no notebook can cost the grader memory or
+a limited child process (:mod:`.parse_child`), so no notebook can cost the grader memory or
 time beyond its limits.
 
 This is the one reader of submitted notebooks: the pipeline, deciding the assignment
@@ -32,7 +32,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from ..cell_numbers import cell_where
 from ..safe_files import scrub_strings
-from . import notebook_parse
+from . import parse_child
 
 MAX_NOTEBOOK_BYTES = 32 * 1024 * 1024
 MAX_CODE_CELLS = 2_000  # a notebook of this course has < 100; each runs as one request
@@ -95,7 +95,7 @@ def _open_notebook(path: Path) -> int:
 
 @functools.lru_cache(maxsize=1)
 def _parser_source() -> str:
-    text = Path(notebook_parse.__file__).read_text()
+    text = Path(parse_child.__file__).read_text()
     return text.split('"""', 2)[2].lstrip() if text.startswith('"""') else text
 
 
@@ -112,7 +112,7 @@ def load_notebook(
     metadata names (when not Python) and what its metadata declares (``DECLARED_AT``), or
     :class:`UnreadableNotebook`.
 
-    The JSON is parsed in a child process (:mod:`.notebook_parse`) with an address-space limit
+    The JSON is parsed in a child process (:mod:`.parse_child`) with an address-space limit
     and ``timeout_s``: what a notebook's structure costs to parse is the child's, never the
     grader's, and a notebook of more than MAX_CODE_CELLS code cells is refused with a reason.
     ``cells=False``: the code cells are not sent back (the caller needs only the metadata).
@@ -143,7 +143,7 @@ def read_notebook_bytes(
 def _parse_in_child(
     name: str, source: int | bytes, timeout_s: float, cells: bool, questions: tuple[str, ...] = ()
 ) -> LoadedNotebook:
-    """Run :mod:`.notebook_parse` on ``source`` (a descriptor, or bytes fed on its stdin)."""
+    """Run :mod:`.parse_child` on ``source`` (a descriptor, or bytes fed on its stdin)."""
     limits = {
         "name": name,
         "max_bytes": MAX_NOTEBOOK_BYTES,

@@ -19,7 +19,7 @@ The grader's ONNX measuring child gets the same bwrap jail (:func:`measure_isola
 Where the grader may manage cgroups (:mod:`.cgroups`), the command starts by joining the run's
 cgroup (memory of the whole tree, ``pids.max``, a CPU share), which then replaces ``RLIMIT_AS``
 (``RLIMIT_DATA`` of the same size keeps a single oversized allocation a ``MemoryError``) and
-``RLIMIT_NPROC``. Every mode ends in :mod:`autograder.sandbox.confine` (rlimits, no_new_privs, Landlock, seccomp,
+``RLIMIT_NPROC``. Every mode ends in :mod:`autograder.jail.confine` (rlimits, no_new_privs, Landlock, seccomp,
 then ``execve`` of the kernel with a minimal environment). ``AUTOGRADER_JAIL=bwrap|fallback|none``
 restricts the choice to that mode (for tests, and for operators who know their machine; ``none``
 still needs ``unsafe_no_sandbox``); the default ``auto`` takes the best that works.

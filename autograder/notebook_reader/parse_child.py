@@ -2,7 +2,7 @@
 
 This file is self-contained (standard library only) because it does not run as an import: the
 grader passes its source to ``python -I -S -c SOURCE LIMITS_JSON`` with the notebook's bytes on
-standard input (see :func:`autograder.sandbox.notebook.load_notebook`). A 30 MB notebook of a
+standard input (see :func:`autograder.notebook_reader.reader.load_notebook`). A 30 MB notebook of a
 million tiny objects takes gigabytes once parsed, and an integer of 5,000 digits or a
 200,000-deep nesting makes ``json.loads`` raise; here that costs a child process (with its own
 address-space limit and the caller's timeout), never the grader.
