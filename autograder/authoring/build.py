@@ -450,12 +450,26 @@ def _unknown_placeholder(
     if measurements is None:
         return None
     _, reason = lookup(measurements, name)
-    if reason is None or not reason.startswith("measurement missing"):
-        return None  # present, or a section's error: a student's run may well produce it
+    if reason is None or not reason.startswith("measurement missing") or _holds_key(measurements, name):
+        return None  # a value, a section's error, or a key the run left empty (null): a student's run may fill it
     return (
         f"not in the reference run's measurements ({_why(measurements, name, reason)}); "
         f"a part's own fields are {', '.join('{' + f + '}' for f in fields)}"
     )
+
+
+def _holds_key(measurements: dict[str, Any], path: str) -> bool:
+    """Whether the table deepest along ``path`` holds its next key, whatever its value: a null there
+    (``execution.first_error`` when no cell failed) may be a table in a student's run. lookup says
+    "missing" for null alike."""
+    from ..judge import lookup
+
+    segments = path.split(".")
+    for i in range(len(segments) - 1, -1, -1):
+        parent, reason = lookup(measurements, ".".join(segments[:i])) if i else (measurements, None)
+        if reason is None and isinstance(parent, dict):
+            return any(".".join(segments[i:j]) in parent for j in range(i + 1, len(segments) + 1))
+    return False
 
 
 def reference_measurements(assignment: Assignment, *, unsafe_no_sandbox: bool = False) -> dict[str, Any]:
