@@ -102,21 +102,27 @@ def notebooks(env: jinja2.Environment, values: dict[str, str]) -> tuple[nbformat
     return student, solution
 
 
+def default_title(assignment_id: str) -> str:
+    return f"Lesson {assignment_id} · softmax and its ONNX model"
+
+
+def render_files(assignment_id: str, title: str) -> dict[str, str]:
+    """The text files of the lesson (not its notebooks), by their path relative to the project root."""
+    env = _environment()
+    values = {"id": assignment_id, "title": title}
+    return {target.format(id=assignment_id): env.get_template(name).render(**values) for name, target in FILES.items()}
+
+
 def new_assignment(assignment_id: str, root: Path, *, title: str | None = None) -> list[Path]:
     """Write the lesson ``assignment_id`` under ``root`` and build it; returns the files written."""
     from ..assignment import load_assignment
     from .build import build_assignment
 
     check_new_id(assignment_id, root)
-    title = title if title is not None else f"Lesson {assignment_id} · softmax and its ONNX model"
+    title = title if title is not None else default_title(assignment_id)
     check_title(title)
-    values = {"id": assignment_id, "title": title}
-    env = _environment()
-    rendered = {
-        root / target.format(id=assignment_id): env.get_template(name).render(**values)
-        for name, target in FILES.items()
-    }
-    student, solution = notebooks(env, values)
+    rendered = {root / target: text for target, text in render_files(assignment_id, title).items()}
+    student, solution = notebooks(_environment(), {"id": assignment_id, "title": title})
     written = []
     for path, text in rendered.items():
         path.parent.mkdir(parents=True, exist_ok=True)
