@@ -176,3 +176,99 @@ def test_check_assignment_quick_prints_a_line_per_check_and_fails_on_one(root):
         "mistakes lose at checks the rubric does not have: {'softmax_without_max_shift.ipynb': 'softmx'}" in (failed[1])
     )
     assert f"{ID}: 2 checks failed" in bad.output
+
+
+# ── a zip built from tolerances older than the lesson ────────────────────────────────────────
+
+
+def calibrated_now(a) -> None:
+    """Record, as ``calibrate`` does, the content the lesson's tolerances were calibrated for."""
+    from autograder.authoring.calibrate import rubric_sha256
+
+    a.tolerances_path.write_text(
+        f'[provenance]\nassignment_fingerprint = "{a.code_fingerprint()}"\nrubric_sha256 = "{rubric_sha256(a)}"\n'
+    )
+
+
+def touch(path: Path, seconds_after: Path) -> None:
+    """Set ``path``'s modification time a minute after ``seconds_after``'s."""
+    import os
+
+    t = seconds_after.stat().st_mtime + 60
+    os.utime(path, (t, t))
+
+
+STALE = {  # what changes after calibration → the words of the warning (None: none)
+    "nothing": (lambda a: None, None),
+    "the rubric's text": (
+        lambda a: edit(a.rubric_path, "Exponentiate, then", "Exponentiate first, then"),
+        "older than rubric.toml (by content)",
+    ),
+    "a file of grading/": (
+        lambda a: (a.folder / "grading" / "extra.py").write_text("X = 1\n"),
+        "older than the grading code (grading/, assignment.toml; by content)",
+    ),
+    "assignment.toml": (
+        lambda a: edit(a.folder / "assignment.toml", 'version = "', 'version = "2'),
+        "older than the grading code",
+    ),
+    "only modification times (a git checkout)": (
+        lambda a: [touch(p, a.tolerances_path) for p in (a.rubric_path, a.folder / "grading" / "__init__.py")],
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STALE))
+def test_calibration_drift_by_the_content_recorded_at_calibration(root, kind):
+    from autograder.assignment import load_assignment
+    from autograder.authoring.calibrate import calibration_drift
+
+    a = load_assignment(ID, root)
+    calibrated_now(a)
+    change, words = STALE[kind]
+    change(a)
+    drift = calibration_drift(load_assignment(ID, root))
+    if words is None:
+        assert drift is None
+        return
+    assert drift is not None and words in drift, drift
+    assert drift.startswith(f"{a.tolerances_path} is older than") and f"run `autograder calibrate {ID}`" in drift
+    assert "\n" not in drift
+
+
+def test_calibration_drift_by_modification_time_without_recorded_hashes(root):
+    from autograder.assignment import load_assignment
+    from autograder.authoring.calibrate import calibration_drift
+
+    a = load_assignment(ID, root)
+    a.tolerances_path.write_text("[provenance]\n")
+    touch(a.tolerances_path, a.rubric_path)
+    assert calibration_drift(a) is None
+    touch(a.rubric_path, a.tolerances_path)
+    assert "older than rubric.toml (by modification time)" in (calibration_drift(a) or "")
+    touch(a.tolerances_path, a.rubric_path)
+    touch(a.folder / "grading" / "__init__.py", a.tolerances_path)
+    drift = calibration_drift(a) or ""
+    assert "older than the grading code (grading/, assignment.toml; by modification time)" in drift
+    assert "rubric.toml" not in drift
+
+
+def test_gradescope_build_warns_in_one_line_and_still_writes_the_zip(root, tmp_path, monkeypatch):
+    from autograder.assignment import load_assignment
+    from autograder.gradescope import build as gradescope_build
+
+    monkeypatch.setattr(gradescope_build, "checkout_root", lambda: root)
+    a = load_assignment(ID, root)
+    calibrated_now(a)
+    fresh = invoke(root, "gradescope", "build", ID, "-o", str(tmp_path / "a.zip"))
+    assert fresh.exit_code == 0 and (tmp_path / "a.zip").is_file(), fresh.output
+    assert "warning" not in fresh.output
+    edit(a.rubric_path, "Exponentiate, then", "Exponentiate first, then")
+    stale = invoke(root, "gradescope", "build", ID, "-o", str(tmp_path / "b.zip"))
+    assert stale.exit_code == 0 and (tmp_path / "b.zip").is_file(), stale.output
+    warnings = [line for line in stale.output.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {a.tolerances_path} is older than rubric.toml (by content): its values may not follow "
+        f"from the lesson as it is; run `autograder calibrate {ID}` before you upload"
+    ], stale.output
