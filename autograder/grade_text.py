@@ -99,6 +99,8 @@ def render(
             return UNKNOWN
         if source is measurements:
             return shown_placeholder(measurements, path, value, fmt or "auto")
+        if isinstance(value, Mapping) and "value" in value:  # a calibrated entry: the judge reads its value
+            value = value["value"]
         return format_value(value, fmt or "auto")
 
     kept = []

@@ -272,3 +272,12 @@ def test_gradescope_build_warns_in_one_line_and_still_writes_the_zip(root, tmp_p
         f"warning: {a.tolerances_path} is older than rubric.toml (by content): its values may not follow "
         f"from the lesson as it is; run `autograder calibrate {ID}` before you upload"
     ], stale.output
+
+
+@pytest.mark.parametrize(
+    "tolerances", [{"model": {"max": 0.5}}, {"model": {"max": {"value": 0.5, "worst": 0.2, "rule": "worst × 2"}}}]
+)
+def test_a_tolerance_placeholder_shows_the_value_the_judge_reads(tolerances):
+    """A calibrated tolerance is a table (value, worst, rule, …): ``{tolerances.key}`` shows its value."""
+    fields = {"measured": "1", "threshold": "2", "op": "≤", "name": "close"}
+    assert render("allowed {tolerances.model.max:float3}.", fields, {}, MEASUREMENTS, tolerances) == "allowed 0.500."
