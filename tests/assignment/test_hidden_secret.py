@@ -275,7 +275,7 @@ def test_hidden_data_and_probe_cases_are_a_function_of_the_secret(assignment_id,
 
 def test_the_lessons_hidden_data_rows_name_real_lessons():
     """A row per lesson whose hidden data is worth a digest of its own; every lesson's probe cases,
-    and a lesson added later, are checked by the conformance suite (tests/conformancekit.py)."""
+    and a lesson added later, are checked by the conformance checks (autograder/authoring/conformance.py)."""
     assert set(HIDDEN_DATA) <= set(assignment_ids(ROOT))
 
 
