@@ -32,19 +32,44 @@ probe writes the bytes as ``n`` in a fresh private folder (mode 0700, under the 
 temporary directory, outside the working directory) made for that one call, passes the
 function the file's path as a ``str``, and removes the folder as soon as the call returns,
 before its record is written: no hidden file exists in the jail before its call or after it.
+``{"artifact": relpath}`` (:meth:`Arg.artifact`): a file the notebook wrote under its working
+directory (``"artifacts/profile.json"``); the grader refuses any path but a plain relative one
+(:func:`artifact_path`), and the probe hands the function the file's real path as a ``str``, or
+refuses the call with status ``bad_artifact`` when the file is missing, is not a regular file or
+resolves outside the working directory (a link out): the record's ``error`` then holds a
+``reason`` of :data:`ARTIFACT_REASONS` (the grader's words, which feedback may show) and the
+``path``. ``{"session": {"path": <artifact or file>, "options": {...}}}`` (:meth:`Arg.session`):
+the probe's own code opens ``onnxruntime.InferenceSession`` on that file (CPU) with those options
+(``intra_op_num_threads``, ``inter_op_num_threads``, ``graph_optimization_level`` by name; the
+jail's session rule applies, autograder/jail/jail_site.py) and hands the function the session; a
+file that does not open is ``bad_artifact`` (``no_session``). A case whose ``function`` starts
+with :data:`GRADER_PREFIX` (``"grader:latency_ms"``, ``"grader:latency_table"``:
+:data:`GRADER_FUNCTIONS`) calls the probe's own function of that name, defined by the probe's
+module in the kernel after the notebook's cells, never a name the notebook defines; a grader
+call gets sessions the probe caches for the kernel's life, keyed by the file's bytes and the
+options (autograder/sandbox/probe_kernel.py; autograder/measure/timing_honesty.py uses them).
 One file is at most :data:`FILE_MAX_BYTES`, one case's cell at most :data:`CASE_MAX_BYTES` of
 arguments (base64 grows bytes by 4/3).
 
 Result encoding: a result may be any JSON-like value: ``None``, ``bool``, ``int`` (64-bit),
-``float``, ``complex``, ``str``, a ``list`` or ``tuple``, a ``dict`` with ``str`` keys (a
-``Counter`` or ``OrderedDict`` too), NumPy scalars and numeric ndarrays, nested. Each node is
-``{"none": null}``, ``{"bool": b}``, ``{"int": n}``, ``{"float": x}`` (JSON, with ``NaN`` and
-``Infinity``), ``{"str": s}``, ``{"list": [node, …]}``, ``{"tuple": [node, …]}``, ``{"dict":
-[[key, node], …]}`` (in the dict's order), or a key into ``probe_outputs.npz``: ``{"array": k}``
-(an ndarray), ``{"scalar": k}`` (a NumPy scalar, a 0-d array there), ``{"complex": k}``. Both
-sides hold it to :data:`RESULT_LIMITS` (nesting depth, leaves, bytes of strings, bytes of the
-encoding); a result beyond them, or holding anything else (a set, bytes, an object, a key that is
-not a str, a str or object ndarray), is ``unconvertible`` with the reason. Lone surrogates in
+``float``, ``complex``, ``str``, a ``list`` or ``tuple``, a ``dict`` (a ``Counter`` or
+``OrderedDict`` too) whose keys are ``str``, ``int``, ``float``, ``bool``, ``None`` or tuples of
+them (NumPy integers, floats and bools as the Python ones), NumPy scalars and numeric ndarrays,
+an ``onnxruntime.InferenceSession``, nested. Each node is ``{"none": null}``, ``{"bool": b}``,
+``{"int": n}``, ``{"float": x}`` (JSON, with ``NaN`` and ``Infinity``), ``{"str": s}``,
+``{"list": [node, …]}``, ``{"tuple": [node, …]}``, ``{"dict": [[key, node], …]}`` (in the dict's
+order; a ``str`` key is itself, any other key a node of the kinds above, ``{"tuple": [key, …]}``
+for a tuple), or a key into ``probe_outputs.npz``: ``{"array": k}`` (an ndarray), ``{"scalar":
+k}`` (a NumPy scalar, a 0-d array there), ``{"complex": k}``. A session is described by the
+probe's code with ONNX Runtime's own methods (a subclass's overrides are not called) as
+``{"session": {"inputs": [[name, shape, type], …], "outputs": [name, …], "providers": […],
+"node_count": n|null, "options": {"intra_op_num_threads", "inter_op_num_threads",
+"execution_mode", "graph_optimization_level"}, "options_source": "requested"|"session"}}``, which
+decodes to a :class:`SessionDescription`: the options as the NOTEBOOK asked for them (the jail's
+record, made before it sets the pools left at 0), or the session's own where no jail recorded them.
+Both sides hold it to :data:`RESULT_LIMITS` (nesting depth, leaves, bytes of strings, bytes of the
+encoding); a result beyond them, or holding anything else (a set, bytes, an object, a key of
+another type, a str or object ndarray), is ``unconvertible`` with the reason. Lone surrogates in
 strings become U+FFFD. :func:`decode_result` rebuilds the value on the grader's side
 (:attr:`CaseOutput.value`); ``values`` and ``is_tuple`` keep the array view lessons 03 and 07
 read: one NumPy-convertible value, or a tuple or list of them, as arrays.
@@ -75,6 +100,17 @@ CASE_MAX_BYTES = 12 * MiB  # one case's arguments, as bytes before base64 (a cel
 STRINGS_MAX_ITEMS = 10_000  # one Arg.strings
 STRINGS_MAX_BYTES = 1_000_000  # ... its strings together, UTF-8
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a plain file name: no separator, no dot first
+MAX_SESSION_THREADS = 64  # an Arg.session's pool sizes (RLIMIT_NPROC counts threads)
+OPTIMIZATION_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
+GRADER_PREFIX = "grader:"  # a ProbeCase.function that names one of the probe's own functions, never the notebook's
+GRADER_FUNCTIONS = ("grader:latency_ms", "grader:latency_table")  # (autograder/sandbox/probe_kernel.py)
+# why the probe refused an Arg.artifact or Arg.session (status bad_artifact), in the grader's words
+ARTIFACT_REASONS = {
+    "missing": "the notebook did not write it",
+    "not_a_file": "it is not a regular file",
+    "outside": "it leads outside the working directory",
+    "no_session": "ONNX Runtime could not open it as a session",
+}
 
 
 @dataclass(frozen=True)
@@ -107,9 +143,10 @@ class ResultError(ValueError):
 @dataclass(frozen=True)
 class Arg:
     """One argument: a value (float/int/bool/str), an array (as array, list or scalar), a dtype, a
-    list of strings or a file."""
+    list of strings, a file, one of the notebook's own files (an artifact) or a session the probe
+    opens on a file."""
 
-    kind: str  # array | list | scalar | float | int | bool | str | dtype | strings | file
+    kind: str  # array | list | scalar | float | int | bool | str | dtype | strings | file | artifact | session
     value: Any
 
     @staticmethod
@@ -158,6 +195,57 @@ class Arg:
             raise ValueError(f"Arg.file holds at most {FILE_MAX_BYTES} bytes, not {len(data)}")
         return Arg("file", (name, data))
 
+    @staticmethod
+    def artifact(relpath: str) -> "Arg":
+        """A file the notebook wrote under its working directory, e.g. ``"artifacts/profile.json"``;
+        the function gets its path (a ``str``). ``relpath``: :func:`artifact_path`'s rule. The probe
+        refuses the call (status ``bad_artifact``) when the file is missing, is not a regular file
+        or resolves outside the working directory (:data:`ARTIFACT_REASONS`)."""
+        return Arg("artifact", artifact_path(relpath))
+
+    @staticmethod
+    def session(
+        path_arg: "Arg",
+        intra_op_num_threads: int | None = None,
+        inter_op_num_threads: int | None = None,
+        graph_optimization_level: str | None = None,
+    ) -> "Arg":
+        """An ``onnxruntime.InferenceSession`` that the probe's own code opens in the kernel (CPU, the
+        jail's session rule applies) on ``path_arg`` (an :meth:`artifact` or a :meth:`file`), with
+        these options (None: ONNX Runtime's default; a level by name, e.g. ``"ORT_ENABLE_BASIC"``);
+        the function gets the session. A file that does not open is ``bad_artifact`` (``no_session``)."""
+        if not isinstance(path_arg, Arg) or path_arg.kind not in ("artifact", "file"):
+            raise TypeError("Arg.session opens an Arg.artifact or an Arg.file")
+        options: dict[str, Any] = {}
+        for key, n in (("intra_op_num_threads", intra_op_num_threads), ("inter_op_num_threads", inter_op_num_threads)):
+            if n is not None:
+                if type(n) is not int or not 0 <= n <= MAX_SESSION_THREADS:
+                    raise ValueError(f"Arg.session: {key} is an int from 0 to {MAX_SESSION_THREADS}, not {n!r}")
+                options[key] = n
+        if graph_optimization_level is not None:
+            if graph_optimization_level not in OPTIMIZATION_LEVELS:
+                raise ValueError(
+                    f"Arg.session: graph_optimization_level is one of {', '.join(OPTIMIZATION_LEVELS)}, "
+                    f"not {graph_optimization_level!r}"
+                )
+            options["graph_optimization_level"] = graph_optimization_level
+        return Arg("session", (path_arg, options))
+
+
+def artifact_path(relpath: Any) -> str:
+    """``relpath`` unchanged when it is a plain relative path: a non-empty ``str`` of at most 255
+    characters, ``/``-separated names, none empty, ``.`` or ``..``, no backslash, no NUL, not
+    absolute; else ValueError saying why (the grader's side of :meth:`Arg.artifact`)."""
+    if not isinstance(relpath, str) or not relpath:
+        raise ValueError(f"an artifact is named by a non-empty relative path, not {relpath!r}")
+    if len(relpath) > 255 or "\\" in relpath or "\0" in relpath:
+        raise ValueError(f"an artifact's path is at most 255 characters, without backslash or NUL: {relpath!r}")
+    if relpath.startswith("/"):
+        raise ValueError(f"an artifact's path is relative to the working directory, not absolute: {relpath!r}")
+    if any(part in ("", ".", "..") for part in relpath.split("/")):
+        raise ValueError(f"an artifact's path holds no empty, '.' or '..' part: {relpath!r}")
+    return relpath
+
 
 @dataclass(frozen=True)
 class ProbeCase:
@@ -194,6 +282,8 @@ def decode_value(a: Any) -> Any:
         return list(a.value)
     if a.kind == "file":
         return a.value[1]
+    if a.kind == "session":  # what it opens: the file's bytes, or the artifact's path
+        return decode_value(a.value[0])
     return a.value
 
 
@@ -228,13 +318,23 @@ def _plain(a: Any, arrays: dict[str, np.ndarray]) -> dict:
     if a.kind == "file":
         name, data = a.value
         return {"file": {"name": name, "data": base64.b64encode(data).decode()}}
+    if a.kind == "artifact":
+        return {"artifact": artifact_path(a.value)}
+    if a.kind == "session":
+        path_arg, options = a.value
+        return {"session": {"path": _plain(path_arg, arrays), "options": dict(options)}}
     raise TypeError(f"unknown probe argument kind {a.kind!r}")
+
+
+def _file_args(c: ProbeCase) -> list[Arg]:
+    """A case's arguments, each session's file in place of the session."""
+    return [a.value[0] if isinstance(a, Arg) and a.kind == "session" else a for a in (*c.args, *c.kwargs.values())]
 
 
 def case_bytes(c: ProbeCase) -> int:
     """The bytes of a case's array and file arguments (what its cell carries, before base64)."""
     size = 0
-    for a in (*c.args, *c.kwargs.values()):
+    for a in _file_args(c):
         if isinstance(a, Arg) and a.kind == "file":
             size += len(a.value[1])
         elif isinstance(a, Arg) and a.kind in ("array", "list", "scalar"):
@@ -244,14 +344,17 @@ def case_bytes(c: ProbeCase) -> int:
 
 def check_cases(cases: list[ProbeCase]) -> None:
     """ValueError when the probe cannot send these cases: ids repeat, a case's arguments hold more
-    than :data:`CASE_MAX_BYTES`, or two file arguments of one call share a name."""
+    than :data:`CASE_MAX_BYTES`, two file arguments of one call share a name, or a function named
+    with :data:`GRADER_PREFIX` is none of :data:`GRADER_FUNCTIONS`."""
     ids = [c.id for c in cases]
     if len(set(ids)) != len(ids):
         raise ValueError("probe case ids must be unique")
     for c in cases:
+        if c.function.startswith(GRADER_PREFIX) and c.function not in GRADER_FUNCTIONS:
+            raise ValueError(f"probe case {c.id!r}: the probe has no function {c.function!r}")
         if case_bytes(c) > CASE_MAX_BYTES:
             raise ValueError(f"probe case {c.id!r}: its arguments hold more than {CASE_MAX_BYTES:,} bytes")
-        names = [a.value[0] for a in (*c.args, *c.kwargs.values()) if isinstance(a, Arg) and a.kind == "file"]
+        names = [a.value[0] for a in _file_args(c) if isinstance(a, Arg) and a.kind == "file"]
         if len(set(names)) != len(names):
             raise ValueError(f"probe case {c.id!r}: two file arguments are named alike")
 
@@ -277,6 +380,8 @@ def encode_cases(cases: list[ProbeCase]) -> tuple[list[dict], dict[str, np.ndarr
 
 def _inline(value: dict, arrays: dict[str, np.ndarray]) -> dict:
     ((kind, v),) = value.items()
+    if kind == "session":
+        return {"session": {"path": _inline(v["path"], arrays), "options": v["options"]}}
     if kind not in ("array", "list", "scalar"):
         return value
     a = np.asarray(arrays[v])  # not ascontiguousarray: that makes a 0-d array 1-d
@@ -341,10 +446,29 @@ def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int, limits: 
             raise ResultError(f"an array of dtype {a.dtype}")
         return a
 
+    def dict_key(k: Any, depth: int) -> Any:
+        if isinstance(k, str):  # a str key as itself, as before keys could be anything else
+            return string(k)
+        if not isinstance(k, dict) or len(k) != 1:
+            raise ResultError("a malformed dict key")
+        ((kind, v),) = k.items()
+        if kind == "tuple":
+            if depth >= limits.depth:
+                raise ResultError(f"nested more than {limits.depth} deep")
+            if not isinstance(v, list):
+                raise ResultError("a malformed dict key")
+            return tuple(dict_key(x, depth + 1) for x in v)
+        if kind not in KEY_KINDS:
+            raise ResultError("a dict key that is not a str, int, float, bool, None or a tuple of them")
+        return walk(k, depth)
+
     def walk(n: Any, depth: int) -> Any:
         if not isinstance(n, dict) or len(n) != 1:
             raise ResultError("a malformed result encoding")
         ((kind, v),) = n.items()
+        if kind == "session":
+            counts["leaves"] += 1
+            return session_description(v, string)
         if kind in ("list", "tuple", "dict"):
             if depth >= limits.depth:
                 raise ResultError(f"nested more than {limits.depth} deep")
@@ -355,7 +479,10 @@ def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int, limits: 
                 for pair in v:
                     if not (isinstance(pair, list) and len(pair) == 2):
                         raise ResultError("a malformed result encoding")
-                    out[string(pair[0])] = walk(pair[1], depth + 1)
+                    k = dict_key(pair[0], depth + 1)
+                    if k in out:
+                        raise ResultError("a dict key given twice")
+                    out[k] = walk(pair[1], depth + 1)
                 return out
             items = [walk(x, depth + 1) for x in v]
             return items if kind == "list" else tuple(items)
@@ -389,6 +516,95 @@ def decode_result(node: Any, arrays: dict[str, np.ndarray], index: int, limits: 
         raise ResultError("a malformed result encoding")
 
     return walk(node, 0)
+
+
+KEY_KINDS = ("none", "bool", "int", "float", "str")  # a dict key's leaves (tuples of them too)
+
+
+@dataclass(frozen=True)
+class SessionInput:
+    """One input of a described session: its name, shape (an int, a symbolic name or None per
+    dimension) and ONNX Runtime's type text (``"tensor(float)"``)."""
+
+    name: str
+    shape: tuple[int | str | None, ...]
+    type: str
+
+
+@dataclass(frozen=True)
+class SessionDescription:
+    """An ``onnxruntime.InferenceSession`` a student's function returned, as the probe's own code
+    described it in the kernel (``{"session": {...}}``, see the module docstring).
+
+    The options are those the NOTEBOOK asked for (``options_source == "requested"``: the jail's
+    record, before it set the pools left at 0; 0 means ONNX Runtime's default) or, where no jail
+    recorded them, those the session holds (``"session"``). ``node_count``: the nodes of the
+    top-level graph of the file the session was opened from (None when not cheap to read:
+    no ``onnx`` in the kernel, a session opened from bytes, a file over 64 MB)."""
+
+    inputs: tuple[SessionInput, ...]
+    output_names: tuple[str, ...]
+    providers: tuple[str, ...]
+    node_count: int | None
+    intra_op_num_threads: int | None
+    inter_op_num_threads: int | None
+    execution_mode: str | None
+    graph_optimization_level: str | None
+    options_source: str  # requested | session
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(i.name for i in self.inputs)
+
+
+def session_description(v: Any, string: Any = str) -> SessionDescription:
+    """A ``{"session": v}`` node's :class:`SessionDescription` (ResultError when malformed);
+    ``string`` checks and counts each str."""
+
+    def text(x: Any) -> str:
+        if not isinstance(x, str):
+            raise ResultError("a malformed session description")
+        return string(x)
+
+    def count(x: Any) -> int | None:
+        if x is None:
+            return None
+        if type(x) is not int or not 0 <= x <= INT_MAX:
+            raise ResultError("a malformed session description")
+        return x
+
+    def optional_text(x: Any) -> str | None:
+        return None if x is None else text(x)
+
+    def dim(x: Any) -> int | str | None:
+        return x if x is None or type(x) is int else text(x)
+
+    try:
+        if not isinstance(v, dict) or not isinstance(v.get("options"), dict):
+            raise ResultError("a malformed session description")
+        if not all(isinstance(v.get(k), list) for k in ("inputs", "outputs", "providers")):
+            raise ResultError("a malformed session description")
+        options = v["options"]
+        inputs = tuple(
+            SessionInput(text(i[0]), tuple(dim(d) for d in i[1]), text(i[2]))
+            for i in v["inputs"][:1000]
+            if isinstance(i, list) and len(i) == 3 and isinstance(i[1], list)
+        )
+        if len(inputs) != len(v["inputs"]) or v.get("options_source") not in ("requested", "session"):
+            raise ResultError("a malformed session description")
+        return SessionDescription(
+            inputs,
+            tuple(text(o) for o in v["outputs"][:1000]),
+            tuple(text(p) for p in v["providers"][:100]),
+            count(v.get("node_count")),
+            count(options.get("intra_op_num_threads")),
+            count(options.get("inter_op_num_threads")),
+            optional_text(options.get("execution_mode")),
+            optional_text(options.get("graph_optimization_level")),
+            v["options_source"],
+        )
+    except (KeyError, TypeError) as e:
+        raise ResultError("a malformed session description") from e
 
 
 class _Unset:

@@ -40,10 +40,13 @@ from .. import safe_files
 from ..limits import ExecutionLimits
 from ..errors import AutograderError, UnsafeFileError
 from ..probe_format import (
+    ARTIFACT_REASONS,
+    GRADER_PREFIX,
     LIMIT_WORDS,
     OUTPUTS_MAX_ENTRIES,
     REPORT_FILE,
     RESULT_LIMITS,
+    Arg,
     ProbeCase,
     ResultError,
     case_bytes,
@@ -68,8 +71,9 @@ STATUS_WORDS = {
     "raised": "",
     "unconvertible": "returned a value the probe could not convert",
     "missing_function": "the function is not defined",
+    "bad_artifact": "the probe refused a file of the notebook",
 }
-STATUSES = ("ok", "raised", "unconvertible", "missing_function")
+STATUSES = ("ok", "raised", "unconvertible", "missing_function", "bad_artifact")
 # Exceptions out of a cell's execution that are bugs of the harness itself, not something a kernel
 # message can cause; every other exception there comes from handling what the kernel sent.
 HARNESS_BUGS = (AutograderError, NameError, ImportError, SyntaxError, AssertionError)
@@ -112,19 +116,35 @@ def unconvertible_words(message: Any) -> str | None:
     )
 
 
-def closed_error(status: str, error: Any) -> dict[str, str]:
+def closed_error(status: str, error: Any, artifacts: tuple[str, ...] = ()) -> dict[str, str]:
     """A call's error as the grader keeps it: the exception's type from a closed list
-    (:func:`~autograder.leak_budget.exception_name`), the grader's sentence for ``status``, and which
-    bound a result broke (:data:`~autograder.probe_format.LIMIT_WORDS`); never the message or the
-    traceback, which the call wrote while it held the hidden inputs."""
+    (:func:`~autograder.leak_budget.exception_name`), the grader's sentence for ``status``, which
+    bound a result broke (:data:`~autograder.probe_format.LIMIT_WORDS`), and why an artifact was
+    refused (``reason``, :data:`~autograder.probe_format.ARTIFACT_REASONS`, and ``path`` when it is
+    one of ``artifacts``, the case's own paths); never the message or the traceback, which the call
+    wrote while it held the hidden inputs."""
     error = error if isinstance(error, dict) else {}
     message = STATUS_WORDS.get(status, "")
     if status == "unconvertible":
         message = unconvertible_words(error.get("message")) or message
     kept = {"type": exception_name(error.get("type")), "message": message, "traceback": ""}
+    if status == "bad_artifact" and error.get("reason") in ARTIFACT_REASONS:
+        kept["reason"] = error["reason"]
+        kept["message"] = f"{message}: {ARTIFACT_REASONS[error['reason']]}"
+        if error.get("path") in artifacts:
+            kept["path"] = error["path"]
+            kept["message"] = f"{error['path']}: {ARTIFACT_REASONS[error['reason']]}"
     if error.get("limit") in LIMIT_WORDS:  # which bound: the grader words it (compare)
         kept["limit"] = error["limit"]
     return kept
+
+
+def artifact_paths(case: ProbeCase) -> tuple[str, ...]:
+    """The notebook's files a case names (its Arg.artifact paths, in sessions too)."""
+    args = [
+        a.value[0] if isinstance(a, Arg) and a.kind == "session" else a for a in (*case.args, *case.kwargs.values())
+    ]
+    return tuple(a.value for a in args if isinstance(a, Arg) and a.kind == "artifact")
 
 
 def probe_budget_s(limits: ExecutionLimits, n_cases: int, payload_bytes: int = 0) -> float:
@@ -159,6 +179,7 @@ class ProbeRun:
         )
         case_s = min(PROBE_CASE_MAX_S, PROBE_MAX_S, float(self.limits.cell_timeout_s))
         names = list(dict.fromkeys([*self.functions, *(c.function for c in self.cases)]))
+        names = [n for n in names if not n.startswith(GRADER_PREFIX)]  # the probe's own, not the notebook's
 
         async def cell(source: str, payload_bytes: int = 0) -> bool:
             budget = min(case_s + CELL_MARGIN_S + PAYLOAD_S_PER_MIB * payload_bytes / MiB, deadline - time.monotonic())
@@ -214,7 +235,7 @@ class ProbeRun:
         # (autograder.leak_budget): the exception's type from a closed list, the grader's own
         # sentence for the status, which bound a result broke
         if isinstance(rec.get("error"), dict) or rec["status"] != "ok":
-            kept["error"] = closed_error(rec["status"], rec.get("error"))
+            kept["error"] = closed_error(rec["status"], rec.get("error"), artifact_paths(case))
         if isinstance(rec.get("parts"), int) and not isinstance(rec.get("parts"), bool):
             kept["parts"] = rec["parts"]
         if isinstance(rec.get("python_type"), str):
