@@ -7,7 +7,12 @@ returns. The grader copies this file as ``sitecustomize.py`` into a read-only fo
 kernel's ``PYTHONPATH`` (:func:`autograder.jail.jail.write_site`); every Python process of the
 jail then gives an ``InferenceSession`` whose options leave a pool size at 0 ("default") the
 number in ``$AUTOGRADER_KERNEL_THREADS`` instead (the CPUs the grader may use, at most 4).
-Explicit sizes are kept.
+Explicit sizes are kept. Each session records the options as the notebook asked for them (attribute
+``_autograder_requested_options``: both pool sizes, the execution mode and the optimization
+level by name; a pool the jail set in an options object the notebook uses again still counts as
+its 0), which the probe reports of a session a student's function returns
+(autograder/probe_format.py, ``SessionDescription``): a lesson judges ``intra_op_num_threads`` /
+``inter_op_num_threads`` as requested, 0 meaning "ONNX Runtime's default".
 
 The same wrapper puts the grader's session configuration (``$AUTOGRADER_ORT_SESSION_CONFIG``, a
 JSON object of strings: :data:`autograder.ort_platform.SESSION_CONFIG`) into every session's
@@ -61,6 +66,30 @@ def session_config():
     return {k: v for k, v in config.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+POOLS = ("intra_op_num_threads", "inter_op_num_threads")
+REQUESTED_ATTRIBUTE = "_autograder_requested_options"  # the probe reads it (autograder/sandbox/probe_kernel.py)
+
+
+def _name(value):
+    name = getattr(value, "name", None)
+    return None if value is None else str(name if name is not None else value)
+
+
+def requested_options(sess_options):
+    """The options as the notebook set them, before the jail's rewrite: the pool sizes (0 is ONNX
+    Runtime's default), the execution mode and the optimization level by name; {} for an object
+    that is not real SessionOptions."""
+    try:
+        return {
+            "intra_op_num_threads": int(sess_options.intra_op_num_threads),
+            "inter_op_num_threads": int(sess_options.inter_op_num_threads),
+            "execution_mode": _name(sess_options.execution_mode),
+            "graph_optimization_level": _name(sess_options.graph_optimization_level),
+        }
+    except Exception:  # noqa: BLE001 - not real SessionOptions: ONNX Runtime will say so itself
+        return {}
+
+
 def patch_onnxruntime(module, threads, config=None):
     """Make ``module.InferenceSession`` default both pool sizes to ``threads`` (None: leave them)
     and put ``config``'s entries into its options (idempotent)."""
@@ -68,16 +97,22 @@ def patch_onnxruntime(module, threads, config=None):
     if session is None or options is None or getattr(session, "_autograder_patched", False):
         return
     original, config = session.__init__, dict(config or {})
+    set_by_jail = {}  # id(options) -> (options, {pool: size the jail set}): kept alive, so ids stay theirs
 
     def __init__(self, path_or_bytes, sess_options=None, *args, **kwargs):
         sess_options = kwargs.pop("sess_options", sess_options)
         if sess_options is None:
             sess_options = options()
+        requested = requested_options(sess_options)
+        rewritten = set_by_jail.get(id(sess_options), (None, {}))[1]
+        for pool, value in rewritten.items():  # options reused: what the jail set there was a 0
+            if requested.get(pool) == value:
+                requested[pool] = 0
         try:
-            if threads is not None and sess_options.intra_op_num_threads == 0:
-                sess_options.intra_op_num_threads = threads
-            if threads is not None and sess_options.inter_op_num_threads == 0:
-                sess_options.inter_op_num_threads = threads
+            for pool in POOLS:
+                if threads is not None and getattr(sess_options, pool) == 0:
+                    setattr(sess_options, pool, threads)
+                    set_by_jail.setdefault(id(sess_options), (sess_options, {}))[1][pool] = threads
             for key, value in config.items():
                 try:
                     same = sess_options.get_session_config_entry(key) == value
@@ -88,6 +123,10 @@ def patch_onnxruntime(module, threads, config=None):
         except Exception:  # noqa: BLE001 - not real SessionOptions: ONNX Runtime will say so itself
             pass
         original(self, path_or_bytes, sess_options, *args, **kwargs)
+        try:
+            setattr(self, REQUESTED_ATTRIBUTE, requested)
+        except Exception:  # noqa: BLE001 - a subclass without a __dict__: no record, the probe reads the session's
+            pass
 
     __init__.__wrapped__ = original
     session.__init__ = __init__
