@@ -11,6 +11,10 @@ against ONNX Runtime's ``Softmax`` and runs the model on hidden rows.
   ``expected_examples.toml`` and ``tolerances.toml`` (the rubric uses literal thresholds: no
   tolerance to calibrate yet).
 
+The Python files import from the core only :mod:`autograder.lesson` (the surface declared for
+lessons) and are laid out as ``ruff format`` lays them, for any id and title accepted, so the new
+lesson passes ``make lint`` as written (tests/conformance/test_conformance_new_assignment_lint.py).
+
 Both notebooks come from one list of cells (``notebook.toml.j2``), so they stay aligned; then
 :func:`autograder.authoring.build.build_assignment` normalises them and makes the examples. An
 id is refused, with the reason, when it is not a folder name of the course's form or when either
