@@ -52,7 +52,7 @@ from autograder.report.gradescope_results import results_json
 from autograder.sandbox.probe_run import closed_error
 
 ROOT = Path(__file__).resolve().parents[2]
-LESSONS = ("03-export-parity", "05-graph-optimization", "07-quantization")
+LESSONS = ("03-export-parity", "05-graph-optimization", "06-performance", "07-quantization")
 
 
 def _budget(lesson: str):
