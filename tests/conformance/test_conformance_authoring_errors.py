@@ -281,3 +281,16 @@ def test_a_tolerance_placeholder_shows_the_value_the_judge_reads(tolerances):
     """A calibrated tolerance is a table (value, worst, rule, …): ``{tolerances.key}`` shows its value."""
     fields = {"measured": "1", "threshold": "2", "op": "≤", "name": "close"}
     assert render("allowed {tolerances.model.max:float3}.", fields, {}, MEASUREMENTS, tolerances) == "allowed 0.500."
+
+
+@pytest.mark.kernel
+@pytest.mark.slow
+def test_check_assignment_grades_the_examples_without_quick(root):
+    """Without ``--quick`` the checks that grade run too: the scaffolded lesson passes every one."""
+    result = invoke(root, "check-assignment", ID)
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith(("passed", "FAILED"))] == [
+        f"passed  {c.short}" for c in CHECKS
+    ]
+    assert any(c.graded for c in CHECKS)
+    assert result.output.splitlines()[-1] == f"{ID}: every check passed"
