@@ -81,6 +81,7 @@ def test_build_check_names_a_rubric_path_the_reference_does_not_produce(tmp_path
     ok = CliRunner().invoke(app, ["build", ID, "--check"])
     assert ok.exit_code == 0, ok.output
     assert "every rubric path is in the reference run's measurements" in ok.output
+    assert "every rubric text renders with the reference run's measurements" in ok.output
     rubric = root / "assignments" / ID / "rubric.toml"
     rubric.write_text(
         rubric.read_text().replace('measure = "models.model.max_abs_diff"', 'measure = "models.model.max_abs_dif"')
@@ -92,6 +93,17 @@ def test_build_check_names_a_rubric_path_the_reference_does_not_produce(tmp_path
         "'models.model.max_abs_dif' is not produced by the reference run"
     ) in typo.output
     assert "models.model has: interface_ok, max_abs_diff" in typo.output, "the neighbours of the typo are named"
+    rubric.write_text(
+        rubric.read_text()
+        .replace('measure = "models.model.max_abs_dif"', 'measure = "models.model.max_abs_diff"')
+        .replace("{models.model.problems}", "{models.model.problem}")
+    )
+    text = CliRunner().invoke(app, ["build", ID, "--check"])
+    assert text.exit_code == 1, text.output
+    assert (
+        f"{rubric}: check 'model', part 'the contract's interface' message: unknown placeholder "
+        "{models.model.problem}: not in the reference run's measurements"
+    ) in text.output, "a placeholder of the lesson's own sections is checked against the run"
 
 
 # ── refusals ──────────────────────────────────────────────────────────────────────────────────
