@@ -196,6 +196,51 @@ GAMED = (
         ),
         base="solution",
     ),
+    Gamed(
+        "gamed_noisy_echo_without_scaler.ipynb",
+        "sklearn_probabilities echoes the ONNX model with noise added, the scaler left out",
+        "As the echo above, with noise of float32 rounding's size added to the ONNX model's "
+        "probabilities (seeded, so that every call gives the same), so that they are not equal to "
+        "the model's bit for bit.",
+        (
+            (
+                "make_pipeline(StandardScaler(), SGDClassifier(",
+                "make_pipeline(SGDClassifier(",
+            ),
+            (
+                "    return pipe.predict_proba(X)",
+                "    p = onnx_probabilities(X).astype(np.float64)\n"
+                "    return p + np.random.default_rng(0).normal(0.0, 1e-7, p.shape)",
+            ),
+        ),
+        base="solution",
+    ),
+    Gamed(
+        "gamed_echo.ipynb",
+        "sklearn_probabilities echoes the ONNX model of the lesson's pipeline",
+        "The pipeline and its export are the lesson's, but `sklearn_probabilities` returns the ONNX "
+        "model's own probabilities: `RESULTS`' parity numbers compare the export with itself.",
+        (("    return pipe.predict_proba(X)", "    return onnx_probabilities(X)"),),
+        base="solution",
+    ),
+    Gamed(
+        "gamed_constant_results.ipynb",
+        "RESULTS typed into the finished solution",
+        "The solution, with `RESULTS` typed in as round numbers instead of measured: perfect parity "
+        "and a plausible accuracy.",
+        (
+            (
+                "max_abs_diff, label_agreement = parity_report(p_sklearn, p_onnx)\n"
+                "RESULTS = {\n"
+                '    "max_abs_diff": max_abs_diff,\n'
+                '    "label_agreement": label_agreement,\n'
+                '    "onnx_accuracy": float(np.mean(p_onnx.argmax(axis=1) == y_test)),\n'
+                "}",
+                'RESULTS = {"max_abs_diff": 1e-07, "label_agreement": 1.0, "onnx_accuracy": 0.965}',
+            ),
+        ),
+        base="solution",
+    ),
 )
 
 

@@ -194,16 +194,16 @@ def test_prepare_draws_nothing_of_a_submission(lessons, lesson, monkeypatch):
         prepare(a)
 
 
-def test_lesson_03_measures_the_model_on_the_rows_the_submission_received(lessons):
+def test_lesson_03_measures_the_model_on_rows_of_the_submission_no_function_receives(lessons):
     a = lessons["03-export-parity"]
     data, fn = a.grading.data, a.grading.functions
     seen = {}
     for key in (KEY_A, KEY_B):
         with hidden_secret.using(ONE), hidden_secret.submission(key):
-            cases = {c.id: c for c in fn.probe_cases() if c.function == fn.SKLEARN_FUNCTION}
+            cases = [c for c in fn.probe_cases() if c.function == fn.SKLEARN_FUNCTION]
             hidden = data.hidden_sets()
-        assert np.array_equal(cases[f"{fn.SKLEARN_FUNCTION}/hidden"].raw(0), hidden.X)
-        assert np.array_equal(cases[f"{fn.SKLEARN_FUNCTION}/hidden_edge"].raw(0), hidden.X_edge)
+        assert [c.group for c in cases] == ["public_test"], "sklearn_probabilities gets X_test only"
+        assert np.array_equal(cases[0].raw(0), data.public_split().X_test)
         assert key in hidden.seed
         seen[key] = hidden.X
     assert not np.array_equal(seen[KEY_A], seen[KEY_B])

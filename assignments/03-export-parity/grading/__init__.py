@@ -1,10 +1,9 @@
 """Assignment 03's trusted grading code (the interface: autograder/grading_plugin.py).
 
-``probe_cases()``: parity_report on the grader's inputs, then sklearn_probabilities on the hidden
-parity sets and X_test. ``measure(ctx)``: the ``functions``, ``models``, ``parity`` and
-``reported`` sections. ``prepare`` builds the public data while the kernel runs. No
-``calibration_samples`` (the student's scikit-learn outputs exist only for the sets the probe
-passed, so there is nothing to re-measure on other seeds) and no leaderboard.
+``probe_cases()``: parity_report on the grader's inputs, then sklearn_probabilities on X_test.
+``measure(ctx)``: the ``functions``, ``models``, ``parity`` and ``reported`` sections. ``prepare``
+builds the public data and fits the contract's pipeline (the reference of parity) while the
+kernel runs. No ``calibration_samples`` and no leaderboard.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from .parity import measure_model, measure_parity, measure_reported
 def prepare(assignment) -> None:
     # the hidden parity sets are the submission's (drawn with its probe cases), not the deployment's
     data.public_split()
+    data.contract_pipeline()
 
 
 def measure(ctx) -> dict[str, Any]:

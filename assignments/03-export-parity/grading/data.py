@@ -1,4 +1,5 @@
-"""The data of assignment 03: the contract's public split and the grader's hidden parity sets.
+"""The data of assignment 03: the contract's public split, the grader's hidden parity sets and
+the contract's pipeline as the grader fits it.
 
 The public split is the contract's, bit for bit (``RESULTS`` is re-measured on its ``X_test``)::
 
@@ -8,12 +9,20 @@ The public split is the contract's, bit for bit (``RESULTS`` is re-measured on i
 The hidden parity sets are the grader's own inputs, drawn from the deployment's hidden-data secret
 and the key of the submission being graded (submission stream :data:`HIDDEN_STREAM`,
 autograder/hidden_secret.py; no seed in the repository, no leaked row gives the others, and the
-rows one student's ``sklearn_probabilities`` received are not another's): ``hidden``, rows of the data set resampled with replacement, each feature scaled by
-its own ``1 + N(0, 0.05)`` (new points of the same distribution, features still in their own
+rows one student's model was judged on are not another's): ``hidden``, rows of the data set
+resampled with replacement, each feature scaled by its own ``1 + N(0, 0.05)`` (new points of the same distribution, features still in their own
 units); and ``hidden_edge``, the first ``n_edge`` of them pushed three times further from the
 training mean (the same shapes, beyond the range the scaler saw). They need no labels: parity
-compares the student's ONNX model with the student's own scikit-learn pipeline on them. Arrays are
-float32, cached per process by secret and submission key, and read-only.
+compares the student's ONNX model with the contract's pipeline on them. Arrays are float32, cached
+per process by secret and submission key, and read-only.
+
+The contract's pipeline is what the student cannot choose: the grader fits it itself, on the
+contract's data with the contract's seed (:func:`contract_pipeline`; scikit-learn's fit and
+``predict_proba`` are deterministic, whatever the number of threads: the grader and the kernel get
+the same probabilities, but for a few values ~1e-9 apart where their BLAS kernels round a float32
+dot product otherwise), and :func:`contract_outputs` gives its probabilities on
+the sets the student's ONNX model runs on. Parity is judged against them, never against what the
+notebook's ``sklearn_probabilities`` returns, so a notebook cannot choose its own reference.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import numpy as np
 from autograder.lesson import HiddenSecret, hidden_secret
 
 CONTRACT_SEED = 0
+MODEL_SEED = 0  # the contract's classifier seed (the notebook's MODEL_SEED)
 HIDDEN_STREAM = "03-export-parity/hidden-sets"
 TEST_SIZE = 0.25
 N_HIDDEN = 1000
@@ -86,6 +96,61 @@ def make_hidden(
 
 def hidden_sets() -> Hidden:
     """The grader's hidden parity sets, from the secret and the submission in effect
-    (``hidden_secret.current()``, ``hidden_secret.current_submission()``): the probe hands them
-    to ``sklearn_probabilities`` and ``parity.py`` runs the student's ONNX model on the same rows."""
+    (``hidden_secret.current()``, ``hidden_secret.current_submission()``): ``parity.py`` runs the
+    student's ONNX model on them and compares it with :func:`contract_outputs` there. No function
+    of the notebook receives them."""
     return make_hidden(hidden_secret.current(), submission=hidden_secret.current_submission())
+
+
+@dataclass(frozen=True)
+class ContractOutputs:
+    """The contract pipeline's probabilities (float64, ``[N, 2]``) on each parity set."""
+
+    hidden: np.ndarray
+    hidden_edge: np.ndarray
+    public_test: np.ndarray
+
+
+@lru_cache(maxsize=1)
+def _fitted():
+    """The contract's pipeline, fitted once per process (private: only :func:`contract_probabilities`
+    calls it, so no grade can change it)::
+
+        pipe = make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=MODEL_SEED))
+        pipe.fit(X_train, y_train)
+    """
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    public = public_split()
+    pipe = make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=MODEL_SEED))
+    return pipe.fit(public.X_train, public.y_train)
+
+
+def contract_probabilities(X: np.ndarray) -> np.ndarray:
+    """The contract pipeline's ``predict_proba`` of ``X`` (float64, read-only)."""
+    p = np.asarray(_fitted().predict_proba(X), dtype=np.float64)
+    _frozen(p)
+    return p
+
+
+def contract_pipeline() -> None:
+    """Fits the contract's pipeline now (``prepare``: while the kernel runs)."""
+    _fitted()
+
+
+@lru_cache(maxsize=8)
+def _contract_outputs(secret: HiddenSecret, submission: str) -> ContractOutputs:
+    hidden = make_hidden(secret, submission=submission)
+    return ContractOutputs(
+        contract_probabilities(hidden.X),
+        contract_probabilities(hidden.X_edge),
+        contract_probabilities(public_split().X_test),
+    )
+
+
+def contract_outputs() -> ContractOutputs:
+    """The contract pipeline's probabilities on the hidden sets of the secret and submission in
+    effect (:func:`hidden_sets`) and on ``X_test``."""
+    return _contract_outputs(hidden_secret.current(), hidden_secret.current_submission())

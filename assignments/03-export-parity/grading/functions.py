@@ -1,5 +1,5 @@
 """Assignment 03's function checks: ``parity_report`` on the grader's inputs, and the calls of
-``sklearn_probabilities`` that collect the student's scikit-learn outputs for the parity check.
+``sklearn_probabilities`` that collects the student's scikit-learn outputs on X_test.
 
 ``parity_report(p_ref, p_onnx) -> (max_abs_diff, label_agreement)`` is the notebook's proof of
 parity: the largest absolute difference of any probability, and the share of rows whose most
@@ -19,9 +19,11 @@ float32-exact values, one most probable class per row), so a precision or tie sl
 "every hidden input" part and never "works for three classes". :func:`parity_arithmetic` tells
 which arithmetic the notebook's parity_report follows, for judging RESULTS (``parity.py``).
 
-``sklearn_probabilities(X)`` is called on the grader's hidden parity sets and on the contract's
-X_test (``data.py``); its outputs are data for ``parity.py``, never compared here. Every random
-input here is drawn for the submission being graded (``hidden_secret.submission_generator``): one
+``sklearn_probabilities(X)`` is called on the contract's X_test only (``data.py``): its outputs
+are data for ``parity.py``, never compared here. They are the scikit-learn side of the notebook's
+own comparison, which ``RESULTS`` reports; parity itself is judged against the contract's pipeline
+as the grader fits it, so the notebook's function never sees the hidden rows. Every random input
+here is drawn for the submission being graded (``hidden_secret.submission_generator``): one
 student's leaked cases are not another's.
 """
 
@@ -46,7 +48,7 @@ from . import data
 
 PROBE_STREAM = "03-export-parity/probe-cases"  # parity_report's random inputs: a submission stream
 SKLEARN_FUNCTION = "sklearn_probabilities"
-SKLEARN_SETS = ("hidden", "hidden_edge", "public_test")
+SKLEARN_SETS = ("public_test",)
 FLOAT64_ROUNDING = Tolerance(rtol=float(4 * np.finfo(np.float64).eps), atol=float(np.finfo(np.float64).tiny))
 FLOAT32_GROUPS = ("float32_inputs",)
 
@@ -143,9 +145,8 @@ def parity_report_cases(rng: np.random.Generator) -> list[ProbeCase]:
 
 
 def sklearn_cases() -> list[ProbeCase]:
-    """The calls that collect the student's scikit-learn probabilities on the parity sets."""
-    hidden, public = data.hidden_sets(), data.public_split()
-    arrays = {"hidden": hidden.X, "hidden_edge": hidden.X_edge, "public_test": public.X_test}
+    """The call that collects the student's scikit-learn probabilities on X_test (public data)."""
+    arrays = {"public_test": data.public_split().X_test}
     return [
         ProbeCase(f"{SKLEARN_FUNCTION}/{name}", SKLEARN_FUNCTION, (Arg.array(arrays[name]),), {}, name)
         for name in SKLEARN_SETS
@@ -153,7 +154,7 @@ def sklearn_cases() -> list[ProbeCase]:
 
 
 def probe_cases() -> list[ProbeCase]:
-    """Every call the probe makes, in order: parity_report's cases, then the parity sets."""
+    """Every call the probe makes, in order: parity_report's cases, then sklearn_probabilities on X_test."""
     return parity_report_cases(hidden_secret.submission_generator(PROBE_STREAM)) + sklearn_cases()
 
 
