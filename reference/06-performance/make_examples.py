@@ -39,6 +39,20 @@ MISTAKES = (
         ),
     ),
     Mistake(
+        "top_ops_by_node_name.ipynb",
+        "top_ops",
+        "top_ops totals per node, not per operator",
+        "`top_ops` adds the kernel time per event name, the node (`fused dense2.matmul/...`), "
+        "instead of per `args['op_name']`: the three `FusedGemm` layers come out as three rows, "
+        "and no row names an operator. `RESULTS` repeats what it returns, honestly.",
+        (
+            (
+                '            totals[event["args"]["op_name"]] += event["dur"]',
+                '            totals[event["name"].removesuffix("_kernel_time")] += event["dur"]',
+            ),
+        ),
+    ),
+    Mistake(
         "top_ops_ties_unsorted.ipynb",
         "top_ops",
         "top_ops leaves ties in the order first seen",

@@ -20,11 +20,12 @@ from autograder.lesson import measure_functions
 
 from . import profiles, sessions
 from .reported import grader_timings, measure_reported
-from .saved_profile import measure_saved_profile
+from .model import TOP_K
+from .saved_profile import PATH, measure_saved_profile
 
 
 def probe_cases() -> list:
-    return profiles.probe_cases() + sessions.probe_cases()
+    return profiles.probe_cases() + [profiles.own_case(PATH, TOP_K)] + sessions.probe_cases()
 
 
 def prepare(assignment) -> None:
@@ -39,13 +40,18 @@ def measure(ctx) -> dict[str, Any]:
     profile = ctx.early if ctx.early is not None else measure_saved_profile(ctx.workspace)
     return {
         "functions": measure_functions(
-            [c for c in ctx.cases if c.function == profiles.FUNCTION],
+            [c for c in ctx.cases if c.function == profiles.FUNCTION and c.group != profiles.OWN_GROUP],
             ctx.probe,
             {profiles.FUNCTION: profiles.expect_top_ops},
         ),
         "sessions": sessions.measure_sessions(ctx.cases, ctx.probe),
         "profile": profile,
         "reported": measure_reported(
-            ctx.probe.reported, ctx.probe.reported_error, ctx.workspace, ctx.assignment.model_policy, profile
+            ctx.probe.reported,
+            ctx.probe.reported_error,
+            ctx.workspace,
+            ctx.assignment.model_policy,
+            profile,
+            ctx.probe.cases.get(profiles.OWN_CASE),
         ),
     }

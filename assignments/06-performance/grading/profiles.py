@@ -158,6 +158,16 @@ def hidden_profile(rng: np.random.Generator, fences: bool, tie: bool) -> bytes:
     return json.dumps(events).encode()
 
 
+OWN_GROUP = "own"  # top_ops on the notebook's own profile: what RESULTS["top_ops"] must be
+OWN_CASE = f"{FUNCTION}/{OWN_GROUP}/0"
+
+
+def own_case(path: str, k: int) -> ProbeCase:
+    """``top_ops`` on the profile the notebook saved (``Arg.artifact``): nothing hidden, only the
+    student's answer on their own file, which ``RESULTS["top_ops"]`` must repeat."""
+    return ProbeCase(OWN_CASE, FUNCTION, (Arg.artifact(path), k), {}, OWN_GROUP)
+
+
 def probe_cases() -> list[ProbeCase]:
     """One call per hidden profile, ``top_ops(path, k)``, grouped as in :data:`GROUPS`; drawn for
     the submission being graded (``hidden_secret.submission_generator``)."""

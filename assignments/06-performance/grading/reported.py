@@ -22,8 +22,9 @@ as evidence that the notebook's own code produced it, on its own artifacts:
   time, one thread) and ``thread_speedup`` (the largest batch, one thread over the most threads)
   are what the notebook's own table gives (to :data:`SAME`): a comparison typed in, or the ideal
   one (the thread count itself), is not the measured one;
-- ``top_ops``: exactly the reference's reading of the notebook's own ``artifacts/profile.json``
-  (op types and integer microseconds from that file), so the numbers come from the profile saved.
+- ``top_ops``: exactly what the notebook's own ``top_ops`` returns on its own
+  ``artifacts/profile.json`` (the probe calls it on that file, ``Arg.artifact``), beside a genuine
+  profile: the numbers come from the profile saved, read by the notebook's code.
 
 The grader's timings of the contract model are the same for every submission: a process measures
 them once and keeps them for :data:`MAX_AGE_S` (as lesson 05 does).
@@ -161,28 +162,52 @@ def _comparisons(reported: Mapping[str, Any], table: Mapping[str, Any] | None) -
     return {"consistent": not problems, "problems": problems, "expected": expected}
 
 
-def _top_ops(reported: Any, profile: Mapping[str, Any]) -> dict[str, Any]:
-    want = profile.get("top_ops")
-    got = reported.get("top_ops")
+def _own_answer(output: Any) -> tuple[list | None, str | None]:
+    """The notebook's ``top_ops`` on its own profile (rows as lists), or why there is none."""
+    if output is None or output.status != "ok":
+        status = "not called" if output is None else output.status
+        return None, f"top_ops could not be read on artifacts/profile.json (the probe's call: {status})"
+    value = output.value
+    if not isinstance(value, (list, tuple)):
+        return None, "top_ops on artifacts/profile.json did not return a list"
+    return [list(r) if isinstance(r, (list, tuple)) else r for r in value], None
+
+
+def _same_rows(got: Any, want: list) -> bool:
     rows = [list(r) if isinstance(r, (list, tuple)) else r for r in got] if isinstance(got, list) else None
-    same = (
+    return (
         rows is not None
         and len(rows) == len(want)
         and all(
-            isinstance(r, list) and len(r) == 2 and r[0] == w[0] and is_number(r[1]) and float(r[1]) == float(w[1])
+            isinstance(r, list)
+            and isinstance(w, list)
+            and len(r) == len(w) == 2
+            and r[0] == w[0]
+            and is_number(r[1])
+            and is_number(w[1])
+            and float(r[1]) == float(w[1])
             for r, w in zip(rows, want)
         )
     )
+
+
+def _top_ops(reported: Mapping[str, Any], own: Any) -> dict[str, Any]:
+    """``RESULTS["top_ops"]`` against the notebook's own ``top_ops`` on its own profile, called by
+    the probe (honesty: a wrong ``top_ops`` honestly reported keeps these points)."""
+    want, why = _own_answer(own)
+    if why is not None:
+        return {"honest": False, "problem": why}
+    same = _same_rows(reported.get("top_ops"), want or [])
     return {
         "honest": same,
         "problem": ""
         if same
-        else "RESULTS['top_ops'] is not top_ops of artifacts/profile.json with k = 3: the op types and their total microseconds, read from that file",
+        else "RESULTS['top_ops'] is not what your top_ops gives on artifacts/profile.json with k = 3",
     }
 
 
 def measure_reported(
-    reported: Any, reported_error: str | None, workspace, policy, profile: Mapping[str, Any]
+    reported: Any, reported_error: str | None, workspace, policy, profile: Mapping[str, Any], own_top_ops: Any = None
 ) -> dict[str, Any]:
     """The ``reported`` section (see the module)."""
     model = model_is_contract(workspace)
@@ -214,5 +239,5 @@ def measure_reported(
         "backed": True,
         "latency": _latency(table, policy),
         "comparisons": _comparisons(reported, table),
-        "top_ops": _top_ops(reported, profile),
+        "top_ops": _top_ops(reported, own_top_ops),
     }
