@@ -147,8 +147,30 @@ Example submissions (``reference/<id>/make_examples.py``)
     ``examples_from``: the example notebooks: ``examples_from(solution, student, MISTAKES)``.
 
 Probe helpers
-    (appended by the probe helpers' work: artifact arguments, session descriptions, timing
-    honesty; each name documented here and listed in ``__all__`` under the same heading.)
+    ``Arg.artifact(relpath)`` and ``Arg.session(path_arg, intra_op_num_threads=None,
+    inter_op_num_threads=None, graph_optimization_level=None)`` are on ``Arg``: a file the notebook
+    wrote (the call is refused as status ``bad_artifact``, with the reason, when it is missing, not a
+    file or leads outside the working directory), and a session the probe's own code opens::
+
+        ProbeCase("profile", "summarize", (Arg.artifact("artifacts/profile.json"),))
+        ProbeCase("run", "predict", (Arg.session(Arg.artifact("artifacts/mlp.onnx"), intra_op_num_threads=1), Arg.array(x)))
+
+    A result may be a dict keyed by tuples (``{(8, 2): 0.4}``), and a returned session arrives as a
+    ``SessionDescription``: its inputs, output names, providers, node count and the options the
+    notebook asked for (``intra_op_num_threads`` 0 means ONNX Runtime's default, though the jail ran
+    it with its own size)::
+
+        d = ctx.probe.cases["session/2"].value
+        ok = isinstance(d, SessionDescription) and d.intra_op_num_threads == 2
+
+    ``timing_honesty``: the module (``timing_honesty.WINDOW``, the calibrated factor). The student's
+    timing function against the probe's own timer in the same kernel, moments apart:
+    ``latency_pairing`` builds the pairing of ``latency_ms(session, x)``, ``table_pairing`` that of
+    ``latency_table(path, batch_sizes, threads)``; add ``pairing.cases()`` to ``probe_cases()``, then
+    ``measure_pairing`` gives the facts (``worst_ratio``, per entry the median ratio over pairs)::
+
+        LATENCY = latency_pairing("latency/basic", "latency_ms", Arg.session(MODEL, intra_op_num_threads=1), Arg.array(x))
+        facts = measure_pairing(LATENCY, ctx.probe)   # judge facts["worst_ratio"] against timing_honesty.WINDOW
 """
 
 from __future__ import annotations
@@ -170,7 +192,9 @@ from .measure.onnx_load import read_model_bytes, run_model_worker
 from .measure.reported import Expected, Hint, check_reported, is_number
 from .measure.warm_pool import MeasuringChildren, measure_jobs
 from .measure.worker_process import WorkerRun
-from .probe_format import Arg, ProbeCase, ProbeResult
+from .measure import timing_honesty
+from .measure.timing_honesty import latency_pairing, measure_pairing, table_pairing
+from .probe_format import Arg, ProbeCase, ProbeResult, SessionDescription
 from .safe_files import load_json
 
 if TYPE_CHECKING:  # imported when first asked for (module __getattr__ below): ONNX Runtime, nbformat
@@ -247,5 +271,10 @@ __all__ = [
     # example submissions (imported when first asked for)
     "Mistake",
     "examples_from",
-    # probe helpers (appended by the probe helpers' work)
+    # probe helpers
+    "SessionDescription",
+    "timing_honesty",
+    "latency_pairing",
+    "table_pairing",
+    "measure_pairing",
 ]
