@@ -255,6 +255,9 @@ HIDDEN_DATA = {
     ),
     "03-export-parity": lambda a: _digest(*(lambda h: (h.X, h.X_edge))(a.grading.data.hidden_sets())),
     "05-graph-optimization": lambda a: _digest(a.grading.data.hidden_rows()),
+    "06-performance": lambda a: _digest(
+        *(np.frombuffer(c.raw(0), np.uint8) for c in a.grading.probe_cases() if c.group in a.grading.profiles.GROUPS)
+    ),
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from autograder.lesson import measure_functions
 
+from . import data as data
 from . import profiles, sessions
 from .reported import grader_timings, measure_reported
 from .model import TOP_K
