@@ -21,6 +21,7 @@ from .cli_checks import (
 from .errors import AssignmentError, SandboxUnavailableError
 from .grade_options import GradeOptions
 from .student_text import clean
+from .statuses import RunStatus
 
 ASSIGNMENT_HELP = (
     "Assignment id (a folder under assignments/). Default: the only one, else the one the "
@@ -94,11 +95,11 @@ def execution_notes(execution_file: Path) -> list[str]:
         return []
     notes = []
     status = execution.get("status")
-    if status not in (None, "completed"):
+    if status not in (None, RunStatus.COMPLETED):
         notes.append(f"{status}: {plain(execution.get('reason') or 'the notebook did not run to the end')}")
     if execution.get("language"):
         notes.append(f"the notebook's metadata names {plain(execution['language'], 40)}; it ran as Python")
-    if status == "completed" and execution.get("cells_total") == 0:
+    if status == RunStatus.COMPLETED and execution.get("cells_total") == 0:
         notes.append("the notebook has no code cell: nothing ran")
     first = execution.get("first_error")
     if isinstance(first, dict):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .student_text import clean, clean_lines
+from .statuses import TestStatus
 
 NO_QUESTION = "(no answer: the notebook has no cell asking this question)"
 MAX_SHOWN = 20_000
@@ -46,7 +47,7 @@ def answer_tests(notebook: Path, rubric: Mapping[str, Any]) -> list[dict[str, An
             "name": clean(item.get("title", item["id"]), 200) + TEST_SUFFIX,
             "score": 0.0,
             "max_score": 0.0,
-            "status": "passed",  # nothing to fail here: course staff grade it by hand
+            "status": TestStatus.PASSED,  # nothing to fail here: course staff grade it by hand
             "tags": [str(item["id"])],
             "output": f"Your answer, for course staff to grade by hand:\n\n{answers[item['id']]}",
             "visibility": "visible",

@@ -21,6 +21,7 @@ from . import hidden_secret
 from .assignment import Assignment
 from .errors import SandboxUnavailableError
 from .grade_options import GradeOptions
+from .statuses import ProbeStatus, RunStatus
 from .judge import judge
 from .measure.context import ArtifactContext, MeasureContext
 from .measure.warm_pool import MeasuringChildren, measure_jobs, warm_workers
@@ -48,7 +49,7 @@ PICTURE_FORMATS = {FEEDBACK_HTML_FILE: ("svg", SVG_DPI), RESULTS_FILE: ("png", P
 StageCallback = Callable[[str], None]
 
 
-NOT_RUN_STATUSES = ("unreadable", "startup_failed", "sandbox_error")
+NOT_RUN_STATUSES = (RunStatus.UNREADABLE, RunStatus.STARTUP_FAILED, RunStatus.SANDBOX_ERROR)
 
 
 def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
@@ -59,14 +60,14 @@ def _execution_summary(execution: dict[str, Any]) -> dict[str, Any]:
     passing vacuously ("no cell raised an error").
     """
     summary = {k: v for k, v in execution.items() if k != "cells"}
-    summary["completed"] = execution.get("status") == "completed"
+    summary["completed"] = execution.get("status") == RunStatus.COMPLETED
     status = execution.get("status")
     summary["ran"] = (
         {"error": execution.get("reason") or f"the notebook did not run ({status})"}
         if status in NOT_RUN_STATUSES
         else True
     )
-    if status == "completed" and execution.get("cells_total") == 0:  # no code, no credit
+    if status == RunStatus.COMPLETED and execution.get("cells_total") == 0:  # no code, no credit
         summary["ran"] = {"error": "the notebook has no code cell, so nothing ran"}
     return summary
 
@@ -236,7 +237,7 @@ def _execute_and_measure(
                 timings["measure_artifacts_s"] = early.seconds
         _write_json(out_dir / EXECUTION_FILE, execution)
         stage("measure")
-        probe = read_probe_result(workspace, cases, execution.get("probe") == "completed")
+        probe = read_probe_result(workspace, cases, execution.get("probe") == ProbeStatus.COMPLETED)
         ctx = MeasureContext(
             assignment=assignment,
             workspace=workspace,

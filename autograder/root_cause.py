@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .cell_numbers import cell_where, error_summary, without_place
+from .statuses import CellStatus
 
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 
@@ -100,12 +101,12 @@ def _missing_file(reasons: Sequence[str], files: Any) -> dict[str, Any] | None:
                 spot.get("status"),
                 spot.get("error_line") if isinstance(spot.get("error_line"), int) else None,
             )
-            if status == "error":
+            if status == CellStatus.ERROR:
                 ename, evalue = str(spot.get("ename") or ""), str(spot.get("evalue") or "")
                 how = "stopped" + (f" at line {line}" if line else "") + f" with {error_summary(ename, evalue)}"
-            elif status == "timeout":
+            elif status == CellStatus.TIMEOUT:
                 how = "ran out of time and was interrupted"
-            elif status == "not_run":
+            elif status == CellStatus.NOT_RUN:
                 how = "did not run"
             else:
                 continue
@@ -141,7 +142,7 @@ def _cause(name: str, spot: Any, execution: Mapping[str, Any]) -> dict[str, Any]
     head = f"{name} could not be checked: {where}, where it is defined,"
     line = spot.get("error_line") if isinstance(spot.get("error_line"), int) else None
     ename, evalue = str(spot.get("ename") or ""), str(spot.get("evalue") or "")
-    if status == "error" and ename in SYNTAX_ERRORS:
+    if status == CellStatus.ERROR and ename in SYNTAX_ERRORS:
         kind = "syntax_error"
         what = (
             "has a syntax error"
@@ -151,12 +152,12 @@ def _cause(name: str, spot: Any, execution: Mapping[str, Any]) -> dict[str, Any]
             else f"has a {ename}"
         )
         text = f"{head} {what}" + (f" at line {line}" if line else "") + f": {without_place(evalue) or ename}"
-    elif status == "error":
+    elif status == CellStatus.ERROR:
         kind = "error"
         text = f"{head} stopped" + (f" at line {line}" if line else "") + f" with {error_summary(ename, evalue)}"
-    elif status == "timeout":
+    elif status == CellStatus.TIMEOUT:
         kind, text = "timeout", f"{head} ran out of time and was interrupted"
-    elif status == "not_run":
+    elif status == CellStatus.NOT_RUN:
         reason = execution.get("reason")
         kind = "not_run"
         text = f"{head} did not run" + (f": {reason}" if isinstance(reason, str) and reason else "")

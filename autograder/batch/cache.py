@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import EXECUTION_FILE, MEASUREMENTS_FILE
+from ..statuses import RunStatus
 
 CACHED_FILES = (EXECUTION_FILE, MEASUREMENTS_FILE)
 ENTRY_FILE = "entry.json"
-UNCACHED_STATUSES = frozenset({"sandbox_error", "startup_failed"})
+UNCACHED_STATUSES = frozenset({RunStatus.SANDBOX_ERROR, RunStatus.STARTUP_FAILED})
 
 
 def sha256_bytes(data: bytes) -> str:

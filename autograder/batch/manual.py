@@ -29,6 +29,7 @@ from ..assignment import Assignment
 from ..errors import AutograderError
 from ..manual_answers import NO_QUESTION, TEST_SUFFIX, answers_of
 from ..safe_files import write_atomic, write_json_atomic
+from ..statuses import TestStatus
 from ..student_text import clean, clean_lines
 
 MANUAL_FILE = "manual.json"
@@ -183,7 +184,7 @@ def _into_results(path: Path, items: list[dict[str, Any]], mine: dict[str, dict[
                 "name": clean(item.get("title", item["id"]), 200) + TEST_SUFFIX,
                 "score": got["points"],
                 "max_score": float(item.get("points", 0)),
-                "status": "passed" if got["points"] >= float(item.get("points", 0)) else "failed",
+                "status": TestStatus.PASSED if got["points"] >= float(item.get("points", 0)) else TestStatus.FAILED,
                 "tags": [str(item["id"])],
                 "output": got["comment"] or "Graded by hand.",
                 "visibility": "visible",

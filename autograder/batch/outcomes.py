@@ -22,11 +22,12 @@ from .. import pipeline
 from ..assignment import Assignment
 from ..report.gradescope_results import failure_results_json
 from ..safe_files import write_atomic, write_json_atomic
+from ..statuses import ProbeStatus, RunStatus
 from .cache import ExecutionCache
 from .worker import STAGE_FILES, SUBMISSION_FILE, WORKER_LOST, Reply, Task, submission_status
 
 # outcomes a busy neighbour can cause: regraded once alone before they are recorded or cached
-NEIGHBOUR_STATUSES = frozenset({"timeout", "kernel_died"})
+NEIGHBOUR_STATUSES = frozenset({RunStatus.TIMEOUT, RunStatus.KERNEL_DIED})
 # a timeout whose kernel spent at least this share of the CPU time it wanted waiting for a CPU may
 # have been starved by its neighbours; below it (an infinite loop that had its core), it is final
 STARVED_SHARE = 0.2
@@ -44,7 +45,7 @@ def neighbour_may_be_to_blame(reply: Reply) -> bool:
     status = execution.get("status")
     if status not in NEIGHBOUR_STATUSES:
         return False
-    if status != "timeout":
+    if status != RunStatus.TIMEOUT:
         return True
     share = execution.get("cpu_denied_share")
     return not isinstance(share, (int, float)) or isinstance(share, bool) or share >= STARVED_SHARE
@@ -105,14 +106,14 @@ def from_problem(task: Task, assignment: Assignment) -> dict[str, Any]:
     out = _fresh(task)
     problem = str(task.problem)
     execution = {
-        "status": "unreadable",
+        "status": RunStatus.UNREADABLE,
         "reason": problem,
         "cells_total": 0,
         "cells_run": 0,
         "cells_errored": 0,
         "cells": [],
         "first_error": None,
-        "probe": "not_run",
+        "probe": ProbeStatus.NOT_RUN,
         "duration_s": 0.0,
         "output_truncated": False,
         "isolation": {"mode": "none", "layers": [], "warnings": ["nothing was executed"]},

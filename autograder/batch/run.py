@@ -39,6 +39,7 @@ from .. import contracts, pipeline
 from ..assignment import Assignment, load_assignment, project_root
 from ..assignment_match import files_facts, mismatch_reason
 from . import manual
+from ..statuses import SubmissionStatus
 from .dispatch import run_tasks
 from .executor import make_executor
 from .worker import GRADER_ERROR, SUBMISSION_FILE, WORKER_LOST, Task, submission_status, task_from_json, task_to_json
@@ -57,9 +58,11 @@ GRADEBOOK_FILE = "gradebook.csv"
 SUMMARY_FILE = "summary.html"
 INTEGRITY_FILE = "integrity.csv"
 RESCORE_DIFF_FILE = "rescore-diff.csv"
-NOT_GRADED = "not_graded"
+NOT_GRADED = SubmissionStatus.NOT_GRADED
 # failures of the grader or its machine, not of the notebook: a re-run grades these again
-RETRIED_STATUSES = frozenset({None, GRADER_ERROR, WORKER_LOST, "sandbox_error", "startup_failed"})
+RETRIED_STATUSES = frozenset(
+    {None, GRADER_ERROR, WORKER_LOST, SubmissionStatus.SANDBOX_ERROR, SubmissionStatus.STARTUP_FAILED}
+)
 
 
 class BatchError(AutograderError):

@@ -36,10 +36,12 @@ from ..assignment import Assignment, load_assignment
 from ..environment import environment_versions
 from ..errors import AutograderError, SandboxUnavailableError
 from ..grade_options import GradeOptions
+from ..statuses import SubmissionStatus
+from ..statuses import submission_status as row_status
 
 SUBMISSION_FILE = "submission.json"
-GRADER_ERROR = "grader_error"
-WORKER_LOST = "worker_lost"
+GRADER_ERROR = SubmissionStatus.GRADER_ERROR
+WORKER_LOST = SubmissionStatus.WORKER_LOST
 STAGE_FILES = (
     pipeline.EXECUTION_FILE,
     pipeline.MEASUREMENTS_FILE,
@@ -199,8 +201,7 @@ def submission_status(out: Path, error: str | None) -> tuple[str, str | None]:
         execution = json.loads((out / pipeline.EXECUTION_FILE).read_text())
     except (OSError, ValueError):
         return GRADER_ERROR, "execution.json is missing or unreadable"
-    status = str(execution.get("status") or "unknown")
-    return ("ok" if status == "completed" else status), execution.get("reason")
+    return row_status(str(execution.get("status") or "unknown")), execution.get("reason")
 
 
 def task_from_json(data: dict[str, Any]) -> Task:

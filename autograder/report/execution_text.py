@@ -13,15 +13,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cell_numbers import error_summary, where_of, without_place
+from ..statuses import ProbeStatus, RunStatus
 from .markdown import code, text
 
-STATUS_HEADLINES = {
-    "completed": "Your notebook ran to the end",
-    "timeout": "Your notebook was stopped because it ran out of time",
-    "kernel_died": "Your notebook's kernel died (often: it ran out of memory or crashed)",
-    "startup_failed": "Your notebook's kernel could not start",
-    "unreadable": "Your notebook could not be read",
-    "sandbox_error": "The grader could not run your notebook (a problem on our side, not in your work)",
+STATUS_HEADLINES: dict[str, str] = {
+    RunStatus.COMPLETED: "Your notebook ran to the end",
+    RunStatus.TIMEOUT: "Your notebook was stopped because it ran out of time",
+    RunStatus.KERNEL_DIED: "Your notebook's kernel died (often: it ran out of memory or crashed)",
+    RunStatus.STARTUP_FAILED: "Your notebook's kernel could not start",
+    RunStatus.UNREADABLE: "Your notebook could not be read",
+    RunStatus.SANDBOX_ERROR: "The grader could not run your notebook (a problem on our side, not in your work)",
 }
 
 
@@ -40,19 +41,19 @@ def execution_lines(measurements: Mapping[str, Any] | None) -> list[str]:
     status = str(execution.get("status", "unknown"))
     headline = status_headline(execution)
     details = []
-    if execution.get("reason") and status != "completed":
+    if execution.get("reason") and status != RunStatus.COMPLETED:
         details.append(code(execution["reason"]))
     if isinstance(execution.get("duration_s"), (int, float)):
         details.append(f"{execution['duration_s']:.1f} s")
     lines = [f"- {headline}" + (f" ({', '.join(details)})" if details else "") + "."]
     lines += language_lines(execution)
     run, total = execution.get("cells_run"), execution.get("cells_total")
-    if status == "completed" and total == 0:
+    if status == RunStatus.COMPLETED and total == 0:
         lines.append(f"- {NO_CODE}")
-    elif status != "completed" and isinstance(run, int) and isinstance(total, int) and run < total:
+    elif status != RunStatus.COMPLETED and isinstance(run, int) and isinstance(total, int) and run < total:
         lines.append(f"- {run} of {total} code cells ran; checks that need the others got no measurement.")
     lines += first_error_lines(execution)
-    if execution.get("probe") == "failed" and status == "completed":
+    if execution.get("probe") == ProbeStatus.FAILED and status == RunStatus.COMPLETED:
         lines.append("- After your notebook ran, the grader could not call your functions in it.")
     if execution.get("output_truncated"):
         lines.append("- Your notebook printed more output than the grader keeps; the rest was cut.")
@@ -80,10 +81,10 @@ def status_headline(execution: Mapping[str, Any]) -> str:
     memory limit sends) is not "often: out of memory"."""
     status = str(execution.get("status", "unknown"))
     run, total = execution.get("cells_run"), execution.get("cells_total")
-    if status == "timeout" and isinstance(run, int) and run == total:
+    if status == RunStatus.TIMEOUT and isinstance(run, int) and run == total:
         return INTERRUPTED
     killed = _SIGNAL.search(str(execution.get("reason") or ""))
-    if status == "kernel_died" and killed and killed.group(1) != "9":
+    if status == RunStatus.KERNEL_DIED and killed and killed.group(1) != "9":
         return DIED_BY_SIGNAL
     return STATUS_HEADLINES.get(status, f"Execution status: {text(status)}")
 
@@ -130,7 +131,7 @@ def first_error_lines(execution: Mapping[str, Any]) -> list[str]:
     if isinstance(errored, int) and errored > 1:
         line += f"; {errored} cells raised errors in all"
     number, total = first.get("code_cell"), execution.get("cells_total")
-    if execution.get("status") == "completed" and isinstance(number, int) and isinstance(total, int):
+    if execution.get("status") == RunStatus.COMPLETED and isinstance(number, int) and isinstance(total, int):
         if number < total:
             line += ". The cells after it still ran, so later checks could still earn points"
         else:

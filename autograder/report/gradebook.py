@@ -24,15 +24,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..safe_files import write_atomic
+from ..statuses import SubmissionStatus
 from ..student_text import clean
 
 LEADING = ["name", "submitters", "sids", "emails", "submitted_at", "score", "max_score", "status", "outcome"]
 OUTCOMES = ("graded", "not attempted", "timed out", "kernel died", "unreadable", "grader failure", "not graded")
-_OUTCOME_OF_STATUS = {
-    "timeout": "timed out",
-    "kernel_died": "kernel died",
-    "unreadable": "unreadable",
-    "not_graded": "not graded",
+_OUTCOME_OF_STATUS: dict[str, str] = {
+    SubmissionStatus.TIMEOUT: "timed out",
+    SubmissionStatus.KERNEL_DIED: "kernel died",
+    SubmissionStatus.UNREADABLE: "unreadable",
+    SubmissionStatus.NOT_GRADED: "not graded",
 }
 TRAILING = ["cells_errored", "execution_s", "cached", "reason"]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -83,7 +84,7 @@ def gradebook_csv(rows: list[dict[str, Any]], check_ids: list[str], manual_ids: 
 def outcome(row: dict[str, Any]) -> str:
     """What happened to one submission, in an instructor's words (one of :data:`OUTCOMES`)."""
     status = row.get("status")
-    if status == "ok":
+    if status == SubmissionStatus.OK:
         return "not attempted" if row.get("attempted") is False else "graded"
     return _OUTCOME_OF_STATUS.get(str(status), "grader failure")
 

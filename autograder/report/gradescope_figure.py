@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..student_text import clean
+from ..statuses import TestStatus
 from .figure import figure_problem, figure_section, png_data_uri
 
 TAG = "figure"
@@ -52,7 +53,7 @@ def figure_tests(
             "tags": [TAG],
             "score": 0.0,
             "max_score": 0.0,
-            "status": "passed",
+            "status": TestStatus.PASSED,
             "visibility": "visible",
             "output": output,
             "output_format": "html",

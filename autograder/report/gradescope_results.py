@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..statuses import TestStatus
 from ..safe_files import json_safe
 from . import markdown as md
 from .execution_text import execution_lines
@@ -122,7 +123,7 @@ def failure_results_json(
                 "tags": [FAILURE_TAG],
                 "score": 0.0,
                 "max_score": 0.0,
-                "status": "failed",
+                "status": TestStatus.FAILED,
                 "visibility": "visible",
                 "output": md.text(reason),
                 "output_format": "md",
@@ -146,7 +147,7 @@ def _test(check: Mapping[str, Any], number: int, short: bool = False) -> dict[st
         "tags": [str(check["id"])],
         "score": _number(check.get("score", 0.0)),
         "max_score": _number(check.get("max_score", 0.0)),
-        "status": "passed" if check.get("passed") else "failed",
+        "status": TestStatus.PASSED if check.get("passed") else TestStatus.FAILED,
         "visibility": check.get("visibility", "visible"),
         "output": _cap(short_check_markdown(check) if short else md.check_markdown(check), MAX_TEST_OUTPUT_CHARS),
         "output_format": "md",

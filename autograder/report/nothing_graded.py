@@ -16,6 +16,7 @@ from typing import Any
 
 from ..attempt import EXECUTION_PREFIX
 from ..cell_numbers import where_of
+from ..statuses import RunStatus
 from . import escape
 from . import markdown as md
 from .execution_text import NO_CODE, STATUS_HEADLINES, error_text, execution_of, status_headline
@@ -52,7 +53,7 @@ def why(measurements: Mapping[str, Any] | None, grade: Mapping[str, Any], fmt: A
     status = execution.get("status")
     if execution.get("error") is not None:
         return f"The grader could not tell how your notebook ran: {fmt.text(execution['error'])}."
-    if status not in (None, "completed"):
+    if status not in (None, RunStatus.COMPLETED):
         headline = status_headline(execution) if status in STATUS_HEADLINES else "Your notebook did not run to the end"
         reason = execution.get("reason")
         return headline + (f": {fmt.text(reason)}" if reason else "") + "."
@@ -72,9 +73,12 @@ def short_lines(grade: Mapping[str, Any], measurements: Mapping[str, Any] | None
     """The paragraph: why, what to do, and the checks not measured, in one line."""
     execution = execution_of(measurements) or {}
     status = execution.get("status")
-    todo = {"unreadable": TODO_UNREADABLE, "sandbox_error": TODO_GRADER, "startup_failed": TODO_GRADER}.get(
-        str(status), TODO
-    )
+    todos: dict[str, str] = {
+        RunStatus.UNREADABLE: TODO_UNREADABLE,
+        RunStatus.SANDBOX_ERROR: TODO_GRADER,
+        RunStatus.STARTUP_FAILED: TODO_GRADER,
+    }
+    todo = todos.get(str(status), TODO)
     return [why(measurements, grade, fmt), "", todo, "", not_measured_line(grade, fmt)]  # each a short paragraph
 
 

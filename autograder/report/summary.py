@@ -36,6 +36,7 @@ from ..cell_numbers import error_summary, where_of
 from ..dotted import lookup
 from ..grade_text import OP_TEXT
 from ..safe_files import write_atomic
+from ..statuses import SubmissionStatus
 from ..student_text import clean
 from . import summary_charts as charts
 from ..attempt import nothing_to_grade
@@ -47,7 +48,7 @@ from .summary_style import CSP, SORT_SCRIPT
 
 MAX_CELL = 300
 TOP = 15
-RAN = "ok"
+RAN = SubmissionStatus.OK
 
 
 def write_summary(

@@ -8,18 +8,19 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from ..student_text import clean
+from ..statuses import SubmissionStatus
 from .integrity_view import cells_text
 from .summary_charts import feedback_href
 
 MAX_CELL = 300
 NEEDS_ATTENTION = {
-    "timeout": "ran out of time",
-    "kernel_died": "the kernel died (memory, a crash)",
-    "grader_error": "the grader itself failed (see their submission.json)",
-    "sandbox_error": "the jail could not run them",
-    "startup_failed": "the kernel did not start",
-    "unreadable": "no notebook could be read",
-    "not_graded": "not graded yet (the batch did not finish)",
+    SubmissionStatus.TIMEOUT: "ran out of time",
+    SubmissionStatus.KERNEL_DIED: "the kernel died (memory, a crash)",
+    SubmissionStatus.GRADER_ERROR: "the grader itself failed (see their submission.json)",
+    SubmissionStatus.SANDBOX_ERROR: "the jail could not run them",
+    SubmissionStatus.STARTUP_FAILED: "the kernel did not start",
+    SubmissionStatus.UNREADABLE: "no notebook could be read",
+    SubmissionStatus.NOT_GRADED: "not graded yet (the batch did not finish)",
 }
 
 

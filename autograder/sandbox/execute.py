@@ -46,6 +46,7 @@ from ..jail.procs import Watchdog, stop_jail
 from ..jail.users import chown_tree_top, claim_slot, reap_user, require_reachable
 from ..kernel_template.template import KernelTemplate, kernel_builder, unavailable_reason
 from ..kernel_template.template_slot import SlotTemplate
+from ..statuses import CellStatus, ProbeStatus, RunStatus
 from ..notebook_reader import PARSE_TIMEOUT_S, CodeCell, UnreadableNotebook, load_notebook, stripped_notebook
 from . import snapshot
 from .kernel import SEND_TIMEOUT_MS, SOCKET_LIMITS, CappedNotebookClient, JailedKernelClient, JailedKernelManager
@@ -152,7 +153,7 @@ def _run_in_slot(
     try:  # under the notebook's deadline: in a limited child process (a 30 MB notebook took minutes)
         loaded = load_notebook(notebook, timeout_s=min(PARSE_TIMEOUT_S, float(limits.notebook_timeout_s)))
     except UnreadableNotebook as e:
-        return build_record(Outcome("unreadable", str(e)), [], iso.record(), started, probe="not_run")
+        return build_record(Outcome(RunStatus.UNREADABLE, str(e)), [], iso.record(), started, probe=ProbeStatus.NOT_RUN)
     cells = loaded.cells
     shape: dict[str, Any] = {
         "cells_in_notebook": loaded.total,
@@ -175,7 +176,7 @@ def _run_in_slot(
         kernel_reason = f"{lost}; {why}" if why else f"{lost} in a restarted template"
         run = _Run(iso, cells, workspace, limits, probe, slot, hooks=hooks, template=kernel_template)
         outcome = run.execute()
-    if outcome.status == "timeout":
+    if outcome.status == RunStatus.TIMEOUT:
         outcome.cpu_denied_share = run.cpu_denied_share
     if run.leftover_pids:
         iso.warnings.append(f"{len(run.leftover_pids)} sandbox processes survived the reaper: {run.leftover_pids[:10]}")
@@ -222,7 +223,7 @@ class _Run:
     slot: int = 0
     hooks: _Hooks = field(default_factory=_Hooks)
     records: dict[int, CellRecord] = field(default_factory=dict)
-    probe_status: str = "not_run"
+    probe_status: str = ProbeStatus.NOT_RUN
     output_truncated: bool = False
     leftover_pids: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -243,7 +244,9 @@ class _Run:
         try:
             return _run_async(self.main())
         except Exception as e:  # noqa: BLE001 - a failure of our own jail, reported not raised
-            return Outcome("sandbox_error", f"the grader could not run the sandbox: {type(e).__name__}: {e}"[:500])
+            return Outcome(
+                RunStatus.SANDBOX_ERROR, f"the grader could not run the sandbox: {type(e).__name__}: {e}"[:500]
+            )
         finally:
             self.cleanup()
 
@@ -357,7 +360,7 @@ class _Run:
                 await client.async_start_new_kernel_client()
             except Exception as e:  # noqa: BLE001 - any startup failure is this run's outcome
                 return Outcome(
-                    "startup_failed",
+                    RunStatus.STARTUP_FAILED,
                     "the Python kernel could not be started in the sandbox: "
                     f"{type(e).__name__}: {str(e)[:200]}; kernel output: {out.tail()}",
                 )
@@ -365,12 +368,12 @@ class _Run:
         except asyncio.TimeoutError:
             self._note_starvation()
             return Outcome(
-                "timeout",
+                RunStatus.TIMEOUT,
                 f"the notebook ran longer than its {self.limits.notebook_timeout_s:g} s limit "
                 "and its kernel was stopped",
             )
         finally:
-            if self.probe_status == "not_run":  # else: set before the probe, which says nothing back
+            if self.probe_status == ProbeStatus.NOT_RUN:  # else: set before the probe, which says nothing back
                 self.output_truncated = client.output_truncated
             await self._shutdown(client)
             watchdog.done.set()
@@ -389,13 +392,13 @@ class _Run:
                 out_dir=jail.HOME_IN_JAIL if self.iso.mode == "bwrap" else str(self.workspace),
                 workspace=self.workspace,
             )
-            self.probe_status = "failed"
+            self.probe_status = ProbeStatus.FAILED
             self.probe_status = await probe.run(
                 lambda source, budget: self._execute_extra(client, source, budget), self._take_snapshot
             )
             if self.refused:
                 return Outcome(
-                    "kernel_died",
+                    RunStatus.KERNEL_DIED,
                     f"{self.refused}, so the grader stopped the kernel before calling its functions",
                     kernel_usable=False,
                 )
@@ -459,7 +462,7 @@ class _Run:
             if remaining <= 0:
                 self._note_starvation()
                 return Outcome(
-                    "timeout",
+                    RunStatus.TIMEOUT,
                     f"the notebook reached its {limits.notebook_timeout_s:g} s limit before "
                     f"{cell.where}; later cells did not run",
                     kernel_usable=False,
@@ -469,11 +472,13 @@ class _Run:
             try:
                 content = await self._execute(client, pos, budget)
             except CellTimeoutError:
-                self.records[cell.index] = CellRecord(cell.index, "timeout", time.monotonic() - t0, number=cell.number)
+                self.records[cell.index] = CellRecord(
+                    cell.index, CellStatus.TIMEOUT, time.monotonic() - t0, number=cell.number
+                )
                 self._note_starvation()  # before the interrupt: the tree that ran into the limit
                 if (kc := _jailed(client)) is not None and kc.dropped("shell"):  # nothing will answer any more
                     return Outcome(
-                        "timeout",
+                        RunStatus.TIMEOUT,
                         f"{cell.where} answered with a message larger than the grader "
                         f"accepts ({SOCKET_LIMITS['shell'][0] // MiB} MB, e.g. a huge exception message), so "
                         "its connection was dropped and it ran into the cell limit; later cells did not run",
@@ -487,40 +492,48 @@ class _Run:
                         else f"{cell.where} exceeded the {limits.cell_timeout_s:g} s cell limit and did not stop "
                         "when interrupted"
                     )
-                    return Outcome("timeout", why + "; later cells did not run", kernel_usable=False)
+                    return Outcome(RunStatus.TIMEOUT, why + "; later cells did not run", kernel_usable=False)
                 timed_out.append(cell.where)
                 continue
             except DeadKernelError:
                 self.records[cell.index] = CellRecord(
                     cell.index,
-                    "error",
+                    CellStatus.ERROR,
                     time.monotonic() - t0,
                     "DeadKernelError",
                     "the kernel died while this cell ran (os._exit, a crash, or a signal)",
                     "",
                     number=cell.number,
                 )
-                return Outcome("kernel_died", self._death_reason(cell.where), kernel_usable=False)
+                return Outcome(RunStatus.KERNEL_DIED, self._death_reason(cell.where), kernel_usable=False)
             except HARNESS_BUGS:
                 raise
             except Exception as e:  # noqa: BLE001 - raised while handling what the kernel sent
                 why = _malformed(e)
                 self.records[cell.index] = CellRecord(
-                    cell.index, "error", time.monotonic() - t0, "MalformedKernelMessage", why, "", number=cell.number
+                    cell.index,
+                    CellStatus.ERROR,
+                    time.monotonic() - t0,
+                    "MalformedKernelMessage",
+                    why,
+                    "",
+                    number=cell.number,
                 )
                 return Outcome(
-                    "kernel_died", f"{why} while running {cell.where}; later cells did not run", kernel_usable=False
+                    RunStatus.KERNEL_DIED,
+                    f"{why} while running {cell.where}; later cells did not run",
+                    kernel_usable=False,
                 )
             self.records[cell.index] = reply_to_cell(cell.index, content, time.monotonic() - t0, number=cell.number)
         if timed_out:
             listed = "; ".join(timed_out[:5]) + (f" and {len(timed_out) - 5} more" if len(timed_out) > 5 else "")
             verb = "was" if len(timed_out) == 1 else "were"
             return Outcome(
-                "timeout",
+                RunStatus.TIMEOUT,
                 f"{listed} exceeded the {limits.cell_timeout_s:g} s cell limit and {verb} "
                 "interrupted; the other cells ran",
             )
-        return Outcome("completed", None)
+        return Outcome(RunStatus.COMPLETED, None)
 
     def _note_starvation(self) -> None:
         """How much of the CPU the kernel's processes wanted they spent waiting for one, so far."""
@@ -592,7 +605,7 @@ class _Run:
         if self.kernel_output is not None:
             self.kernel_output.close()
         if self.pre_probe is not None:  # the jail is gone: the workspace as it was before the probe
-            probe = self.probe_run if self.probe_status == "completed" else None
+            probe = self.probe_run if self.probe_status == ProbeStatus.COMPLETED else None
             snapshot.restore(
                 self.pre_probe,
                 self.workspace,
@@ -648,7 +661,10 @@ class _Run:
         return (f"exit code {code}" + (f", signal {signum}" if signum is not None else "")), signum
 
     def cell_records(self) -> list[CellRecord]:
-        return [self.records.get(c.index) or CellRecord(c.index, "not_run", 0.0, number=c.number) for c in self.cells]
+        return [
+            self.records.get(c.index) or CellRecord(c.index, CellStatus.NOT_RUN, 0.0, number=c.number)
+            for c in self.cells
+        ]
 
 
 def _malformed(e: Exception) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from ..cell_numbers import NO_NAME, CellPlaces, cell_where, error_line, error_summary, place_errors, without_place
 from ..defining_cells import find_definitions, is_stub
 from ..student_text import clean_lines as clean
+from ..statuses import CellStatus, RunStatus
 
 EVALUE_CAP = 1000
 TRACEBACK_CAP = 4000
@@ -28,11 +29,12 @@ SHORT_EVALUE_CAP = 200  # a cell's message once the budget is spent
 _PATH_LITERAL = re.compile(r"""(['"])([\w.\-/]{1,120}\.[A-Za-z0-9]{1,8})\1""")
 MAX_FILES = 64
 MAX_SCANNED_CHARS = 200_000
+REPLY_OK = "ok"  # a Jupyter execute_reply's status (the protocol's word, not execution.json's)
 
 
 @dataclass
 class Outcome:
-    status: str  # completed | timeout | kernel_died | startup_failed | unreadable | sandbox_error
+    status: RunStatus
     reason: str | None
     kernel_usable: bool = True  # may the probe still run in this kernel?
     # of a timeout: the share of the CPU time the kernel's processes wanted that they spent waiting
@@ -43,7 +45,7 @@ class Outcome:
 @dataclass
 class CellRecord:
     index: int
-    status: str  # ok | error | timeout | not_run
+    status: CellStatus
     duration_s: float
     ename: str | None = None
     evalue: str | None = None
@@ -56,7 +58,7 @@ class CellRecord:
         d = {"index": self.index, "status": self.status, "duration_s": round(self.duration_s, 3)}
         if self.number:
             d["code_cell"] = self.number
-        if self.status == "error":
+        if self.status == CellStatus.ERROR:
             d.update(ename=self.ename, evalue=self.evalue, traceback=self.traceback)
             if self.line is not None:
                 d["line"] = self.line
@@ -71,8 +73,8 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
     empty and the message is the last line of the traceback, or :data:`NO_NAME`."""
     count = content.get("execution_count") if isinstance(content, dict) else None
     count = count if isinstance(count, int) and not isinstance(count, bool) else None
-    if not content or content.get("status") == "ok":
-        return CellRecord(index, "ok", duration_s, number=number, count=count)
+    if not content or content.get("status") == REPLY_OK:
+        return CellRecord(index, CellStatus.OK, duration_s, number=number, count=count)
     tb = content.get("traceback")
     tb_text = "\n".join(map(str, tb)) if isinstance(tb, list) else str(tb or "")
     ename, evalue = content.get("ename"), content.get("evalue")
@@ -81,7 +83,7 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
         last = [line for line in last if line.strip() != "NoneType: None"]
         return CellRecord(
             index,
-            "error",
+            CellStatus.ERROR,
             duration_s,
             "",
             clean(last[-1].strip() if last else NO_NAME, EVALUE_CAP),
@@ -91,7 +93,7 @@ def reply_to_cell(index: int, content: dict | None, duration_s: float, *, number
         )
     return CellRecord(
         index,
-        "error",
+        CellStatus.ERROR,
         duration_s,
         clean(ename, ENAME_CAP),
         clean(evalue if evalue is not None else "", EVALUE_CAP),
@@ -126,7 +128,7 @@ def build_record(
     if sources is not None and len(sources) == len(cells):
         cells = _placed(cells, sources)
     cells = _within_budget(cells)
-    errors = [c for c in cells if c.status == "error"]
+    errors = [c for c in cells if c.status == CellStatus.ERROR]
     first = errors[0] if errors else None
     first_error = None
     if first is not None:
@@ -145,11 +147,13 @@ def build_record(
             )
     return {
         "status": outcome.status,
-        "reason": clean(outcome.reason, REASON_CAP) if outcome.reason and outcome.status != "completed" else None,
+        "reason": clean(outcome.reason, REASON_CAP)
+        if outcome.reason and outcome.status != RunStatus.COMPLETED
+        else None,
         "cells_total": len(cells),
         "cells_in_notebook": cells_in_notebook if cells_in_notebook is not None else len(cells),
         "language": clean(language, 40) if language else None,
-        "cells_run": sum(c.status != "not_run" for c in cells),
+        "cells_run": sum(c.status != CellStatus.NOT_RUN for c in cells),
         "cells_errored": len(errors),
         "cells": [c.as_dict() for c in cells],
         "first_error": first_error,
@@ -176,7 +180,7 @@ def _placed(cells: list[CellRecord], sources: list[str]) -> list[CellRecord]:
             evalue=clean(place_errors(c.evalue or "", places), EVALUE_CAP),
             traceback=clean(place_errors(c.traceback or "", places), TRACEBACK_CAP),
         )
-        if c.status == "error"
+        if c.status == CellStatus.ERROR
         else c
         for c in cells
     ]
@@ -193,7 +197,7 @@ def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) 
         if not spots:
             out[name] = None
             continue
-        pos, line = next((s for s in reversed(spots) if cells[s[0]].status == "ok"), spots[-1])
+        pos, line = next((s for s in reversed(spots) if cells[s[0]].status == CellStatus.OK), spots[-1])
         c = cells[pos]
         out[name] = {
             "cell": c.index,
@@ -202,7 +206,7 @@ def _definitions(names: list[str], cells: list[CellRecord], sources: list[str]) 
             "line": line,
             "status": c.status,
         }
-        if c.status == "error":
+        if c.status == CellStatus.ERROR:
             out[name].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
         if is_stub(sources[pos], name):  # still the starter's `raise NotImplementedError`
             out[name]["stub"] = True
@@ -215,7 +219,7 @@ def _files_of_failed_cells(cells: list[CellRecord], sources: list[str]) -> dict:
     failed cell names is left out. Read from the notebook's own sources, before any hidden input."""
     out: dict = {}
     for c, source in zip(cells, sources):
-        if c.status == "ok" or not isinstance(source, str):
+        if c.status == CellStatus.OK or not isinstance(source, str):
             continue
         for match in _PATH_LITERAL.finditer(source[:MAX_SCANNED_CHARS]):
             path = match.group(2)
@@ -227,7 +231,7 @@ def _files_of_failed_cells(cells: list[CellRecord], sources: list[str]) -> dict:
                 "where": cell_where(c.number or None, c.index),
                 "status": c.status,
             }
-            if c.status == "error":
+            if c.status == CellStatus.ERROR:
                 out[path].update(ename=c.ename, evalue=c.evalue, error_line=c.line)
     return out
 
@@ -237,7 +241,7 @@ def _within_budget(cells: list[CellRecord]) -> list[CellRecord]:
     cell keeps its status, name and a short message, not its traceback."""
     left, out = DETAILS_BUDGET, []
     for c in cells:
-        if c.status == "error":
+        if c.status == CellStatus.ERROR:
             size = len(c.evalue or "") + len(c.traceback or "")
             if size > left:
                 c = replace(c, evalue=(c.evalue or "")[:SHORT_EVALUE_CAP], traceback="")

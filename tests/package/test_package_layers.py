@@ -37,6 +37,7 @@ RANK = {
             "proc_info",
             "redact",
             "safe_files",
+            "statuses",
             "student_text",
             "tree_walk",
         ),
