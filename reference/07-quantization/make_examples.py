@@ -190,21 +190,6 @@ MISTAKES = (
         ),
     ),
     Mistake(
-        "results_latency_with_session_creation.ipynb",
-        "reported_results",
-        "latency timed with the session's creation",
-        "Inside its timed loop, `median_latency_ms` opens a new `InferenceSession` of the model "
-        "being measured on every call, so every reported latency includes loading and optimising "
-        "the model: several times the real cost of one `session.run`.",
-        (
-            (
-                "        start = time.perf_counter()\n        probabilities(session, inputs)",
-                "        start = time.perf_counter()\n"
-                '        probabilities(make_session(f"artifacts/{v}.onnx"), inputs)   # the model being measured',
-            ),
-        ),
-    ),
-    Mistake(
         "results_elementwise_drift.ipynb",
         "reported_results",
         "element-wise relative drift",

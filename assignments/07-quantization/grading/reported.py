@@ -7,7 +7,10 @@ contract's public split (``models.<variant>.public_split``, measured by :mod:`.m
 - latencies only for their form here (a positive, finite number of milliseconds): how close they
   are to the grader's own timing is the ``latency`` subsection, judged against a calibrated
   window (``reported_results.latency_excess_max``): a timing that includes creating the session,
-  or that is in seconds, lands far outside it. On a shared host a burst of load can slow the
+  or that is in seconds, lands far outside it. The rubric shows that part with 0 points: nothing
+  in the contract lets the grader establish that the notebook's own code produced a latency (the
+  grader times in another process, after the notebook), so a typed one would earn what a measured
+  one earns; a reported number earns points only as evidence of the notebook's work. On a shared host a burst of load can slow the
   grader's own timing for the second a worker lives, so a latency more than :data:`RETIME_ABOVE`
   away from it is timed again, up to :data:`RETIMES` times in fresh workers, and the grader's
   timing closest to the reported one counts (every timing is recorded).
