@@ -46,7 +46,7 @@ from .grade_text import (
     threshold_text,
 )
 from .root_cause import check_cause
-from .rubric import NO_THRESHOLD_OPS, threshold, validate_rubric
+from .rubric import NO_THRESHOLD_OPS, Check, Part, Rubric, parse_rubric, validate_rubric
 
 # the names callers imported from here before the split; their homes are the modules above
 __all__ = ["judge", "validate_rubric", "lookup", "format_value", "OP_TEXT"]
@@ -54,24 +54,27 @@ __all__ = ["judge", "validate_rubric", "lookup", "format_value", "OP_TEXT"]
 _ORDERING = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
 
-def judge(rubric: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any]) -> dict[str, Any]:
-    """Grade ``measurements`` against ``rubric`` and ``tolerances``; returns grade.json as a dict.
+def judge(
+    rubric: Mapping[str, Any] | Rubric, tolerances: Mapping[str, Any], measurements: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Grade ``measurements`` against ``rubric`` (rubric.toml as loaded, or parsed) and ``tolerances``;
+    returns grade.json as a dict.
 
     Raises ``AssignmentError`` when the rubric or the tolerances are malformed; never for a
     missing or errored measurement.
     """
-    checks, manual = validate_rubric(rubric, tolerances)
+    parsed = parse_rubric(rubric, tolerances)
     measurements = measurements if isinstance(measurements, Mapping) else {}
-    graded = [_judge_check(check, tolerances, measurements) for check in checks]
+    graded = [_judge_check(check, tolerances, measurements) for check in parsed.checks]
     attempted = not no_work_passed(graded)
     if not attempted:  # points are evidence of work: running the starter to the end is none
         graded = [_without_running_points(c) for c in graded]
     grade = {
-        "assignment": _assignment_id(rubric, measurements),
+        "assignment": _assignment_id(parsed, measurements),
         "score": _total(c["score"] for c in graded),
         "max_score": _total(c["max_score"] for c in graded),
         "checks": graded,
-        "manual": [plain(item) for item in manual],
+        "manual": [item.as_dict() for item in parsed.manual],
     }
     if not attempted:
         grade["attempted"] = False
@@ -96,24 +99,21 @@ def _without_running_points(check: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _judge_check(
-    check: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any]
-) -> dict[str, Any]:
-    requires = check.get("requires", [])
-    requires = [requires] if isinstance(requires, str) else requires
+def _judge_check(check: Check, tolerances: Mapping[str, Any], measurements: Mapping[str, Any]) -> dict[str, Any]:
+    requires = list(check.requires)
     blocked = _first_missing(requires, measurements)
-    parts = [_judge_part(part, tolerances, measurements, blocked) for part in check["parts"]]
-    graded = {
-        "id": check["id"],
-        "title": str(check.get("title", check["id"])),
-        "visibility": check.get("visibility", "visible"),
+    parts = [_judge_part(part, tolerances, measurements, blocked) for part in check.parts]
+    graded: dict[str, Any] = {
+        "id": check.id,
+        "title": check.title,
+        "visibility": check.visibility,
         "score": _total(p["score"] for p in parts),
         "max_score": _total(p["points"] for p in parts),
         "passed": all(p["passed"] for p in parts),
         "parts": parts,
     }
-    if "description" in check:
-        graded["description"] = str(check["description"])
+    if check.description is not None:
+        graded["description"] = check.description
     cause = check_cause(parts, requires, measurements)
     if cause is not None:  # said once for the check, before its parts (root_cause.py)
         graded["cause"] = cause
@@ -131,10 +131,10 @@ def _first_missing(requires: list[str], measurements: Mapping[str, Any]) -> str 
 
 
 def _judge_part(
-    part: Mapping[str, Any], tolerances: Mapping[str, Any], measurements: Mapping[str, Any], blocked: str | None
+    part: Part, tolerances: Mapping[str, Any], measurements: Mapping[str, Any], blocked: str | None
 ) -> dict[str, Any]:
-    op, fmt, path = part["op"], part.get("format", "text"), part["measure"]
-    limit = plain(threshold(part, tolerances))
+    op, fmt, path = part.op, part.format, part.measure
+    limit = plain(part.threshold(tolerances))
     measured, reason = (None, blocked) if blocked is not None else lookup(measurements, path)
     passed = False
     if reason is None:
@@ -143,18 +143,18 @@ def _judge_part(
     shown, shown_raw = shown_measured(measurements, path, measured, fmt, passed, op, limit)  # leak_budget
     fields = {
         "measured": shown,
-        "threshold": str(part["expected"]) if part.get("expected") else threshold_text(op, limit, fmt),
+        "threshold": part.expected or threshold_text(op, limit, fmt),
         "op": OP_TEXT[op],
-        "name": part["name"],
+        "name": part.name,
     }
     raw = {"measured": shown_raw, "threshold": limit}
 
     def fill(template: str) -> str:
         return render(template, fields, raw, measurements, tolerances)
 
-    points = part["points"]
+    points = part.points
     return {
-        "name": part["name"],
+        "name": part.name,
         "measure": path,
         "op": op,
         "format": fmt,
@@ -165,10 +165,8 @@ def _judge_part(
         "threshold": limit,
         "measured_text": fields["measured"],
         "threshold_text": fields["threshold"],
-        "message": reason
-        if reason is not None
-        else (fill(part.get("message") or DEFAULT_MESSAGE) or fill(DEFAULT_MESSAGE)),
-        "hint": fill(part.get("hint", "")) if reason is None else "",  # no hint for what was not measured
+        "message": reason if reason is not None else (fill(part.message or DEFAULT_MESSAGE) or fill(DEFAULT_MESSAGE)),
+        "hint": fill(part.hint) if reason is None else "",  # no hint for what was not measured
         "reason": reason,
     }
 
@@ -202,8 +200,8 @@ def _total(values: Any) -> float:
     return round(math.fsum(values), 6)
 
 
-def _assignment_id(rubric: Mapping[str, Any], measurements: Mapping[str, Any]) -> str:
-    if isinstance(rubric.get("assignment"), str):
-        return rubric["assignment"]
+def _assignment_id(rubric: Rubric, measurements: Mapping[str, Any]) -> str:
+    if rubric.assignment is not None:
+        return rubric.assignment
     value, reason = lookup(measurements, "assignment.id")
     return str(value) if reason is None else "unknown"

@@ -39,6 +39,7 @@ from .. import contracts, pipeline
 from ..assignment import Assignment, load_assignment, project_root
 from ..assignment_match import files_facts, mismatch_reason
 from . import manual
+from ..rubric import Rubric, parse_rubric
 from ..statuses import SubmissionStatus
 from .dispatch import run_tasks
 from .executor import make_executor
@@ -360,7 +361,7 @@ def is_finished(out: Path, task: Task) -> bool:
 # ── rows ────────────────────────────────────────────────────────────────────────────────────
 
 
-def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, Any]:
+def submission_row(task: Task, out: Path, rubric: Rubric) -> dict[str, Any]:
     """One gradebook row: {name, score, max, status, checks: {id: score}, …} (print_scores_table's input)."""
     sub = out / task.name
     record = _read_json(sub / SUBMISSION_FILE)
@@ -378,7 +379,7 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
         "emails": "; ".join(p.get("email", "") for p in people if p.get("email")),
         "submitted_at": task.submitted_at,
         "score": float(grade.get("score", 0.0)) if grade else 0.0,
-        "max": float(grade.get("max_score", 0.0)) if grade else _rubric_max(rubric),
+        "max": float(grade.get("max_score", 0.0)) if grade else float(rubric.max_points),
         "status": record.get("status", NOT_GRADED),
         "attempted": not (grade and grade.get("attempted") is False),
         "reason": record.get("reason") or record.get("error"),
@@ -408,8 +409,8 @@ def submission_row(task: Task, out: Path, rubric: dict[str, Any]) -> dict[str, A
     }
 
 
-def check_ids(rubric: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
-    ids = [str(c["id"]) for c in rubric.get("checks", []) if "id" in c]
+def check_ids(rubric: Rubric, rows: list[dict[str, Any]]) -> list[str]:
+    ids = rubric.check_ids
     for row in rows:
         ids.extend(i for i in row["checks"] if i not in ids)
     return ids
@@ -492,10 +493,11 @@ def _finish(
     from ..report.integrity_view import write_integrity_csv
     from ..report.summary import write_summary
 
-    rubric = assignment.rubric(options.rubric)
-    rows = sorted((submission_row(t, out, rubric) for t in tasks), key=lambda r: r["name"].lower())
+    rubric, tolerances = assignment.rubric(options.rubric), assignment.tolerances(options.tolerances)
+    parsed = parse_rubric(rubric, tolerances)  # checked before anything was graded: parsed, or kept
+    rows = sorted((submission_row(t, out, parsed) for t in tasks), key=lambda r: r["name"].lower())
     manual.apply(out, rubric, rows)  # points given by hand: into the rows and each results.json
-    write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(rubric, rows))
+    write_gradebook(out / GRADEBOOK_FILE, rows, check_ids(parsed, rows))
     notebooks = {t.name: Path(t.notebook) for t in tasks if t.notebook}
     integrity = class_integrity(notebooks, assignment)
     write_integrity_csv(out / INTEGRITY_FILE, integrity)
@@ -505,7 +507,7 @@ def _finish(
         out=out,
         assignment=assignment,
         rubric=rubric,
-        tolerances=assignment.tolerances(options.tolerances),
+        tolerances=tolerances,
         warnings=warnings,
         batch=read_batch_file(out) or {},
         integrity=integrity,
@@ -523,10 +525,6 @@ def _batch_assignment(batch: dict[str, Any]) -> Assignment:
         except AssignmentError as e:
             error = e
     raise BatchError(f"cannot load assignment '{name}' of this batch: {error}")
-
-
-def _rubric_max(rubric: dict[str, Any]) -> float:
-    return float(sum(float(c.get("points", 0)) for c in rubric.get("checks", [])))
 
 
 def _read_json(path: Path) -> Any:
