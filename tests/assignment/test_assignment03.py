@@ -87,7 +87,7 @@ def test_student_notebook_has_stubs_and_the_solution_fills_them(a03):
     # the seed is the contract's: the grader fits the lesson's pipeline with it, calibration does not vary it
     assert not [c for c in student.cells if "parameters" in c.metadata.get("tags", [])]
     assert [c.source.split("  #")[0] for c in student.cells if c.source.startswith("MODEL_SEED")] == ["MODEL_SEED = 0"]
-    assert a03.grading.data.MODEL_SEED == 0
+    assert a03.grading.data.CONTRACT_SEED == 0  # the seed the grader fits the lesson's pipeline with
 
 
 def test_self_checks_print_instead_of_raising(a03):

@@ -35,7 +35,6 @@ import numpy as np
 from autograder.lesson import HiddenSecret, hidden_secret
 
 CONTRACT_SEED = 0
-MODEL_SEED = 0  # the contract's classifier seed (the notebook's MODEL_SEED)
 HIDDEN_STREAM = "03-export-parity/hidden-sets"
 TEST_SIZE = 0.25
 N_HIDDEN = 1000
@@ -118,13 +117,15 @@ def _fitted():
 
         pipe = make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=MODEL_SEED))
         pipe.fit(X_train, y_train)
+
+    with the notebook's ``MODEL_SEED = 0``, the contract's seed (:data:`CONTRACT_SEED`).
     """
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     public = public_split()
-    pipe = make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=MODEL_SEED))
+    pipe = make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=CONTRACT_SEED))
     return pipe.fit(public.X_train, public.y_train)
 
 
