@@ -1,21 +1,13 @@
-"""``reported``: are the node counts and latencies of ``RESULTS`` what the grader measures?
+"""``reported``: are the node counts and latencies of ``RESULTS`` what the notebook's own code gives?
 
 ``RESULTS = {"node_counts": {level: int}, "latency_ms": {level: float}}`` for the four levels of
 :data:`~.model.LEVELS`. For each level the grader runs its own copy of the contract's model in the
 model worker at that level (``optimization_level=level``), which reports the graph ONNX Runtime
-optimised (the ``session`` facts: its node count) and times it as the contract times it (the
-median of 100 warm runs on the timing batch).
-
-That model is the grader's and the same for every submission, so :func:`grader_levels` measures
-it once per process (four model worker jobs, ~1.3 s of CPU) and keeps the result for
-:data:`LEVELS_MAX_AGE_S`, keyed by what it depends on: the model's bytes, the policy, the timing's
-rounds (and, being per process, the machine and the ONNX Runtime version). A node count is a fact
-of that model and cannot change; a timing can, with the machine's load, so a process that lives
-longer (a Dask worker) times it again. A level that could not be measured is not kept. Measured on
-a busy 2-core machine (load 5 to 6), the grader's timing of a level varied by up to 1.43× from
-one minute to the next, against a calibrated window of about 11.8× per level (the largest honest ratio 1.49×):
-a timing kept for minutes judges as fairly as a fresh one, and a unit slip (1000×) or a sum of
-the runs instead of their median (100×) stays far outside.
+optimised (the ``session`` facts: its node count). That model is the grader's and the same for
+every submission, so :func:`grader_levels` measures it once per process (four model worker jobs)
+and keeps the counts for :data:`LEVELS_MAX_AGE_S`, keyed by what they depend on: the model's
+bytes, the policy (and, being per process, the ONNX Runtime version). A level that could not be
+measured is not kept.
 
 Every number is judged as evidence that the notebook's own code produced it, level by level
 (``levels.<level>``: one wrong or misspelled level costs that level only), against the graphs the
@@ -24,14 +16,19 @@ notebook saved (:mod:`.saved_levels`):
 - ``node_counts``: a level's count is honest when it is the number of nodes of
   ``artifacts/mlp_<level>.onnx`` and that file is the graph ONNX Runtime makes of the contract's
   model at that level (so the count also equals the grader's). Without the file it earns nothing;
-- ``latency``: a level's ``ratio``, ``max(reported / measured, measured / reported)`` to the
-  grader's timing, judged by the rubric against a calibrated factor (two timings taken at
-  different moments on a shared machine agree only in their order of magnitude), exists only
-  where the notebook saved that level's graph (it opened a session at that level); otherwise the
-  level is an ``error`` and earns nothing. A ratio above :data:`RETIME_ABOVE` is timed again,
-  up to :data:`RETIMES` times, and the closest of the grader's timings counts (a judgement that
-  does not flip with the load of the minute the kept timing came from). Each level has its own calibrated factor
-  (``reported_latency.ratio_max_<level>``); ``worst_ratio`` over the levels is a summary.
+- ``latency``: judged against the notebook's own timing function, not the grader's timing in
+  another process. The probe opens a session of its own on the level's saved file
+  (``Arg.session``: one intra-op thread, that level) and calls the notebook's ``latency_ms(session,
+  X_timing)`` and the probe's own timer on it alternately, :data:`PAIRS` times, in the same kernel
+  moments apart (:func:`pairings`; ``autograder.lesson.timing_honesty``): load slows both sides of
+  a pair alike. Two ratios, each ``max(a / b, b / a)``: ``timer_ratio``, the notebook's
+  ``latency_ms`` against the probe's timer (the median over the pairs: does the function time one
+  ``session.run`` in milliseconds?), and ``reported_ratio``, ``RESULTS``' latency against the
+  notebook's ``latency_ms`` re-run by the probe (the median of its runs: is the number what the
+  function gives?). A level's ``ratio`` is the larger, ``within_window`` whether it is at most
+  ``timing_honesty.WINDOW``, the factor calibrated on that pairing. A level earns only where the
+  notebook saved that level's graph (a session was opened at that level); otherwise it is an
+  ``error`` and earns nothing. ``worst_ratio`` over the levels is a summary.
 """
 
 from __future__ import annotations
@@ -41,66 +38,90 @@ import hashlib
 import threading
 import time
 from collections.abc import Mapping
+from statistics import median
 from typing import Any
 
-from autograder.lesson import is_number, run_model_worker
+from autograder.lesson import (
+    Arg,
+    ProbeResult,
+    is_number,
+    latency_pairing,
+    measure_pairing,
+    run_model_worker,
+    timing_honesty,
+)
 
 from . import data
 from .model import LEVELS, contract_model_bytes
 
-TIMING_RUNS = 100
-RETIME_ABOVE = 2.0  # a level's ratio beyond this is timed again (honest ratios: at most 1.5 measured)
-RETIMES = 2
+LATENCY_FUNCTION = "latency_ms"
+PAIRS = 3  # student, probe, student, probe, …: the median ratio over the pairs counts
+TIMING_RUNS = 100  # the probe's timer: the median of as many warm runs as the contract's latency_ms
 
 
-LEVELS_MAX_AGE_S = 600.0  # how long a process keeps its timings of the contract model (see the module)
+LEVELS_MAX_AGE_S = 600.0  # how long a process keeps its measurement of the contract model (see the module)
 _levels_lock = threading.Lock()  # one measurement at a time; the others wait and reuse it
 _levels: dict[tuple, tuple[float, dict[str, dict[str, Any]]]] = {}  # key → (when, levels)
 
 
+def pairings() -> dict[str, Any]:
+    """Per level, the pairing of the notebook's ``latency_ms`` with the probe's timer on a session
+    the probe opens on ``artifacts/mlp_<level>.onnx`` (one intra-op thread, at that level)."""
+    x = Arg.array(data.timing_batch())
+    return {
+        level: latency_pairing(
+            f"{LATENCY_FUNCTION}/{level}",
+            LATENCY_FUNCTION,
+            Arg.session(
+                Arg.artifact(f"artifacts/mlp_{level}.onnx"), intra_op_num_threads=1, graph_optimization_level=level
+            ),
+            x,
+            runs=TIMING_RUNS,
+            repeats=PAIRS,
+            group=f"latency_{level}",
+        )
+        for level in LEVELS
+    }
+
+
+def timing_cases() -> list:
+    """The probe's calls that time each level (after count_ops's)."""
+    return [case for pairing in pairings().values() for case in pairing.cases()]
+
+
+def measure_timing(probe: ProbeResult) -> dict[str, dict[str, Any]]:
+    """Per level, :func:`measure_pairing`'s facts of the probe's calls."""
+    return {level: measure_pairing(pairing, probe) for level, pairing in pairings().items()}
+
+
 def grader_levels(policy) -> dict[str, dict[str, Any]]:
-    """Per level: the grader's ``node_count`` and ``latency_ms`` of the contract model (None where
+    """Per level: the grader's ``node_count`` and ``op_counts`` of the contract model (None where
     the worker could not measure it, with ``why_not``); measured once per process (see the module)."""
-    key = (hashlib.sha256(contract_model_bytes()).hexdigest(), policy, LEVELS, TIMING_RUNS)
+    key = (hashlib.sha256(contract_model_bytes()).hexdigest(), policy, LEVELS)
     with _levels_lock:
         when, levels = _levels.get(key, (None, None))
         if levels is None or time.monotonic() - when > LEVELS_MAX_AGE_S:
             levels = measure_levels(policy)
-            if all(m["node_count"] is not None and m["latency_ms"] is not None for m in levels.values()):
+            if all(m["node_count"] is not None for m in levels.values()):
                 _levels[key] = (time.monotonic(), levels)
         return copy.deepcopy(levels)
-
-
-def _run_level(policy, level: str):
-    return run_model_worker(
-        contract_model_bytes(),
-        inputs={"timing": data.timing_batch()},
-        facts=("session",),
-        latency_input="timing",
-        latency_rounds=TIMING_RUNS,
-        policy=policy,
-        optimization_level=level,
-    )
-
-
-def retime_level(policy, level: str) -> float | None:
-    """The grader's model timed again at ``level`` in a fresh worker, now (None when it cannot be)."""
-    run = _run_level(policy, level)
-    latency = run.result.get("latency") if run.ok else None
-    return latency["model_ms"] if latency else None
 
 
 def measure_levels(policy) -> dict[str, dict[str, Any]]:
     """:func:`grader_levels`, measured now: one model worker job per level."""
     out = {}
     for level in LEVELS:
-        run = _run_level(policy, level)
+        run = run_model_worker(
+            contract_model_bytes(),
+            inputs={"timing": data.timing_batch()},
+            facts=("session",),
+            policy=policy,
+            optimization_level=level,
+        )
         session = run.result["facts"].get("session", {}) if run.ok else {}
-        latency = run.result.get("latency") if run.ok else None
         out[level] = {
             "node_count": session.get("node_count"),
             "op_counts": session.get("op_counts"),
-            "latency_ms": latency["model_ms"] if latency else None,
             "why_not": None if run.ok else run.reason,
         }
     return out
@@ -137,40 +158,53 @@ def _count_level(level: str, value: Any, grader: Mapping[str, Any], saved: Mappi
 
 
 def _latency_level(
-    level: str, value: Any, grader: Mapping[str, Any], saved: Mapping[str, Any], policy
+    level: str, value: Any, timing: Mapping[str, Any] | None, saved: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """One level's latency: ``ratio`` to the grader's timing, only where the notebook saved that
-    level's graph (a session was opened at that level); else ``error``. A ratio above
-    :data:`RETIME_ABOVE` is timed again now, up to :data:`RETIMES` times, and the grader's timing
-    closest to the reported one counts: the kept timing may come from a quieter or busier minute
-    than the notebook's, and a judgement should not flip with the host's load."""
+    """One level's latency (see the module): ``ratio`` and ``within_window`` from the pairing's
+    facts, only where the notebook saved that level's graph; else ``error``."""
     if saved.get("error") is not None or not saved.get("genuine"):
         why = saved.get("error") or saved.get("why_not")
         return {"error": f"{why}: a latency earns points only for a session the notebook opened at {level}"}
-    timings = [grader.get("latency_ms")]
-    ratio = _ratio(value, timings[0])
-    if ratio is None:
+    if not (is_number(value) and value > 0):
         return {"error": f"the latency at {level} is missing or not a positive number of milliseconds"}
-    for _ in range(RETIMES):
-        if ratio <= RETIME_ABOVE:
-            break
-        again = retime_level(policy, level)
-        if again is not None:
-            timings.append(again)
-            ratio = min(ratio, _ratio(value, again) or ratio)
-    return {"ratio": ratio, "timings_ms": timings}
+    if not timing or timing.get("error") or not timing.get("entries"):
+        why = (timing or {}).get("error") or "the probe did not time it"
+        return {"error": f"your latency_ms could not be timed at {level} beside the grader's timer: {why}"}
+    entry = next(iter(timing["entries"].values()))
+    rerun = float(median(entry["student_ms"]))
+    timer_ratio, reported_ratio = float(entry["ratio"]), _ratio(value, rerun)
+    if reported_ratio is None:
+        return {"error": f"your latency_ms did not give a positive number of milliseconds at {level}"}
+    ratio = max(timer_ratio, reported_ratio)
+    window = float(timing.get("window") or timing_honesty.WINDOW)
+    return {
+        "ratio": ratio,
+        "timer_ratio": timer_ratio,
+        "reported_ratio": reported_ratio,
+        "rerun_ms": rerun,
+        "student_ms": list(entry["student_ms"]),
+        "grader_ms": list(entry["grader_ms"]),
+        "window": window,
+        "within_window": ratio <= window,
+    }
 
 
 def measure_reported(
-    reported: Any, reported_error: str | None, policy, saved: Mapping[str, Mapping[str, Any]] | None = None
+    reported: Any,
+    reported_error: str | None,
+    policy,
+    saved: Mapping[str, Mapping[str, Any]] | None = None,
+    timing: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The ``reported`` section: ``present``, ``node_counts`` and ``latency`` (see the module).
 
-    ``saved``: :func:`.saved_levels.measure_saved_levels` (None: no file was saved). Each level is
-    judged on its own (``levels.<level>``), so one wrong or misspelled level costs that level only.
+    ``saved``: :func:`.saved_levels.measure_saved_levels` (None: no file was saved); ``timing``:
+    :func:`measure_timing` (None: the probe timed nothing). Each level is judged on its own
+    (``levels.<level>``), so one wrong or misspelled level costs that level only.
     """
     levels = grader_levels(policy)
     saved = saved or {}
+    timing = timing or {}
     nothing = {"error": "no graph saved at this level"}
     if reported_error is not None or not isinstance(reported, Mapping):
         why = reported_error or "RESULTS is not a dict"
@@ -193,14 +227,13 @@ def measure_reported(
     if latencies is None:
         return {"present": True, "node_counts": nodes, "latency": {"error": "RESULTS has no latency_ms dict"}}
     latency_levels = {
-        level: _latency_level(level, latencies.get(level), m, saved.get(level, nothing), policy)
-        for level, m in levels.items()
+        level: _latency_level(level, latencies.get(level), timing.get(level), saved.get(level, nothing))
+        for level in levels
     }
-    # the worst ratio over the levels, evidence aside (a summary; each level has its own window)
-    ratios = [_ratio(latencies.get(level), m["latency_ms"]) for level, m in levels.items()]
+    ratios = [v.get("ratio") for v in latency_levels.values()]
     latency = {
         "levels": latency_levels,
-        "measured_ms": {level: m["latency_ms"] for level, m in levels.items()},
-        "worst_ratio": max(ratios) if None not in ratios else None,
+        "window": timing_honesty.WINDOW,
+        "worst_ratio": max(r for r in ratios if r is not None) if None not in ratios else None,
     }
     return {"present": True, "node_counts": nodes, "latency": latency}
