@@ -24,6 +24,9 @@ honest pairings on a loaded 2-core machine (bench/RESULTS.md, "Timing honesty"):
 stays near 1, a timer that returns a constant, times the wrong thing or slips a unit (×1000) lands
 far outside.
 
+Each call runs under the probe's per-call limit (10 s, autograder/sandbox/probe_run.py): keep
+``runs`` × entries × one run's time well under it, for the student's timer too.
+
 What is guaranteed: the probe's timer is not a name the notebook can define (the ``grader:``
 prefix calls the probe's own table, defined after the notebook's cells), it opens its own sessions
 from the file's bytes (cached for the kernel's life, keyed by content and options), and a
