@@ -90,7 +90,7 @@ MISTAKES = (
     ),
     Mistake(
         "latency_in_seconds.ipynb",
-        "reported_latency",
+        "latency_table",
         "latencies in seconds",
         "`latency_table` keeps the median of `time.perf_counter()` differences as they are, in "
         "seconds: every latency is reported a thousand times too small.",
@@ -103,7 +103,7 @@ MISTAKES = (
     ),
     Mistake(
         "latency_sum_of_runs.ipynb",
-        "reported_latency",
+        "latency_table",
         "the sum of the runs",
         "`latency_table` times the 50 runs together and reports their total: the latency of fifty runs, not of one.",
         (
@@ -120,7 +120,7 @@ MISTAKES = (
     ),
     Mistake(
         "latency_whole_batch.ipynb",
-        "reported_latency",
+        "latency_table",
         "every batch size timed on the whole batch",
         "`latency_table` feeds `X_timing`, all 256 rows, whatever the batch size: every entry is the "
         "latency of the largest batch, so the batch of one is reported about 40 times too slow.",

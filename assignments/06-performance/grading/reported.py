@@ -9,15 +9,13 @@ as evidence that the notebook's own code produced it, on its own artifacts:
   the model. Without both, no number of ``RESULTS`` earns anything (a constant, or the README's
   table typed in, scores 0);
 - ``latency``: the table's keys are exactly the contract's (every batch size with every thread
-  count); each latency is judged by its ratio to the grader's own timing of the contract model
-  at that batch size (the model worker: one thread, the median of :data:`~.model.TIMING_RUNS`
-  warm runs, as the contract times it), ``max(reported / measured, measured / reported)``, the
-  worst of them within a calibrated factor: the two timings run at different moments on a
-  shared machine, and two threads are at most about twice as fast as one on this model, so only
-  the order of magnitude is judged (seconds for milliseconds are 1000 times off, the sum of the
-  runs 50 times, the whole batch timed for one row about 40 times). A ratio above
-  :data:`RETIME_ABOVE` is timed again, up to :data:`RETIMES` times, and the closest timing counts.
-  Never an absolute speed: a slow machine honestly reported passes;
+  count); each latency is judged by its ratio to what the notebook's own ``latency_table`` gives
+  when the probe runs it again on the notebook's own model, moments later in the same kernel
+  (:mod:`.latency`: three re-runs), ``max(reported / re-run, re-run / reported)`` to the closest
+  re-run (a timing that is not a median, a sum of runs, moves with one slow run), the worst entry
+  within a calibrated factor. The honesty rule: a ``latency_table`` that times
+  the wrong thing, honestly reported, keeps these points (it loses at ``latency_table``); a table
+  typed in, or one from another run of other code, does not;
 - ``comparisons``: ``batch_speedup`` (rows per second at the largest batch over one row at a
   time, one thread) and ``thread_speedup`` (the largest batch, one thread over the most threads)
   are what the notebook's own table gives (to :data:`SAME`): a comparison typed in, or the ideal
@@ -25,57 +23,20 @@ as evidence that the notebook's own code produced it, on its own artifacts:
 - ``top_ops``: exactly what the notebook's own ``top_ops`` returns on its own
   ``artifacts/profile.json`` (the probe calls it on that file, ``Arg.artifact``), beside a genuine
   profile: the numbers come from the profile saved, read by the notebook's code.
-
-The grader's timings of the contract model are the same for every submission: a process measures
-them once and keeps them for :data:`MAX_AGE_S` (as lesson 05 does).
 """
 
 from __future__ import annotations
 
-import copy
 import math
-import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from autograder.lesson import UnsafeFileError, is_number, read_model_bytes, run_model_worker
+from autograder.lesson import UnsafeFileError, is_number, read_model_bytes
 
-from .model import BATCH_SIZES, THREADS, TIMING_RUNS, contract_model_bytes, table_key, timing_batch
+from .model import BATCH_SIZES, THREADS, contract_model_bytes, table_key
 
 MODEL_PATH = "artifacts/model.onnx"
-RETIME_ABOVE = 2.0
-RETIMES = 2
-MAX_AGE_S = 600.0
 SAME = 1e-6  # a comparison computed from the table's numbers, as floats: rounding only
-_lock = threading.Lock()
-_kept: dict[tuple, tuple[float, dict[int, float | None]]] = {}
-
-
-def _time_batch(policy, batch: int) -> float | None:
-    """The grader's median milliseconds of one run of the contract model on ``batch`` rows, now."""
-    run = run_model_worker(
-        contract_model_bytes(),
-        inputs={"timing": timing_batch()[:batch]},
-        facts=(),
-        latency_input="timing",
-        latency_rounds=TIMING_RUNS,
-        policy=policy,
-    )
-    latency = run.result.get("latency") if run.ok else None
-    return float(latency["model_ms"]) if latency else None
-
-
-def grader_timings(policy) -> dict[int, float | None]:
-    """Batch size → the grader's timing (None where it could not time); kept per process (see the module)."""
-    key = (policy, BATCH_SIZES, TIMING_RUNS)
-    with _lock:
-        when, timings = _kept.get(key, (None, None))
-        if timings is None or when is None or time.monotonic() - when > MAX_AGE_S:
-            timings = {b: _time_batch(policy, b) for b in BATCH_SIZES}
-            if all(v is not None for v in timings.values()):
-                _kept[key] = (time.monotonic(), timings)
-        return copy.deepcopy(timings)
 
 
 def _ratio(reported: Any, measured: Any) -> float | None:
@@ -96,46 +57,35 @@ def model_is_contract(workspace) -> dict[str, Any]:
     return {"contract": same, "why_not": None if same else f"{MODEL_PATH} is not the model the given cell saves"}
 
 
-def _latency(table: Mapping[str, Any] | None, policy) -> dict[str, Any]:
+def _latency(table: Mapping[str, Any] | None, rerun: Mapping[str, Any]) -> dict[str, Any]:
+    """RESULTS' table against the notebook's own ``latency_table`` run again by the probe."""
     want = [table_key(b, t) for b in BATCH_SIZES for t in THREADS]
     if table is None:
         return {"error": "RESULTS has no latency_ms dict"}
     missing, extra = [k for k in want if k not in table], [k for k in table if k not in want]
-    grader = grader_timings(policy)
-    ratios: dict[str, float] = {}
-    timings: dict[str, list[float]] = {}
-    problems = []
-    for b in BATCH_SIZES:
-        for t in THREADS:
-            key = table_key(b, t)
-            if key not in table:
-                continue
-            seen = [grader[b]] if grader[b] is not None else []
-            ratio = _ratio(table[key], seen[0]) if seen else None
-            if ratio is None:
-                problems.append(
-                    f"the latency at batch size {b} with {t} thread(s) is not a positive number of milliseconds"
-                )
-                continue
-            for _ in range(RETIMES):
-                if ratio <= RETIME_ABOVE:
-                    break
-                again = _time_batch(policy, b)
-                if again is not None:
-                    seen.append(again)
-                    ratio = min(ratio, _ratio(table[key], again) or ratio)
-            ratios[key], timings[key] = ratio, seen
-    out: dict[str, Any] = {
-        "keys_ok": not missing and not extra,
-        "missing": len(missing),
-        "extra": len(extra),
-        "ratios": ratios,
-        "timings_ms": timings,
-        "problems": problems,
-    }
-    if problems or not ratios:
+    out: dict[str, Any] = {"keys_ok": not missing and not extra, "missing": len(missing), "extra": len(extra)}
+    again = rerun.get("student_ms") or {}
+    ratios, problems = {}, []
+    for key in want:
+        if key not in table:
+            continue
+        found = [r for r in (_ratio(table[key], ms) for ms in again.get(key) or []) if r is not None]
+        ratio = min(found) if found else None
+        if ratio is None:
+            problems.append(
+                f"the latency {key} is not a positive number of milliseconds"
+                if not (is_number(table[key]) and table[key] > 0)
+                else "your latency_table gave no timing of that entry when the grader ran it again"
+            )
+            continue
+        ratios[key] = ratio
+    out["ratios"] = ratios
+    out["problems"] = problems
+    if isinstance(rerun.get("honest_ratio"), dict) and not again:
+        out["worst_ratio"] = {"error": f"your latency_table could not be run again: {rerun['honest_ratio']['error']}"}
+    elif problems or not ratios:
         out["worst_ratio"] = {
-            "error": problems[0] if problems else "RESULTS['latency_ms'] holds none of the table's entries"
+            "error": problems[0] if problems else "RESULTS['latency_ms'] holds none of the table's keys"
         }
     else:
         out["worst_ratio"] = max(ratios.values())
@@ -144,11 +94,8 @@ def _latency(table: Mapping[str, Any] | None, policy) -> dict[str, Any]:
 
 def _comparisons(reported: Mapping[str, Any], table: Mapping[str, Any] | None) -> dict[str, Any]:
     big, few, many = max(BATCH_SIZES), min(THREADS), max(THREADS)
-    one, wide, fast = (
-        (table or {}).get(table_key(1, few)),
-        (table or {}).get(table_key(big, few)),
-        (table or {}).get(table_key(big, many)),
-    )
+    found = table or {}
+    one, wide, fast = (found.get(table_key(1, few)), found.get(table_key(big, few)), found.get(table_key(big, many)))
     if not all(is_number(v) and v > 0 for v in (one, wide, fast)):
         return {"consistent": False, "problems": ["the table lacks the latencies the comparisons are computed from"]}
     expected = {"batch_speedup": big * one / wide, "thread_speedup": wide / fast}
@@ -207,9 +154,14 @@ def _top_ops(reported: Mapping[str, Any], own: Any) -> dict[str, Any]:
 
 
 def measure_reported(
-    reported: Any, reported_error: str | None, workspace, policy, profile: Mapping[str, Any], own_top_ops: Any = None
+    reported: Any,
+    reported_error: str | None,
+    workspace,
+    profile: Mapping[str, Any],
+    rerun: Mapping[str, Any],
+    own_top_ops: Any = None,
 ) -> dict[str, Any]:
-    """The ``reported`` section (see the module)."""
+    """The ``reported`` section (see the module). ``rerun``: :func:`.latency.measure_latency_table`."""
     model = model_is_contract(workspace)
     genuine = "error" not in profile and profile.get("valid") and profile.get("contract_model")
     why_not = model["why_not"] or (
@@ -237,7 +189,7 @@ def measure_reported(
     return {
         "present": True,
         "backed": True,
-        "latency": _latency(table, policy),
+        "latency": _latency(table, rerun),
         "comparisons": _comparisons(reported, table),
         "top_ops": _top_ops(reported, own_top_ops),
     }
