@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .statuses import Visibility
+
 EXECUTION_PREFIX = "execution."
 NO_WORK_MESSAGE = (
     "how the notebook ran earns points only beside work of yours that a check could grade; "
@@ -21,7 +23,7 @@ NO_WORK_MESSAGE = (
 
 
 def is_hidden(check: Mapping[str, Any]) -> bool:
-    return check.get("visibility", "visible") != "visible"
+    return check.get("visibility", Visibility.VISIBLE) != Visibility.VISIBLE
 
 
 def is_about_running(part: Mapping[str, Any]) -> bool:

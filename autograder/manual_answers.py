@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .student_text import clean, clean_lines
-from .statuses import TestStatus
+from .statuses import TestStatus, Visibility
 
 NO_QUESTION = "(no answer: the notebook has no cell asking this question)"
 MAX_SHOWN = 20_000
@@ -50,7 +50,7 @@ def answer_tests(notebook: Path, rubric: Mapping[str, Any]) -> list[dict[str, An
             "status": TestStatus.PASSED,  # nothing to fail here: course staff grade it by hand
             "tags": [str(item["id"])],
             "output": f"Your answer, for course staff to grade by hand:\n\n{answers[item['id']]}",
-            "visibility": "visible",
+            "visibility": Visibility.VISIBLE,
         }
         for item in items
         if item.get("id") in answers

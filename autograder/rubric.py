@@ -17,7 +17,7 @@ key. The shape is the schema's (``autograder/schemas/rubric.schema.json``, throu
 
 The rubric is parsed once into typed, frozen values (:func:`parse_rubric`: checked as above, then
 kept by its JSON text): a :class:`Rubric` of :class:`Check` (each of :class:`Part`) and
-:class:`ManualItem`, with the op (:class:`Op`) and the visibility (:class:`Visibility`) as
+:class:`ManualItem`, with the op (:class:`Op`) and the visibility (:class:`~autograder.statuses.Visibility`) as
 ``StrEnum``s whose values are the rubric's strings, so grade.json holds what it held.
 :func:`validate_rubric` (the raw checks and manual items) and ``threshold(part, tolerances)`` (the
 value a part is judged against, of a raw part) stay for the callers that hold the raw tables.
@@ -36,6 +36,7 @@ from .contracts import ContractError, first_problem, knows_path, validate
 from .dotted import is_number, lookup, plain
 from .errors import AssignmentError
 from .grade_text import TEMPLATE_FIELDS, placeholders, template_problem
+from .statuses import Visibility
 
 
 class Op(StrEnum):
@@ -50,15 +51,6 @@ class Op(StrEnum):
     IN = "in"
     IS_TRUE = "is_true"
     IS_FALSE = "is_false"
-
-
-class Visibility(StrEnum):
-    """A check's ``visibility``: when Gradescope shows its test to the student."""
-
-    VISIBLE = "visible"
-    HIDDEN = "hidden"
-    AFTER_DUE_DATE = "after_due_date"
-    AFTER_PUBLISHED = "after_published"
 
 
 OPS = tuple(Op)

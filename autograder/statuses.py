@@ -1,4 +1,5 @@
-"""The status words of the grader's files, one ``StrEnum`` each: the one place their spellings live.
+"""The status words of the grader's files, one ``StrEnum`` each: the one place their spellings live
+(and a check's visibility, a word of the rubric and of results.json alike).
 
 A member is a ``str``: it compares, hashes and JSON-serialises as its value, so execution.json,
 grade.json, results.json, batch.json and the gradebook hold exactly these strings, and a status
@@ -47,6 +48,15 @@ class TestStatus(StrEnum):
 
     PASSED = "passed"
     FAILED = "failed"
+
+
+class Visibility(StrEnum):
+    """A rubric check's ``visibility``, and a Gradescope test's (results.json): when the student sees it."""
+
+    VISIBLE = "visible"
+    HIDDEN = "hidden"
+    AFTER_DUE_DATE = "after_due_date"
+    AFTER_PUBLISHED = "after_published"
 
 
 class SubmissionStatus(StrEnum):

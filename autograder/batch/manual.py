@@ -29,7 +29,7 @@ from ..assignment import Assignment
 from ..errors import AutograderError
 from ..manual_answers import NO_QUESTION, TEST_SUFFIX, answers_of
 from ..safe_files import write_atomic, write_json_atomic
-from ..statuses import TestStatus
+from ..statuses import TestStatus, Visibility
 from ..student_text import clean, clean_lines
 
 MANUAL_FILE = "manual.json"
@@ -187,7 +187,7 @@ def _into_results(path: Path, items: list[dict[str, Any]], mine: dict[str, dict[
                 "status": TestStatus.PASSED if got["points"] >= float(item.get("points", 0)) else TestStatus.FAILED,
                 "tags": [str(item["id"])],
                 "output": got["comment"] or "Graded by hand.",
-                "visibility": "visible",
+                "visibility": Visibility.VISIBLE,
             }
         )
         added += got["points"]

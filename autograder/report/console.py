@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..grade_text import OP_TEXT
+from ..statuses import Visibility
 from .escape import plain
 
 NOTE_CHARS = 300  # of a reason or a note in a table cell
@@ -40,7 +41,7 @@ def grade_table(grade: Mapping[str, Any], *, parts: bool = True) -> Table:
     table.add_column("points", justify="right")
     for check in grade.get("checks", []):
         label = _data(check.get("title", check.get("id")), style="bold")
-        if check.get("visibility", "visible") != "visible":
+        if check.get("visibility", Visibility.VISIBLE) != Visibility.VISIBLE:
             label.append(f" ({plain(check['visibility'], 40)})", style="dim")
         table.add_row(
             label,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..student_text import clean
-from ..statuses import TestStatus
+from ..statuses import TestStatus, Visibility
 from .figure import figure_problem, figure_section, png_data_uri
 
 TAG = "figure"
@@ -54,7 +54,7 @@ def figure_tests(
             "score": 0.0,
             "max_score": 0.0,
             "status": TestStatus.PASSED,
-            "visibility": "visible",
+            "visibility": Visibility.VISIBLE,
             "output": output,
             "output_format": "html",
         }

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..statuses import TestStatus
+from ..statuses import TestStatus, Visibility
 from ..safe_files import json_safe
 from . import markdown as md
 from .execution_text import execution_lines
@@ -64,7 +64,7 @@ def results_json(
         "output_format": "md",
         "test_output_format": "md",
         "test_name_format": "text",
-        "stdout_visibility": "hidden",
+        "stdout_visibility": Visibility.HIDDEN,
         "tests": [_test(check, number, short) for number, check in enumerate(checks, start=1)],
         "extra_data": _extra_data(grade, measurements, extra),
     }
@@ -114,7 +114,7 @@ def failure_results_json(
         "output_format": "md",
         "test_output_format": "md",
         "test_name_format": "text",
-        "stdout_visibility": "hidden",
+        "stdout_visibility": Visibility.HIDDEN,
         "tests": [
             {
                 "name": "Grading",
@@ -124,7 +124,7 @@ def failure_results_json(
                 "score": 0.0,
                 "max_score": 0.0,
                 "status": TestStatus.FAILED,
-                "visibility": "visible",
+                "visibility": Visibility.VISIBLE,
                 "output": md.text(reason),
                 "output_format": "md",
             }
@@ -148,7 +148,7 @@ def _test(check: Mapping[str, Any], number: int, short: bool = False) -> dict[st
         "score": _number(check.get("score", 0.0)),
         "max_score": _number(check.get("max_score", 0.0)),
         "status": TestStatus.PASSED if check.get("passed") else TestStatus.FAILED,
-        "visibility": check.get("visibility", "visible"),
+        "visibility": check.get("visibility", Visibility.VISIBLE),
         "output": _cap(short_check_markdown(check) if short else md.check_markdown(check), MAX_TEST_OUTPUT_CHARS),
         "output_format": "md",
     }

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..grade_text import OP_TEXT
+from ..statuses import Visibility
 from . import escape
 
 PASS, FAIL = "✓", "✗"
@@ -52,7 +53,7 @@ def _num(x: float) -> str:
 
 
 def is_hidden(check: Mapping[str, Any]) -> bool:
-    return check.get("visibility", "visible") != "visible"
+    return check.get("visibility", Visibility.VISIBLE) != Visibility.VISIBLE
 
 
 def visible_checks(grade: Mapping[str, Any]) -> list[Mapping[str, Any]]:

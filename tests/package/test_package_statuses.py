@@ -21,11 +21,12 @@ from hypothesis import strategies as st
 
 import autograder
 from autograder import statuses
-from autograder.statuses import CellStatus, ProbeStatus, RunStatus, SubmissionStatus, TestStatus
+from autograder.statuses import CellStatus, ProbeStatus, RunStatus, SubmissionStatus, TestStatus, Visibility
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 SCHEMAS = PACKAGE / "schemas"
-ENUMS = [RunStatus, ProbeStatus, CellStatus, TestStatus, SubmissionStatus]
+STATUS_ENUMS = [RunStatus, ProbeStatus, CellStatus, TestStatus, SubmissionStatus]
+ENUMS = [*STATUS_ENUMS, Visibility]
 
 
 def _schema_enum(schema: str, *path: str) -> list[str]:
@@ -41,6 +42,7 @@ def _schema_enum(schema: str, *path: str) -> list[str]:
         (RunStatus, "execution", ("$defs", "record", "properties", "status")),
         (ProbeStatus, "execution", ("$defs", "record", "properties", "probe")),
         (CellStatus, "execution", ("$defs", "cell", "properties", "status")),
+        (Visibility, "rubric", ("$defs", "check", "properties", "visibility")),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else None,
 )
@@ -70,43 +72,53 @@ def test_a_runs_status_becomes_the_rows(run, expected):
 
 
 # ── no status spelled outside statuses.py ──────────────────────────────────────────────────────
-STATUS_WORDS = {m.value for enum in ENUMS for m in enum}
+# a name holding this word -> the words of its vocabulary
+VOCABULARIES = {
+    "status": {m.value for enum in STATUS_ENUMS for m in enum},
+    "visibility": {m.value for m in Visibility},
+}
 
 
-def _names_status(node: ast.AST) -> bool:
-    """``status``, ``x.status``, ``x.probe_status``, ``d["status"]``, ``d.get("status")``."""
-    text = ast.unparse(node)
-    return "status" in text.lower() and not isinstance(node, ast.Constant)
+def _vocabulary(node: ast.AST) -> set[str]:
+    """The words ``node`` may hold when it names a status or a visibility (``status``,
+    ``x.probe_status``, ``d["status"]``, ``d.get("visibility", ...)``, ``STATUSES``), else none."""
+    if isinstance(node, ast.Constant):
+        return set()
+    text = ast.unparse(node).lower()
+    return set().union(*(words for name, words in VOCABULARIES.items() if name in text))
 
 
-def _status_constants(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in STATUS_WORDS:
+def _constants(node: ast.AST, words: set[str]) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words:
         return [node.value]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [v for e in node.elts for v in _status_constants(e)]
+        return [v for e in node.elts for v in _constants(e, words)]
     if isinstance(node, ast.Call) and ast.unparse(node.func) in ("frozenset", "set", "tuple"):
-        return [v for a in node.args for v in _status_constants(a)]
+        return [v for a in node.args for v in _constants(a, words)]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+        return [v for a in node.args[1:] for v in _constants(a, words)]  # d.get("status", "ok")
     if isinstance(node, ast.IfExp):
-        return _status_constants(node.body) + _status_constants(node.orelse)
+        return _constants(node.body, words) + _constants(node.orelse, words)
     return []
 
 
 def spelled_statuses(tree: ast.Module) -> list[str]:
-    """``line: word`` for every status word written as a string where a status is meant."""
+    """``line: word`` for every status (or visibility) word written as a string where one is meant."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            if any(_names_status(s) for s in sides):
-                found += [f"{node.lineno}: {w}" for s in sides for w in _status_constants(s)]
+            words = set().union(*(_vocabulary(s) for s in sides))
+            found += [f"{node.lineno}: {w}" for s in sides for w in _constants(s, words)]
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
-                if isinstance(key, ast.Constant) and key.value == "status":
-                    found += [f"{node.lineno}: {w}" for w in _status_constants(value)]
-        elif isinstance(node, ast.keyword) and node.arg == "status":
-            found += [f"{node.value.lineno}: {w}" for w in _status_constants(node.value)]
-        elif isinstance(node, ast.Assign) and any(_names_status(t) for t in node.targets):
-            found += [f"{node.lineno}: {w}" for w in _status_constants(node.value)]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    found += [f"{node.lineno}: {w}" for w in _constants(value, _vocabulary(ast.Name(key.value)))]
+        elif isinstance(node, ast.keyword) and node.arg:
+            found += [f"{node.value.lineno}: {w}" for w in _constants(node.value, _vocabulary(ast.Name(node.arg)))]
+        elif isinstance(node, ast.Assign):
+            words = set().union(*(_vocabulary(t) for t in node.targets))
+            found += [f"{node.lineno}: {w}" for w in _constants(node.value, words)]
     return found
 
 
@@ -153,6 +165,13 @@ def test_no_module_spells_a_status(path, tree):
         ('kind == "error"', 0),  # not a status
         ('{"reason": "timeout"}', 0),
         ('status == "finished-ish"', 0),  # not a status word
+        ('check.get("visibility", "visible") != "visible"', 2),
+        ('{"stdout_visibility": "hidden"}', 1),
+        ('{"visibility": Visibility.VISIBLE, "status": "hidden"}', 0),  # another vocabulary's word
+        ('{"inputs": {"hidden": rows}}', 0),
+        ('row.get("status", "not_graded")', 0),  # read, not compared, assigned or given
+        ('status = row.get("status", "not_graded")', 1),
+        ('x = row.get("status", "not_graded")', 0),
     ],
 )
 def test_the_check_finds_every_spelled_status(source, expected):
