@@ -201,6 +201,9 @@ def _describe_arg(a) -> str:
         return f"[{shown}{', …' if len(a.value) > SHOWN_ELEMENTS else ''}]"
     if a.kind == "file":
         return f"<path of file {a.value[0]!r}, {len(a.value[1])} bytes>"
+    if a.kind == "session":
+        options = "".join(f", {k}={v!r}" for k, v in a.value[1].items())
+        return f"<session on {_describe_arg(a.value[0])}{options}>"
     return repr(a.value)
 
 

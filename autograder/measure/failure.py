@@ -102,6 +102,10 @@ def describe_type(a: Any) -> str:
             return f"a list of {len(a.value)} str"
         if a.kind == "file":
             return "a str (the path of a file)"
+        if a.kind == "artifact":  # the notebook's own file, named by the lesson's contract
+            return f"a str (the path of {a.value})"
+        if a.kind == "session":
+            return "an onnxruntime.InferenceSession"
         a = a.value
     if isinstance(a, bool):
         return "True" if a else "False"  # a flag is part of the contract, not data

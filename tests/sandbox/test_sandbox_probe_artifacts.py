@@ -254,3 +254,15 @@ def test_the_kernel_module_imports_the_standard_library_and_numpy_only():
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert names - {"__future__", "numpy"} <= set(sys.stdlib_module_names), names
+
+
+def test_a_call_with_artifacts_and_sessions_is_told_without_values():
+    from autograder.measure.compare import describe_call
+    from autograder.measure.failure import describe_arguments
+
+    model = Arg.artifact("artifacts/m.onnx")
+    case = ProbeCase("c", "f", (model, Arg.session(model, intra_op_num_threads=2)))
+    assert describe_arguments(case, ("path", "session")) == (
+        "path a str (the path of artifacts/m.onnx), session an onnxruntime.InferenceSession"
+    )
+    assert describe_call(case) == "f('artifacts/m.onnx', <session on 'artifacts/m.onnx', intra_op_num_threads=2>)"
