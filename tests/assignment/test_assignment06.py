@@ -195,3 +195,69 @@ def test_make_session_facts(grading, outputs, share, sequential):
     facts = grading.sessions.measure_sessions(cases, probe)
     assert facts["threads_share"] == pytest.approx(share) and facts["sequential"] is sequential
     assert (facts["failure"] == "") == (share == 1.0)
+
+
+def _pairing_probe(grading, student, grader=None):
+    """A probe result for latency_table's pairing: ``student(r)`` is the r-th call's table."""
+    pairing = grading.latency.PAIRING
+    cases = {}
+    for r in range(pairing.repeats):
+        cases[pairing.student_id(r)] = CaseOutput("ok", value=student(r))
+        cases[pairing.grader_id(r)] = CaseOutput("ok", value=grader(r) if grader else _table(grading, 1.0))
+    return ProbeResult(True, None, cases, {}, None, None)
+
+
+def _table(grading, scale, keys=None):
+    ms = {1: 0.03, 32: 0.15, 256: 1.1}
+    return {
+        k: ms[k[0]] * scale for k in keys or [(b, t) for b in grading.model.BATCH_SIZES for t in grading.model.THREADS]
+    }
+
+
+@pytest.mark.parametrize(
+    "student, shape_ok, worst",
+    [
+        (lambda g, r: _table(g, 1.0 + 0.1 * r), True, 1.1),  # honest, a little noise
+        (lambda g, r: _table(g, 1e-3), True, 1000.0),  # seconds
+        (lambda g, r: _table(g, 50.0), True, 50.0),  # the sum of 50 runs
+        (
+            lambda g, r: {f"{b},{t}": v for (b, t), v in _table(g, 1.0).items()},
+            False,
+            1.0,
+        ),  # str keys: timed, not the shape
+        (lambda g, r: _table(g, 1.0, keys=[(1, 1), (32, 2)]), False, None),  # a table missing keys
+    ],
+)
+def test_latency_table_facts(grading, student, shape_ok, worst):
+    facts = grading.latency.measure_latency_table(_pairing_probe(grading, lambda r: student(grading, r)))
+    assert facts["shape_ok"] is shape_ok and (facts["shape_problem"] == "") == shape_ok
+    if worst is None:
+        assert "error" in facts["honest_ratio"]
+    else:
+        assert facts["honest_ratio"] == pytest.approx(worst, rel=1e-6)
+
+
+def test_reported_latency_is_judged_against_the_notebooks_own_rerun(tmp_path, grading):
+    profile = {"valid": True, "contract_model": True}
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "model.onnx").write_bytes(grading.model.contract_model_bytes())
+    rerun = grading.latency.measure_latency_table(_pairing_probe(grading, lambda r: _table(grading, 1e-3 * (1 + r))))
+    table = {f"{b},{t}": v for (b, t), v in _table(grading, 1e-3).items()}
+    results = {
+        "latency_ms": table,
+        "batch_speedup": 256 * table["1,1"] / table["256,1"],
+        "thread_speedup": table["256,1"] / table["256,2"],
+    }
+    facts = grading.reported.measure_reported(results, None, tmp_path, profile, rerun)
+    # a wrong timer (seconds) honestly reported: the closest re-run is the same numbers
+    assert facts["backed"] and facts["latency"]["keys_ok"] and facts["latency"]["worst_ratio"] == pytest.approx(1.0)
+    assert facts["comparisons"]["consistent"]
+    typed = {**results, "latency_ms": {k: v * 1000 for k, v in table.items()}, "thread_speedup": 2.0}
+    facts = grading.reported.measure_reported(typed, None, tmp_path, profile, rerun)
+    assert facts["latency"]["worst_ratio"] > 300 and not facts["comparisons"]["consistent"]
+    # nothing backs RESULTS without the contract's model, or beside another model's profile
+    (tmp_path / "artifacts" / "model.onnx").write_bytes(b"not the model")
+    assert not grading.reported.measure_reported(results, None, tmp_path, profile, rerun)["backed"]
+    (tmp_path / "artifacts" / "model.onnx").write_bytes(grading.model.contract_model_bytes())
+    other = {"valid": True, "contract_model": False}
+    assert "error" in grading.reported.measure_reported(results, None, tmp_path, other, rerun)["latency"]
