@@ -591,6 +591,9 @@ def compare_output(expected, output: CaseOutput, *, ambiguous=None, tolerance: T
     if output.status in ("missing_function", "not_run"):
         what = "the function is not defined" if output.status == "missing_function" else "no result (not run)"
         return _fact(False, "missing", want, what, what)
+    if output.status == "bad_artifact":  # the probe refused the notebook's file: the grader's words
+        what = f"not called: {mask((output.error or {}).get('message', ''))}"
+        return _fact(False, "missing", want, what, what)
     if output.status == "raised":
         err = output.error or {}
         return _fact(

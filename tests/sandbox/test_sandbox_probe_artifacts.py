@@ -266,3 +266,13 @@ def test_a_call_with_artifacts_and_sessions_is_told_without_values():
         "path a str (the path of artifacts/m.onnx), session an onnxruntime.InferenceSession"
     )
     assert describe_call(case) == "f('artifacts/m.onnx', <session on 'artifacts/m.onnx', intra_op_num_threads=2>)"
+
+
+def test_a_refused_artifact_is_told_as_a_call_not_made(tmp_path):
+    from autograder.measure.compare import compare_output
+
+    case = ProbeCase("c", "f", (Arg.artifact("artifacts/none.json"),))
+    out = probe_in_process(tmp_path, {"f": lambda path: 1}, [case]).cases["c"]
+    fact = compare_output(1, out)
+    assert not fact["agree"] and fact["reason"] == "missing"
+    assert fact["account"] == "not called: artifacts/none.json: the notebook did not write it"
