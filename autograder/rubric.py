@@ -25,6 +25,7 @@ value a part is judged against, of a raw part) stay for the callers that hold th
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping
@@ -94,7 +95,7 @@ class Part:
             hint=part.get("hint", ""),
             expected=str(part.get("expected") or ""),
             tolerance=part.get("tolerance"),
-            value=part.get("value"),
+            value=copy.deepcopy(part.get("value")),  # never the caller's list: this value is kept
             has_value="value" in part,
         )
 
@@ -185,6 +186,7 @@ def parse_rubric(rubric: Any, tolerances: Any) -> Rubric:
     only against these tolerances. Parsed once per rubric text (kept by its JSON text, never by
     identity, so a changed rubric is parsed again)."""
     if isinstance(rubric, Rubric):
+        _check_tolerances(tolerances)
         for check in rubric.checks:
             for part in check.parts:
                 where = f"rubric check '{check.id}' part '{part.name}'"

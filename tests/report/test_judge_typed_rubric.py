@@ -132,3 +132,23 @@ def test_a_parsed_rubric_is_checked_against_other_tolerances(lesson):
         pytest.skip("this rubric names no tolerance")
     with pytest.raises(AssignmentError, match=keyed[0].tolerance):
         parse_rubric(parsed, {})
+
+
+def test_a_parsed_rubric_keeps_its_own_values():
+    table = {
+        "checks": [
+            {
+                "id": "ran",
+                "points": 1,
+                "parts": [
+                    {"name": "status", "measure": "execution.status", "op": "in", "value": ["completed"], "points": 1}
+                ],
+            }
+        ]
+    }
+    parsed = parse_rubric(table, {})
+    table["checks"][0]["parts"][0]["value"].append("timeout")  # the caller's table changes after the parse
+    assert parsed.checks[0].parts[0].threshold({}) == ["completed"]
+    grade = judge(parsed, {}, {"execution": {"status": "timeout"}})
+    assert grade["score"] == 0 and grade["checks"][0]["parts"][0]["threshold"] == ["completed"]
+    assert judge(parsed, {}, {"execution": {"status": "completed"}})["score"] == 1
