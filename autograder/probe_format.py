@@ -101,7 +101,13 @@ STRINGS_MAX_ITEMS = 10_000  # one Arg.strings
 STRINGS_MAX_BYTES = 1_000_000  # ... its strings together, UTF-8
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # a plain file name: no separator, no dot first
 MAX_SESSION_THREADS = 64  # an Arg.session's pool sizes (RLIMIT_NPROC counts threads)
-OPTIMIZATION_LEVELS = ("ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
+OPTIMIZATION_LEVELS = (
+    "ORT_DISABLE_ALL",
+    "ORT_ENABLE_BASIC",
+    "ORT_ENABLE_EXTENDED",
+    "ORT_ENABLE_LAYOUT",
+    "ORT_ENABLE_ALL",
+)
 GRADER_PREFIX = "grader:"  # a ProbeCase.function that names one of the probe's own functions, never the notebook's
 GRADER_FUNCTIONS = ("grader:latency_ms", "grader:latency_table")  # (autograder/sandbox/probe_kernel.py)
 # why the probe refused an Arg.artifact or Arg.session (status bad_artifact), in the grader's words

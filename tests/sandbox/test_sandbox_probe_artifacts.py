@@ -276,3 +276,23 @@ def test_a_refused_artifact_is_told_as_a_call_not_made(tmp_path):
     fact = compare_output(1, out)
     assert not fact["agree"] and fact["reason"] == "missing"
     assert fact["account"] == "not called: artifacts/none.json: the notebook did not write it"
+
+
+def test_a_sessions_options_are_onnx_runtimes_own():
+    import onnxruntime as ort
+
+    from autograder.probe_format import MAX_SESSION_THREADS, OPTIMIZATION_LEVELS
+
+    assert set(OPTIMIZATION_LEVELS) == set(ort.GraphOptimizationLevel.__members__)
+    model = Arg.artifact("m.onnx")
+    for bad in (
+        {"intra_op_num_threads": -1},
+        {"inter_op_num_threads": MAX_SESSION_THREADS + 1},
+        {"intra_op_num_threads": 1.0},
+    ):
+        with pytest.raises(ValueError):
+            Arg.session(model, **bad)
+    with pytest.raises(ValueError, match="graph_optimization_level"):
+        Arg.session(model, graph_optimization_level="O3")
+    with pytest.raises(TypeError):
+        Arg.session(Arg.array([1.0]))
