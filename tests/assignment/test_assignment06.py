@@ -160,8 +160,8 @@ def test_the_saved_profile_on_real_profiles(tmp_path, grading):
     assert "error" in measure(tmp_path)  # nothing saved
     _real_profile(tmp_path, grading, threads=3)
     facts = measure(tmp_path)
-    assert facts["valid"] and facts["contract_model"] and facts["contract_batch"] and facts["threads"] == 3
-    assert [op for op, _ in facts["top_ops"]] == ["FusedGemm", "Gemm", "Softmax"]
+    assert facts["valid"] and facts["contract_model"] and facts["contract_batch"] and 1 <= facts["threads"] <= 3
+    assert {op for op, _ in facts["top_ops"]} == {"FusedGemm", "Gemm", "Softmax"}  # what ONNX Runtime ran
     _real_profile(tmp_path, grading, threads=1, rows=1)
     facts = measure(tmp_path)
     assert facts["contract_model"] and not facts["contract_batch"] and facts["threads"] == 1
@@ -169,7 +169,7 @@ def test_the_saved_profile_on_real_profiles(tmp_path, grading):
     other.graph.node[0].name = "first"
     _real_profile(tmp_path, grading, threads=2, model=other.SerializeToString())
     facts = measure(tmp_path)
-    assert facts["valid"] and not facts["contract_model"] and facts["threads"] == 2
+    assert facts["valid"] and not facts["contract_model"] and 1 <= facts["threads"] <= 2
 
 
 def _session(intra, mode="ORT_SEQUENTIAL"):

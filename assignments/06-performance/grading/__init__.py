@@ -7,7 +7,7 @@
 reference's reading of each hidden profile), ``sessions`` (the thread count each returned session
 asked for), ``latency_table`` (its shape and its timing against the probe's), ``profile``
 (``artifacts/profile.json``, ``saved_profile.py``: an ONNX Runtime profile of the contract's model,
-of the timing batch, with the intra-op pool it ran on) and ``reported`` (``RESULTS`` judged as the
+of the timing batch) and ``reported`` (``RESULTS`` judged as the
 notebook's own measurements, ``reported.py``). ``measure_artifacts`` reads the profile beside the
 probe (it reads only that file). No ``prepare``, ``calibration_samples`` or leaderboard.
 """

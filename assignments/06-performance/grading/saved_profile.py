@@ -11,14 +11,12 @@ finds is a fact each rubric part judges:
 - ``contract_model``: every kernel event names a node of the contract's model (ONNX Runtime keeps
   the names of the nodes it fuses: ``"fused dense1.matmul/MatMulAddFusion"``), all four dense
   layers ran, and the first layer's input was ``[PROFILE_BATCH, 64]``: the timing batch, not one row;
-- ``threads``: the intra-op pool the session ran with, read from the kernel events'
-  ``thread_scheduling_stats`` (the calling thread and one ``sub_threads`` entry per other thread;
-  ONNX Runtime writes none for one thread; the largest over the events, as an early kernel on a
-  busy machine may list fewer; ``pool_sizes`` keeps each size seen, 0 for an event without them):
-  :data:`~.model.PROFILE_THREADS` when ``make_session`` passed its thread count on. Left alone,
-  ONNX Runtime (and the grader's jail) size the pool by the machine's cores, at most 4 in the
-  jail: 3 only on a machine of exactly 3 CPUs, so a session that ignored the count shows another
-  number on the graders.
+- ``threads`` (for the staff, not judged): the most threads any kernel event lists in its
+  ``thread_scheduling_stats`` (the calling thread and one ``sub_threads`` entry per other
+  thread; none for one thread), ``pool_sizes`` each size seen (0: an event without them). It is a
+  lower bound of the pool, not its size: a thread that has not started yet is not listed, and on
+  a busy machine a short run (one row) may end before it does. What ``make_session`` asked for is
+  judged from the sessions the probe describes (:mod:`.sessions`).
 
 ``top_ops`` is the reference's reading of this profile (:func:`.profiles.reference_top_ops`), for
 the staff; ``RESULTS["top_ops"]`` is judged against the notebook's own ``top_ops`` on this file.
@@ -68,10 +66,8 @@ def _pool_sizes(kernels: list[dict[str, Any]]) -> list[int]:
 
 
 def _pool_size(kernels: list[dict[str, Any]]) -> int:
-    """The intra-op pool the kernels ran on: the largest ``1 + len(sub_threads)`` over the events
-    that carry ``thread_scheduling_stats`` (ONNX Runtime leaves them out for one thread, and on a
-    busy machine an early kernel may list fewer sub-threads than the pool will have: a pool never
-    lists more threads than it has), 1 when none carries them."""
+    """The most threads the kernels list: the largest ``1 + len(sub_threads)`` over the events that
+    carry ``thread_scheduling_stats``, 1 when none does (a lower bound of the pool: see the module)."""
     return max((size for size in _pool_sizes(kernels) if size > 0), default=1)
 
 
