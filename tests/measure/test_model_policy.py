@@ -136,7 +136,7 @@ def test_a_bad_table_fails_when_the_assignment_loads(tmp_path):
     assert policy.extra_operators == {GELU} and policy.optimization_level == "ORT_ENABLE_BASIC"
 
 
-@pytest.mark.parametrize("assignment_id", ["03-export-parity", "07-quantization"])
+@pytest.mark.parametrize("assignment_id", ["03-export-parity", "06-performance", "07-quantization"])
 def test_the_existing_lessons_keep_the_strict_default(project_root, assignment_id):
     assert load_assignment(assignment_id, project_root).model_policy == DEFAULT_POLICY
 

@@ -104,7 +104,7 @@ def _scaffold_sources() -> list[tuple[str, str]]:
 def test_every_lesson_folder_and_the_scaffold_are_checked():
     lessons = {Path(name).parts[1] for name, _ in _lesson_sources()}
     assert lessons >= {p.parent.name for p in ROOT.glob("assignments/*/grading") if any(p.rglob("*.py"))}
-    assert {"03-export-parity", "05-graph-optimization", "07-quantization"} <= lessons
+    assert {"03-export-parity", "05-graph-optimization", "06-performance", "07-quantization"} <= lessons
     scaffolded = {name.split(" ")[0] for name, _ in _scaffold_sources()}
     assert scaffolded == {t.format(id="12-my-lesson") for t in FILES.values() if t.endswith(".py")}
 
