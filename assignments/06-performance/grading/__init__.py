@@ -9,7 +9,8 @@ asked for), ``latency_table`` (its shape and its timing against the probe's), ``
 (``artifacts/profile.json``, ``saved_profile.py``: an ONNX Runtime profile of the contract's model,
 of the timing batch) and ``reported`` (``RESULTS`` judged as the
 notebook's own measurements, ``reported.py``). ``measure_artifacts`` reads the profile beside the
-probe (it reads only that file). No ``prepare``, ``calibration_samples`` or leaderboard.
+probe (it reads only that file); ``prepare`` builds the contract's model while the kernel runs. No
+``calibration_samples`` and no leaderboard.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from autograder.lesson import measure_functions
 
 from . import data as data
-from . import latency, profiles, sessions
+from . import latency, model, profiles, sessions
 from .model import TOP_K
 from .reported import measure_reported
 from .saved_profile import PATH, measure_saved_profile
@@ -27,6 +28,12 @@ from .saved_profile import PATH, measure_saved_profile
 
 def probe_cases() -> list:
     return profiles.probe_cases() + [profiles.own_case(PATH, TOP_K)] + sessions.probe_cases() + latency.probe_cases()
+
+
+def prepare(assignment) -> None:
+    """Build the contract's model and public data while the kernel runs (deployment data only)."""
+    data.public_split()
+    model.node_names()
 
 
 def measure_artifacts(ctx) -> dict[str, Any]:
