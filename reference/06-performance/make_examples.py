@@ -187,6 +187,20 @@ GAMED = (
         ),
         base="solution",
     ),
+    Gamed(
+        "gamed_typed_top_ops.ipynb",
+        "the README's top operators typed into RESULTS",
+        "The solution, with a genuine profile and a working `top_ops`, but `RESULTS['top_ops']` "
+        "typed in from the README instead of read from the profile: the operators are right, the "
+        "microseconds are not the ones this profile holds.",
+        (
+            (
+                '    "top_ops": [[op, us] for op, us in top_ops(PROFILE_PATH, TOP_K)],',
+                '    "top_ops": [["FusedGemm", 4100], ["Gemm", 75], ["Softmax", 30]],',
+            ),
+        ),
+        base="solution",
+    ),
 )
 
 
