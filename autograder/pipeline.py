@@ -23,7 +23,7 @@ from .errors import SandboxUnavailableError
 from .grade_options import GradeOptions
 from .statuses import ProbeStatus, RunStatus
 from .judge import judge
-from .measure.context import ArtifactContext, MeasureContext
+from .measure_context import ArtifactContext, MeasureContext
 from .measure.warm_pool import MeasuringChildren, measure_jobs, warm_workers
 from .probe_format import read_probe_result
 from .report.feedback import feedback_markdown

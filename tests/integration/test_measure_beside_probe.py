@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.measure.context import ArtifactContext
+from autograder.measure_context import ArtifactContext
 from autograder.pipeline import grade_notebook
 from needs import needs
 

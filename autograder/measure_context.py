@@ -1,4 +1,5 @@
-"""What an assignment's ``measure_artifacts(ctx)`` and ``measure(ctx)`` receive."""
+"""What an assignment's ``measure_artifacts(ctx)`` and ``measure(ctx)`` receive (above the assignment and
+measure layers: it holds an :class:`Assignment` and the measuring children)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..assignment import Assignment
-from ..probe_format import ProbeCase, ProbeResult
-from .warm_pool import MeasuringChildren
+from .assignment import Assignment
+from .probe_format import ProbeCase, ProbeResult
+from .measure.warm_pool import MeasuringChildren
 
 
 @dataclass
