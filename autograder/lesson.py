@@ -144,7 +144,18 @@ Example submissions (``reference/<id>/make_examples.py``)
 
         Mistake("no_shift.ipynb", "softmax", "softmax without the shift", "why", (("old", "new"),))
 
-    ``examples_from``: the example notebooks: ``examples_from(solution, student, MISTAKES)``.
+    ``Variant``: a valid way to write the solution that is not the reference's (full marks, every
+    self-check passes)::
+
+        Variant("loop_softmax.ipynb", "softmax with a loop", "why it is right", (("old", "new"),))
+
+    ``Gamed``: a submission that games the grader (constants or the README's values in ``RESULTS``,
+    an echo, only the printing cells); its ``expected_examples.toml`` row says ``gamed = true`` and
+    the ``max_score`` it may reach::
+
+        Gamed("typed_results.ipynb", "RESULTS typed in", "why it earns little", (("old", "new"),))
+
+    ``examples_from``: the example notebooks: ``examples_from(solution, student, MISTAKES + GAMED)``.
 
 Probe helpers
     ``Arg.artifact(relpath)`` and ``Arg.session(path_arg, intra_op_num_threads=None,
@@ -198,7 +209,7 @@ from .probe_format import Arg, ProbeCase, ProbeResult, SessionDescription
 from .safe_files import load_json
 
 if TYPE_CHECKING:  # imported when first asked for (module __getattr__ below): ONNX Runtime, nbformat
-    from .authoring.example_edits import Mistake, examples_from
+    from .authoring.example_edits import Gamed, Mistake, Variant, examples_from
     from .measure.quantization import reference_ops as quantization_ops
     from .measure.reference_ops import ort_model, ort_node
 
@@ -208,6 +219,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ort_model": ("autograder.measure.reference_ops", "ort_model"),
     "quantization_ops": ("autograder.measure.quantization.reference_ops", None),
     "Mistake": ("autograder.authoring.example_edits", "Mistake"),
+    "Variant": ("autograder.authoring.example_edits", "Variant"),
+    "Gamed": ("autograder.authoring.example_edits", "Gamed"),
     "examples_from": ("autograder.authoring.example_edits", "examples_from"),
 }
 
@@ -270,6 +283,8 @@ __all__ = [
     "run_failure_words",
     # example submissions (imported when first asked for)
     "Mistake",
+    "Variant",
+    "Gamed",
     "examples_from",
     # probe helpers
     "SessionDescription",

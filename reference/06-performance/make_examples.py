@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.authoring.example_edits import Gamed, Mistake, examples_from
+from autograder.lesson import Gamed, Mistake, examples_from
 
 TIMED = (
     "                start = time.perf_counter()\n"

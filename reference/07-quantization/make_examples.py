@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import nbformat
 
-from autograder.authoring.example_edits import Gamed, Mistake, Variant, examples_from
+from autograder.lesson import Gamed, Mistake, Variant, examples_from
 
 
 MISTAKES = (
@@ -319,11 +319,3 @@ GAMED = (
 
 def make_examples(solution: nbformat.NotebookNode, student: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
     return examples_from(solution, student, MISTAKES + VARIANTS + GAMED)
-
-
-if __name__ == "__main__":
-    from autograder.assignment import load_assignment
-    from autograder.authoring.build import build_assignment
-
-    for path in build_assignment(load_assignment("07-quantization")).changed:
-        print("wrote", path)

@@ -92,7 +92,8 @@ def test_the_checker_catches_every_import_of_the_core_but_the_surface(source, ex
 
 
 def _lesson_sources() -> list[tuple[str, str]]:
-    files = sorted(ROOT.glob("assignments/*/grading/**/*.py"))
+    # a lesson's grading plugin, and the script that makes its example submissions
+    files = sorted(ROOT.glob("assignments/*/grading/**/*.py")) + sorted(ROOT.glob("reference/*/make_examples.py"))
     return [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in files]
 
 
@@ -104,6 +105,7 @@ def _scaffold_sources() -> list[tuple[str, str]]:
 def test_every_lesson_folder_and_the_scaffold_are_checked():
     lessons = {Path(name).parts[1] for name, _ in _lesson_sources()}
     assert lessons >= {p.parent.name for p in ROOT.glob("assignments/*/grading") if any(p.rglob("*.py"))}
+    assert lessons >= {p.parent.name for p in ROOT.glob("reference/*/make_examples.py")}
     assert {"03-export-parity", "05-graph-optimization", "06-performance", "07-quantization"} <= lessons
     scaffolded = {name.split(" ")[0] for name, _ in _scaffold_sources()}
     assert scaffolded == {t.format(id="12-my-lesson") for t in FILES.values() if t.endswith(".py")}
