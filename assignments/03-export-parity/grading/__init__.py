@@ -19,7 +19,7 @@ from .parity import measure_model, measure_parity, measure_reported
 def prepare(assignment) -> None:
     # the hidden parity sets are the submission's (drawn with its probe cases), not the deployment's
     data.public_split()
-    data.contract_pipeline()
+    data.contract_test_probabilities()
 
 
 def measure(ctx) -> dict[str, Any]:

@@ -17,7 +17,7 @@ compares the student's ONNX model with the contract's pipeline on them. Arrays a
 per process by secret and submission key, and read-only.
 
 The contract's pipeline is what the student cannot choose: the grader fits it itself, on the
-contract's data with the contract's seed (:func:`contract_pipeline`; scikit-learn's fit and
+contract's data with the contract's seed (:func:`contract_test_probabilities` fits it once per process; scikit-learn's fit and
 ``predict_proba`` are deterministic, whatever the number of threads: the grader and the kernel get
 the same probabilities, but for a few values ~1e-9 apart where their BLAS kernels round a float32
 dot product otherwise), and :func:`contract_outputs` gives its probabilities on
@@ -136,9 +136,11 @@ def contract_probabilities(X: np.ndarray) -> np.ndarray:
     return p
 
 
-def contract_pipeline() -> None:
-    """Fits the contract's pipeline now (``prepare``: while the kernel runs)."""
-    _fitted()
+@lru_cache(maxsize=1)
+def contract_test_probabilities() -> np.ndarray:
+    """The contract pipeline's probabilities on ``X_test`` (float64, read-only, one object per
+    process): ``prepare`` calls it while the kernel runs, so the pipeline is fitted by then."""
+    return contract_probabilities(public_split().X_test)
 
 
 @lru_cache(maxsize=8)
@@ -147,7 +149,7 @@ def _contract_outputs(secret: HiddenSecret, submission: str) -> ContractOutputs:
     return ContractOutputs(
         contract_probabilities(hidden.X),
         contract_probabilities(hidden.X_edge),
-        contract_probabilities(public_split().X_test),
+        contract_test_probabilities(),
     )
 
 
