@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import string
+
 import json
 from pathlib import Path
 
@@ -151,6 +154,28 @@ def measured(paths: list[str]) -> dict:
     return out
 
 
+def placeholder_paths(rubric: dict) -> set[str]:
+    """The measurement paths the rubric's texts name (``{a.b.c}``; a part's own fields have no dot)."""
+    found: set[str] = set()
+    for check in rubric["checks"]:
+        for part in check.get("parts", []):
+            for value in part.values():
+                if isinstance(value, str):
+                    found |= {f for _, f, _, _ in string.Formatter().parse(value) if f and "." in f}
+    return {f for f in found if not f.startswith("tolerances.")}
+
+
+def _without(measurements: dict, path: str) -> dict:
+    """``measurements`` (copied) without the leaf at ``path``."""
+    out = copy.deepcopy(measurements)
+    node = out
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node[key]
+    del node[leaf]
+    return out
+
+
 LESSONS = sorted(p.name for p in (ROOT / "assignments").iterdir() if (p / "assignment.toml").is_file())
 
 
@@ -204,13 +229,15 @@ def test_cli_build_check_reports_up_to_date_and_names_a_missing_path(monkeypatch
     register(app)
     from autograder.assignment import load_assignment
 
-    paths = sorted({path for _, _, path in rubric_paths(load_assignment("07-quantization", ROOT).rubric())})
+    rubric = load_assignment("07-quantization", ROOT).rubric()
+    paths = sorted({path for _, _, path in rubric_paths(rubric)})
     paths.sort(key=lambda p: any(q.startswith(p + ".") for q in paths))  # a leaf first
-    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: measured(paths))
+    texts = measured(paths + sorted(placeholder_paths(rubric) - set(paths)))  # the texts render too
+    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: texts)
     result = CliRunner().invoke(app, ["build", "07-quantization", "--check"])
     assert result.exit_code == 0, result.output
     assert "up to date" in result.output and "every rubric path is in the reference run's measurements" in result.output
-    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: measured(paths[1:]))
+    monkeypatch.setattr(build_mod, "reference_measurements", lambda a, **_: _without(texts, paths[0]))
     result = CliRunner().invoke(app, ["build", "07-quantization", "--check"])
     assert result.exit_code == 1 and f"'{paths[0]}' is not produced by the reference run" in result.output
     missing = CliRunner().invoke(app, ["build", "no-such-assignment", "--check"])
