@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import copy
-import string
-
 import json
+import string
 from pathlib import Path
 
 import nbformat
