@@ -3,7 +3,8 @@
 One schema per contract: ``execution`` (execution.json), ``measurements`` (measurements.json:
 the core's envelope, lesson sections open), ``grade`` (grade.json), ``rubric`` (rubric.toml as
 loaded), ``tolerances`` (tolerances.toml, or an override file), ``batch`` (a batch's
-batch.json) and ``assignment`` (assignment.toml as loaded: the core's tables closed). ``validate(kind, data, source)`` raises ``ContractError`` naming the file, the JSON
+batch.json), ``assignment`` (assignment.toml as loaded: the core's tables closed) and
+``gradescope_results`` (Gradescope's documented results.json, strict). ``validate(kind, data, source)`` raises ``ContractError`` naming the file, the JSON
 path and what is wrong; ``first_problem`` gives the same without raising, for a caller that
 names the place its own way (the rubric names a check and a part); ``knows_path`` whether a
 dotted path (``execution.first_error.where``) names a field a schema allows.
@@ -26,7 +27,7 @@ from referencing.jsonschema import DRAFT202012
 
 from .errors import AutograderError
 
-KINDS = ("execution", "measurements", "grade", "rubric", "tolerances", "batch", "assignment")
+KINDS = ("execution", "measurements", "grade", "rubric", "tolerances", "batch", "assignment", "gradescope_results")
 _VALUE_CHARS = 80
 
 

@@ -15,7 +15,7 @@ import needs
 from needs import NO_JAIL_ENV, guard_no_jail, mark_by_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_PATH = ROOT / "tests" / "schemas" / "gradescope_results.schema.json"
+SCHEMA_PATH = ROOT / "autograder" / "schemas" / "gradescope_results.schema.json"
 
 
 def pytest_configure(config):

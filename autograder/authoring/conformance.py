@@ -25,8 +25,6 @@ from ..assignment import Assignment
 
 UNTOUCHED_MAX_SHARE = 0.20  # the untouched template keeps at most this share of the points
 TABLE_FILE = "expected_examples.toml"
-# Gradescope's documented results.json format, as a JSON Schema, where this checkout keeps it
-RESULTS_SCHEMA = Path(__file__).resolve().parents[2] / "tests" / "schemas" / "gradescope_results.schema.json"
 
 
 class ConformanceFailure(AssertionError):
@@ -409,14 +407,13 @@ def check_stage_files_fit_the_shipped_schemas(lesson: Lesson) -> None:
 
 
 def require_gradescope_results(results: dict[str, Any], where: str) -> None:
-    """``results`` follows Gradescope's documented format (:data:`RESULTS_SCHEMA`; where this
-    checkout has no copy of it, only its required top-level keys are checked)."""
+    """``results`` follows Gradescope's documented format (the package's schema
+    ``gradescope_results``, autograder/schemas/)."""
     import jsonschema
 
-    if not RESULTS_SCHEMA.is_file():
-        require(isinstance(results.get("tests"), list), f"{where}: results.json has no list of tests")
-        return
-    schema = json.loads(RESULTS_SCHEMA.read_text())
+    from .. import contracts
+
+    schema = contracts.schema("gradescope_results")
     errors = [
         f"{'/'.join(map(str, e.path)) or '<root>'}: {e.message}"
         for e in jsonschema.Draft202012Validator(schema).iter_errors(results)

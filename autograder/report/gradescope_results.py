@@ -1,7 +1,7 @@
 """Gradescope's ``results.json`` from a grade, and the zero-score result when grading failed.
 
 Format: Gradescope's autograder specification (docs/specs.md of gradescope/autograder_samples;
-tests/schemas/gradescope_results.schema.json holds it as a JSON Schema). One test per check:
+autograder/schemas/gradescope_results.schema.json holds it as a JSON Schema). One test per check:
 ``name`` = title, ``tags`` = [check id], ``score``, ``max_score``, ``status``, ``visibility``,
 ``number``, Markdown ``output``. Top level: ``score`` (it overrides the tests' sum), a Markdown
 ``output`` that counts hidden checks without naming them (and, with any, shows neither the total
