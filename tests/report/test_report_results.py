@@ -23,7 +23,9 @@ from autograder.judge import judge
 from autograder.report import failure_results_json, results_json
 from autograder.safe_files import write_json_atomic
 
-SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "autograder", "schemas", "gradescope_results.schema.json")
+SCHEMA_PATH = os.path.join(
+    os.path.dirname(__file__), "..", "..", "autograder", "schemas", "gradescope_results.schema.json"
+)
 
 
 def zero_measurements():
