@@ -120,7 +120,7 @@ def guard_no_jail() -> None:
 
         return detect
 
-    for name in ("_bwrap_works", "_confine_layers", "_fallback_check"):  # detection: cached, cheap
+    for name in ("_bwrap_works", "_confine_layers", "_fallback_check", "_check_user"):  # detection: cached, cheap
         setattr(jail, name, probe(getattr(jail, name)))
 
     def refused_template(*args, **kwargs):

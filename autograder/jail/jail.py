@@ -83,6 +83,9 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 BWRAP_NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
 # The uid of the grader's ONNX measuring child (not a slot's: a slot's reaper could kill it).
 MEASURE_USER = "autograder-measure"
+# The uid that checks whether the fallback works (not a slot's, for the same reason): an
+# unprivileged uid with a group of its own reaches what a slot's uid reaches.
+CHECK_USER = "autograder-check"
 
 
 @dataclass
@@ -260,15 +263,28 @@ def _confine_layers(uid: int | None, gid: int | None) -> tuple[dict, str]:
         return {"applied": [], "error": str(e)}, f"confinement check failed: {type(e).__name__}: {e}"
 
 
-@functools.lru_cache(maxsize=8)
+_FALLBACK_WORKS: dict[tuple[int | None, int | None], dict] = {}  # (uid, gid) → the layers, once they worked
+
+
 def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
     """Which confinement layers apply here, and whether the kernel's interpreter then really starts.
 
-    Runs confine twice (as the sandbox uid when given): in check mode to learn the layers
-    (:func:`_confine_layers`), then for real with those layers around
-    ``python -c "import ipykernel, numpy"``. The second run matters: an interpreter under a
-    mode-700 folder (pyenv in /root) is unreachable for the sandbox uid.
+    Runs confine twice (as ``uid`` when given: :data:`CHECK_USER`'s, never a slot's, see
+    :func:`_fallback_isolation`): in check mode to learn the layers (:func:`_confine_layers`), then
+    for real with those layers around ``python -c "import ipykernel, numpy"``. The second run
+    matters: an interpreter under a mode-700 folder (pyenv in /root) is unreachable for a sandbox
+    uid. Only a success is kept for the process: a failure (a machine being set up, a check killed
+    from outside) is checked again at the next run rather than refusing every later submission.
     """
+    if (uid, gid) in _FALLBACK_WORKS:
+        return _FALLBACK_WORKS[(uid, gid)], ""
+    check, why = _fallback_check_once(uid, gid)
+    if not why:
+        _FALLBACK_WORKS[(uid, gid)] = check
+    return check, why
+
+
+def _fallback_check_once(uid: int | None, gid: int | None) -> tuple[dict, str]:
     check, why = _confine_layers(uid, gid)
     if why:
         return check, why
@@ -301,6 +317,14 @@ def _fallback_check(uid: int | None, gid: int | None) -> tuple[dict, str]:
             "every user can read it, not under a mode-700 home folder"
         )
     return check, ""
+
+
+def _check_user(slot_user: SandboxUser) -> SandboxUser:
+    """:data:`CHECK_USER` (created when missing), or ``slot_user`` where it cannot be had."""
+    try:
+        return ensure_named_user(CHECK_USER)
+    except SandboxUserError:
+        return slot_user
 
 
 def choose_isolation(unsafe_no_sandbox: bool = False, slot: int = 0) -> Isolation:
@@ -353,7 +377,10 @@ def _fallback_isolation(user: SandboxUser | None, as_root: bool, warnings: list[
     if as_root and user is None:
         warnings.append("fallback needs a sandbox user when the grader is root")
         return None
-    check, why = _fallback_check(user.uid if user else None, user.gid if user else None)
+    # the check runs as a uid of its own: a slot's uid belongs to the run holding that slot, whose
+    # reaper kills every process of the uid (a check killed that way read as "no fallback here")
+    checker = user and _check_user(user)
+    check, why = _fallback_check(checker.uid if checker else None, checker.gid if checker else None)
     if why:
         warnings.append(f"fallback unavailable: {why}")
         return None
