@@ -272,7 +272,7 @@ def test_a_regrade_gets_the_same_cases_and_scores_and_other_code_other_cases(tmp
 
     def spy():
         cases = real()
-        sent.append({c.id: _value_digest(c.raw(0)) for c in cases})
+        sent.append({c.id: _value_digest(c.raw(0)) for c in cases if c.function == "count_ops"})  # the hidden files
         return cases
 
     monkeypatch.setattr(a.grading, "probe_cases", spy)
