@@ -127,6 +127,45 @@ class Assignment:
                 raise AssignmentError(note)
         validate_rubric(loaded, self.tolerances(tolerances))
 
+    def rubric_sha256(self) -> str:
+        """The SHA-256 of rubric.toml's bytes (what ``calibrate`` records beside the code's fingerprint)."""
+        return hashlib.sha256(self.rubric_path.read_bytes()).hexdigest()
+
+    def calibration_drift(self) -> str | None:
+        """One line when ``tolerances.toml`` is older than the lesson's rubric or grading code (the
+        values may no longer follow from the reference's runs), else None; a lesson never calibrated
+        says so (:meth:`uncalibrated`). By the content hashes ``[provenance]`` records; by
+        modification time where it records none (a git checkout resets modification times, so that
+        fallback may warn about a file that is current)."""
+        note = self.uncalibrated()
+        path = self.tolerances_path
+        if note is not None or not path.is_file():
+            return note
+        prov = self.tolerances().get("provenance", {})
+        prov = prov if isinstance(prov, dict) else {}
+        calibrated_at = path.stat().st_mtime
+        grading = self.folder / "grading"
+        code_files = [self.folder / "assignment.toml"] + [
+            f for f in grading.rglob("*") if f.is_file() and "__pycache__" not in f.relative_to(grading).parts
+        ]
+        older_than: list[str] = []
+        if "rubric_sha256" in prov:
+            if prov["rubric_sha256"] != self.rubric_sha256():
+                older_than.append("rubric.toml (by content)")
+        elif self.rubric_path.stat().st_mtime > calibrated_at:
+            older_than.append("rubric.toml (by modification time)")
+        if "assignment_fingerprint" in prov:
+            if prov["assignment_fingerprint"] != self.code_fingerprint():
+                older_than.append("the grading code (grading/, assignment.toml; by content)")
+        elif any(f.stat().st_mtime > calibrated_at for f in code_files):
+            older_than.append("the grading code (grading/, assignment.toml; by modification time)")
+        if not older_than:
+            return None
+        return (
+            f"{path} is older than {' and '.join(older_than)}: its values may not follow from the "
+            f"lesson as it is; run `autograder calibrate {self.id}` before you upload"
+        )
+
     def uncalibrated(self, rubric: dict[str, Any] | None = None) -> str | None:
         """One line naming the lesson and ``autograder calibrate <id>`` when tolerances.toml is
         missing or lacks a tolerance the rubric (this assignment's, or ``rubric``) names; else None."""

@@ -30,7 +30,7 @@ Finally every run is judged with the new tolerances: a reference run that loses 
 reported (a structural part failing for some seed means the rubric, not the tolerance, is wrong).
 
 ``[provenance]`` records the content the values were calibrated for: ``assignment_fingerprint``
-(assignment.toml and every file of grading/) and ``rubric_sha256``. :func:`calibration_drift`
+(assignment.toml and every file of grading/) and ``rubric_sha256``. :meth:`Assignment.calibration_drift`
 says, in one line, when the lesson has changed since (``autograder gradescope build`` warns):
 by those hashes, or by modification time for a file calibrated before its hash was recorded.
 """
@@ -311,46 +311,6 @@ def tolerances_header(derived: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def rubric_sha256(assignment: Assignment) -> str:
-    return hashlib.sha256(assignment.rubric_path.read_bytes()).hexdigest()
-
-
-def calibration_drift(assignment: Assignment) -> str | None:
-    """One line when ``tolerances.toml`` is older than the lesson's rubric or grading code (the
-    values may no longer follow from the reference's runs), else None; a lesson never calibrated
-    says so (:meth:`Assignment.uncalibrated`). By the content hashes ``[provenance]`` records; by
-    modification time where it records none (a git checkout resets modification times, so that
-    fallback may warn about a file that is current)."""
-    note = assignment.uncalibrated()
-    path = assignment.tolerances_path
-    if note is not None or not path.is_file():
-        return note
-    prov = assignment.tolerances().get("provenance", {})
-    prov = prov if isinstance(prov, dict) else {}
-    calibrated_at = path.stat().st_mtime
-    grading = assignment.folder / "grading"
-    code_files = [assignment.folder / "assignment.toml"] + [
-        f for f in grading.rglob("*") if f.is_file() and "__pycache__" not in f.relative_to(grading).parts
-    ]
-    older_than: list[str] = []
-    if "rubric_sha256" in prov:
-        if prov["rubric_sha256"] != rubric_sha256(assignment):
-            older_than.append("rubric.toml (by content)")
-    elif assignment.rubric_path.stat().st_mtime > calibrated_at:
-        older_than.append("rubric.toml (by modification time)")
-    if "assignment_fingerprint" in prov:
-        if prov["assignment_fingerprint"] != assignment.code_fingerprint():
-            older_than.append("the grading code (grading/, assignment.toml; by content)")
-    elif any(f.stat().st_mtime > calibrated_at for f in code_files):
-        older_than.append("the grading code (grading/, assignment.toml; by modification time)")
-    if not older_than:
-        return None
-    return (
-        f"{path} is older than {' and '.join(older_than)}: its values may not follow from the "
-        f"lesson as it is; run `autograder calibrate {assignment.id}` before you upload"
-    )
-
-
 def provenance(
     assignment: Assignment,
     runs: int,
@@ -375,7 +335,7 @@ def provenance(
         "rounded down; lower count: worst (see calibration.toml)",
         "solution_sha256": hashlib.sha256(solution.read_bytes()).hexdigest(),
         "assignment_fingerprint": assignment.code_fingerprint(),
-        "rubric_sha256": rubric_sha256(assignment),
+        "rubric_sha256": assignment.rubric_sha256(),
         "versions": assignment.environment(),
         "duration_s": round(duration_s, 1),
         "reference_scores": scores,

@@ -52,9 +52,8 @@ def build(
     # the assignment chosen above: with the ID left out (the only one), not None
     for line in explain(budget(chosen)):
         typer.echo(line)
-    from ..authoring.calibrate import calibration_drift
 
-    drift = calibration_drift(chosen)  # a warning, not a failure: the zip is written
+    drift = chosen.calibration_drift()  # a warning, not a failure: the zip is written
     if drift is not None:
         typer.echo(f"warning: {drift}", err=True)
 

@@ -183,10 +183,9 @@ def test_check_assignment_quick_prints_a_line_per_check_and_fails_on_one(root):
 
 def calibrated_now(a) -> None:
     """Record, as ``calibrate`` does, the content the lesson's tolerances were calibrated for."""
-    from autograder.authoring.calibrate import rubric_sha256
 
     a.tolerances_path.write_text(
-        f'[provenance]\nassignment_fingerprint = "{a.code_fingerprint()}"\nrubric_sha256 = "{rubric_sha256(a)}"\n'
+        f'[provenance]\nassignment_fingerprint = "{a.code_fingerprint()}"\nrubric_sha256 = "{a.rubric_sha256()}"\n'
     )
 
 
@@ -222,13 +221,12 @@ STALE = {  # what changes after calibration → the words of the warning (None: 
 @pytest.mark.parametrize("kind", sorted(STALE))
 def test_calibration_drift_by_the_content_recorded_at_calibration(root, kind):
     from autograder.assignment import load_assignment
-    from autograder.authoring.calibrate import calibration_drift
 
     a = load_assignment(ID, root)
     calibrated_now(a)
     change, words = STALE[kind]
     change(a)
-    drift = calibration_drift(load_assignment(ID, root))
+    drift = load_assignment(ID, root).calibration_drift()
     if words is None:
         assert drift is None
         return
@@ -239,17 +237,16 @@ def test_calibration_drift_by_the_content_recorded_at_calibration(root, kind):
 
 def test_calibration_drift_by_modification_time_without_recorded_hashes(root):
     from autograder.assignment import load_assignment
-    from autograder.authoring.calibrate import calibration_drift
 
     a = load_assignment(ID, root)
     a.tolerances_path.write_text("[provenance]\n")
     touch(a.tolerances_path, a.rubric_path)
-    assert calibration_drift(a) is None
+    assert a.calibration_drift() is None
     touch(a.rubric_path, a.tolerances_path)
-    assert "older than rubric.toml (by modification time)" in (calibration_drift(a) or "")
+    assert "older than rubric.toml (by modification time)" in (a.calibration_drift() or "")
     touch(a.tolerances_path, a.rubric_path)
     touch(a.folder / "grading" / "__init__.py", a.tolerances_path)
-    drift = calibration_drift(a) or ""
+    drift = a.calibration_drift() or ""
     assert "older than the grading code (grading/, assignment.toml; by modification time)" in drift
     assert "rubric.toml" not in drift
 
